@@ -1,0 +1,160 @@
+/*
+ * libdct — error-compensated compressed collectives for distributed training.
+ * Core C API. Compiles as C99 and C++; pulls in neither MPI nor CUDA.
+ * Transport-specific entry points live in dct_mpi.h (and dct_nccl.h).
+ */
+#ifndef DCT_H_
+#define DCT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DCT_MAJOR 0
+#define DCT_MINOR 1
+#define DCT_PATCH 0
+#define DCT_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define DCT_VERSION_CODE DCT_VERSION(DCT_MAJOR, DCT_MINOR, DCT_PATCH)
+
+typedef enum {
+  dctSuccess = 0,
+  dctInvalidArgument = 1, /* a bad pointer, enum, count or value on this rank */
+  dctInvalidUsage = 2,    /* calls that disagree across ranks, or wrong call order */
+  dctSystemError = 3,     /* the OS or a thread failed */
+  dctInternalError = 4,   /* a libdct bug: please report it */
+  dctTransportError = 5,  /* MPI or NCCL reported an error */
+  dctCudaError = 6,
+  dctNotSupported = 7,    /* valid request this build cannot serve (yet) */
+  dctOutOfMemory = 8,
+  dctNumResults = 9
+} dctResult_t;
+
+typedef enum {
+  dctFloat32 = 0,
+  dctFloat64 = 1,
+  dctFloat16 = 2,  /* reserved: dctNotSupported in this version */
+  dctBFloat16 = 3, /* reserved: dctNotSupported in this version */
+  dctNumTypes = 4
+} dctDataType_t;
+
+typedef enum { dctSum = 0, dctAvg = 1, dctNumOps = 2 } dctRedOp_t;
+
+typedef enum {
+  dctThresholdSampled = 0, /* k-th largest |x| of a PRNG sample (default) */
+  dctThresholdExact = 1,   /* exact k-th largest |x| (nth_element) */
+  dctNumThresholdMethods = 2
+} dctThresholdMethod_t;
+
+typedef enum {
+  dctAlgoAuto = 0,      /* alpha-beta cost model over the global counts */
+  dctAlgoAllgather = 1, /* allgatherv the COO messages, scatter-add in rank order */
+  dctAlgoDense = 2,     /* scatter into zeros, dense allreduce */
+  dctAlgoSplit = 3,     /* reserved: reduce-scatter + allgather (later version) */
+  dctNumAlgorithms = 4
+} dctAlgorithm_t;
+
+typedef struct dctComm* dctComm_t;
+typedef struct dctCompressor* dctCompressor_t;
+
+/* Configuration. Always start from DCT_CONFIG_INITIALIZER: fields left at
+ * their "undefined" value take the DCT_* environment variable, else the
+ * built-in default (documented per field). */
+#define DCT_CONFIG_MAGIC 0xdc7c0f19u
+#define DCT_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define DCT_CONFIG_UNDEF_DOUBLE (-1.0e300)
+typedef struct {
+  size_t size;             /* sizeof(dctConfig_t), set by the initializer */
+  unsigned int magic;      /* DCT_CONFIG_MAGIC */
+  unsigned int version;    /* DCT_VERSION_CODE */
+  double density;          /* fraction kept, in (0,1]; default 0.01 (DCT_DENSITY) */
+  int thresholdInterval;   /* L: steps between tau estimates; 1000 (DCT_THRESHOLD_INTERVAL) */
+  int errorFeedback;       /* 0/1; default 1 (DCT_ERROR_FEEDBACK) */
+  int warmupSteps;         /* dense steps first; default 0 (DCT_WARMUP_STEPS) */
+  int thresholdMethod;     /* dctThresholdMethod_t; sampled (DCT_THRESHOLD_METHOD) */
+  int algorithm;           /* dctAlgorithm_t; auto (DCT_ALGORITHM) */
+  long long seed;          /* sample PRNG seed, >= 0; default 0 (DCT_SEED) */
+} dctConfig_t;
+
+#define DCT_CONFIG_INITIALIZER                                                 \
+  {                                                                            \
+    sizeof(dctConfig_t), DCT_CONFIG_MAGIC, DCT_VERSION_CODE,                   \
+        DCT_CONFIG_UNDEF_DOUBLE, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,   \
+        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
+        DCT_CONFIG_UNDEF_INT                                                   \
+  }
+
+/* What the last step did, plus totals since creation. Bytes are payload
+ * bytes this rank put on / took off the wire (headers excluded). */
+typedef struct {
+  uint64_t step;           /* steps completed */
+  double threshold;        /* tau used in the last step (0 during warm-up) */
+  uint64_t nnz;            /* entries this rank sent in the last step */
+  uint64_t nonFinite;      /* NaN/Inf among them (always sent) */
+  uint64_t bytesSent;      /* last step */
+  uint64_t bytesReceived;  /* last step */
+  uint64_t denseBytes;     /* count * sizeof(dtype): what dense would send */
+  int algorithm;           /* dctAlgorithm_t used in the last step */
+  int indexBytes;          /* 4, or 8 when count >= 2^32 */
+  uint64_t thresholdEstimates; /* tau estimates so far (scheduled + drift) */
+  uint64_t totalBytesSent;
+  uint64_t totalBytesReceived;
+  uint64_t totalDenseBytes;
+} dctStats_t;
+
+/* --- errors and version --- */
+const char* dctGetErrorString(dctResult_t result);
+/* Message of the last failure on comm (thread-local last failure if NULL). */
+const char* dctGetLastError(dctComm_t comm);
+dctResult_t dctGetVersion(int* version);
+
+/* --- communicators (created by dctCommInitMpi / dctCommInitNccl) --- */
+dctResult_t dctCommDestroy(dctComm_t comm);
+dctResult_t dctCommRank(dctComm_t comm, int* rank);
+dctResult_t dctCommSize(dctComm_t comm, int* size);
+
+/* --- compressor: per-tensor error-feedback state --- */
+dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctDataType_t datatype,
+                                const dctConfig_t* config, dctCompressor_t* compressor);
+dctResult_t dctCompressorDestroy(dctCompressor_t compressor);
+dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStats_t* stats);
+/* The configuration in effect after env vars and defaults were applied. */
+dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config);
+
+/* DCT-DP: recvbuf = sum (or mean) over ranks of each rank's compressed
+ * (sendbuf + residual). Collective; in place allowed; every rank ends with a
+ * bit-identical recvbuf. count 0 is a no-op (buffers may be NULL). */
+dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
+                               dctDataType_t datatype, dctRedOp_t op,
+                               dctCompressor_t compressor, dctComm_t comm, void* stream);
+
+/* Local compression for users with their own transport: one DCT-DP step
+ * (EF, threshold schedule) of sendbuf into COO. indices are uint32_t, or
+ * uint64_t when the compressor's count >= 2^32 (stats.indexBytes), ascending.
+ * At most `capacity` entries are written; the rest stay in the residual
+ * (nothing is lost). Not collective. */
+dctResult_t dctCompress(dctCompressor_t compressor, const void* sendbuf, void* indices,
+                        void* values, size_t capacity, size_t* nnz, void* stream);
+
+/* dense[indices[j]] += values[j], j < nnz (uint32 indices, each < count). */
+dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* indices,
+                          const void* values, size_t nnz, dctDataType_t datatype,
+                          void* stream);
+
+/* Sparse allgather of explicit COO: each rank gives nnz (value, index) pairs
+ * with indices < count; every rank receives all pairs in rank order and
+ * recvCounts[r] (size = comm size). Two-phase: with recvValues and
+ * recvIndices both NULL only recvCounts and *total are filled (collective on
+ * every rank). Out-of-range indices or too little recvCapacity are rejected
+ * on every rank before anything is written. */
+dctResult_t dctSparseAllgather(const void* values, const uint32_t* indices, size_t nnz,
+                               size_t count, void* recvValues, uint32_t* recvIndices,
+                               size_t recvCapacity, size_t* recvCounts, size_t* total,
+                               dctDataType_t datatype, dctComm_t comm, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DCT_H_ */

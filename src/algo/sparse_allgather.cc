@@ -1,0 +1,33 @@
+// Sparse allgather of caller COO: values and indices gathered in rank order
+// straight into the caller's buffers (two allgatherv, no staging copy).
+#include <vector>
+
+#include "algo/algorithms.h"
+#include "core/comm.h"
+#include "core/debug.h"
+
+namespace dct {
+
+dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,
+                            size_t valueBytes, const std::vector<uint64_t>& nnz,
+                            void* recvValues, uint32_t* recvIndices, void* stream) {
+  const int P = comm->size;
+  std::vector<size_t> valBytes(P), valOffsets(P), idxBytes(P), idxOffsets(P);
+  size_t total = 0;
+  for (int r = 0; r < P; r++) {
+    valBytes[r] = nnz[r] * valueBytes;
+    valOffsets[r] = total * valueBytes;
+    idxBytes[r] = nnz[r] * sizeof(uint32_t);
+    idxOffsets[r] = total * sizeof(uint32_t);
+    total += nnz[r];
+  }
+  if (total == 0) return dctSuccess;
+  const int me = comm->rank;
+  DCTCHECK(comm->transport->allgatherv(comm, indices, idxBytes[me], recvIndices, idxBytes.data(),
+                                       idxOffsets.data(), stream));
+  DCTCHECK(comm->transport->allgatherv(comm, values, valBytes[me], recvValues, valBytes.data(),
+                                       valOffsets.data(), stream));
+  return dctSuccess;
+}
+
+}  // namespace dct

@@ -1,0 +1,106 @@
+// Collective entry points: local checks, then agreement across ranks, then
+// the algorithm. A rank with a bad argument still takes part in the
+// agreement so that no other rank is left waiting.
+#include "algo/agree.h"
+#include "algo/algorithms.h"
+#include "api/validate.h"
+#include "core/comm.h"
+#include "core/compressor.h"
+
+using namespace dct;
+
+namespace {
+
+dctResult_t checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
+                           dctRedOp_t op, dctCompressor_t c, dctComm_t comm, const char* fn) {
+  DCTCHECK(checkDatatype(comm, dtype, fn));
+  DCTCHECK(checkOp(comm, op, fn));
+  if (count == 0) return dctSuccess;
+  if (!validCompressor(c)) return fail(comm, dctInvalidArgument, "%s: invalid compressor", fn);
+  if (c->comm != comm) return fail(comm, dctInvalidArgument, "%s: compressor belongs to another comm", fn);
+  if (c->count != count || c->dtype != dtype)
+    return fail(comm, dctInvalidArgument,
+                "%s: count %zu / datatype %d differ from the compressor's (%zu / %d)", fn, count,
+                static_cast<int>(dtype), c->count, static_cast<int>(c->dtype));
+  const size_t es = dtypeSize(dtype);
+  DCTCHECK(checkBuffer(comm, sendbuf, count, es, "sendbuf", fn));
+  return checkBuffer(comm, recvbuf, count, es, "recvbuf", fn);
+}
+
+}  // namespace
+
+extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                          dctDataType_t datatype, dctRedOp_t op,
+                                          dctCompressor_t compressor, dctComm_t comm,
+                                          void* stream) {
+  const char* fn = "dctSparseAllreduce";
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
+  return guarded(comm, fn, [&] {
+    CallHeader mine;
+    mine.localError = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
+    mine.count = count;
+    mine.datatype = datatype;
+    mine.op = op;
+    if (mine.localError == dctSuccess && count > 0) {
+      mine.algorithm = compressor->config.algorithm;
+      mine.mode = inWarmup(compressor) ? 1 : 0;
+    }
+    std::vector<CallHeader> all;
+    DCTCHECK(agree(comm, mine, all, fn));
+    if (count == 0) return dctSuccess;
+    return sparseAllreduce(sendbuf, recvbuf, op, compressor, comm, stream);
+  });
+}
+
+extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* indices, size_t nnz,
+                                          size_t count, void* recvValues, uint32_t* recvIndices,
+                                          size_t recvCapacity, size_t* recvCounts, size_t* total,
+                                          dctDataType_t datatype, dctComm_t comm, void* stream) {
+  const char* fn = "dctSparseAllgather";
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
+  return guarded(comm, fn, [&]() -> dctResult_t {
+    const bool query = recvValues == nullptr && recvIndices == nullptr;
+    auto local = [&]() -> dctResult_t {
+      DCTCHECK(checkDatatype(comm, datatype, fn));
+      const size_t es = dtypeSize(datatype);
+      DCTCHECK(checkBuffer(comm, values, nnz, es, "values", fn));
+      DCTCHECK(checkBuffer(comm, indices, nnz, sizeof(uint32_t), "indices", fn));
+      if (recvCounts == nullptr || total == nullptr)
+        return fail(comm, dctInvalidArgument, "%s: recvCounts and total must not be NULL", fn);
+      if (!query) {
+        DCTCHECK(checkBuffer(comm, recvValues, recvCapacity, es, "recvValues", fn));
+        DCTCHECK(checkBuffer(comm, recvIndices, recvCapacity, sizeof(uint32_t), "recvIndices", fn));
+        if ((recvValues == nullptr) != (recvIndices == nullptr))
+          return fail(comm, dctInvalidArgument, "%s: give both receive buffers or neither", fn);
+      }
+      return checkIndices(comm, indices, nnz, count, fn);
+    };
+    CallHeader mine;
+    mine.localError = local();
+    mine.count = count;
+    mine.datatype = datatype;
+    mine.nnz = nnz;
+    mine.capacity = recvCapacity;
+    mine.mode = query ? 1 : 0;
+    std::vector<CallHeader> all;
+    DCTCHECK(agree(comm, mine, all, fn));
+    std::vector<uint64_t> counts(comm->size);
+    size_t sum = 0;
+    for (int r = 0; r < comm->size; r++) sum += counts[r] = all[r].nnz;
+    if (query) {
+      for (int r = 0; r < comm->size; r++) recvCounts[r] = counts[r];
+      *total = sum;
+      return dctSuccess;
+    }
+    for (int r = 0; r < comm->size; r++)
+      if (all[r].capacity < sum)
+        return fail(comm, r == comm->rank ? dctInvalidArgument : dctInvalidUsage,
+                    "%s: rank %d's recvCapacity %llu < total %zu", fn, r,
+                    (unsigned long long)all[r].capacity, sum);
+    DCTCHECK(sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues,
+                             recvIndices, stream));
+    for (int r = 0; r < comm->size; r++) recvCounts[r] = counts[r];
+    *total = sum;
+    return dctSuccess;
+  });
+}

@@ -1,0 +1,42 @@
+// Communicator entry points.
+#include "api/validate.h"
+#include "core/comm.h"
+#include "dct/dct_mpi.h"
+
+namespace dct {
+dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out);
+}
+using namespace dct;
+
+extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
+  return guarded(nullptr, "dctCommInitMpi", [&] {
+    if (comm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitMpi: comm is NULL");
+    *comm = nullptr;
+    return createMpiComm(mpiComm, comm);
+  });
+}
+
+extern "C" dctResult_t dctCommDestroy(dctComm_t comm) {
+  if (comm == nullptr) return dctSuccess;
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommDestroy: not a dctComm_t");
+  return guarded(nullptr, "dctCommDestroy", [&] {
+    comm->transport->destroy(comm);
+    comm->magic = 0;
+    delete comm;
+    return dctSuccess;
+  });
+}
+
+extern "C" dctResult_t dctCommRank(dctComm_t comm, int* rank) {
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommRank: invalid comm");
+  if (rank == nullptr) return fail(comm, dctInvalidArgument, "dctCommRank: rank is NULL");
+  *rank = comm->rank;
+  return dctSuccess;
+}
+
+extern "C" dctResult_t dctCommSize(dctComm_t comm, int* size) {
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommSize: invalid comm");
+  if (size == nullptr) return fail(comm, dctInvalidArgument, "dctCommSize: size is NULL");
+  *size = comm->size;
+  return dctSuccess;
+}

@@ -1,0 +1,90 @@
+// Compressor entry points and the local (non-collective) kernels API.
+#include <memory>
+
+#include "api/config.h"
+#include "api/validate.h"
+#include "core/comm.h"
+#include "core/compressor.h"
+
+using namespace dct;
+
+extern "C" dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctDataType_t datatype,
+                                           const dctConfig_t* config, dctCompressor_t* compressor) {
+  const char* fn = "dctCompressorCreate";
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
+  return guarded(comm, fn, [&] {
+    if (compressor == nullptr) return fail(comm, dctInvalidArgument, "%s: compressor is NULL", fn);
+    *compressor = nullptr;
+    DCTCHECK(checkDatatype(comm, datatype, fn));
+    dctConfig_t resolved;
+    DCTCHECK(resolveConfig(comm, config, &resolved));
+    return compressorCreate(comm, count, datatype, resolved, compressor);
+  });
+}
+
+extern "C" dctResult_t dctCompressorDestroy(dctCompressor_t compressor) {
+  if (compressor == nullptr) return dctSuccess;
+  if (!validCompressor(compressor))
+    return fail(nullptr, dctInvalidArgument, "dctCompressorDestroy: not a dctCompressor_t");
+  compressorDestroy(compressor);
+  return dctSuccess;
+}
+
+extern "C" dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStats_t* stats) {
+  if (!validCompressor(compressor))
+    return fail(nullptr, dctInvalidArgument, "dctCompressorGetStats: invalid compressor");
+  if (stats == nullptr) return fail(compressor->comm, dctInvalidArgument, "dctCompressorGetStats: stats is NULL");
+  *stats = compressor->stats;
+  return dctSuccess;
+}
+
+extern "C" dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config) {
+  if (!validCompressor(compressor))
+    return fail(nullptr, dctInvalidArgument, "dctCompressorGetConfig: invalid compressor");
+  if (config == nullptr) return fail(compressor->comm, dctInvalidArgument, "dctCompressorGetConfig: config is NULL");
+  *config = compressor->config;
+  return dctSuccess;
+}
+
+extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void* indices,
+                                   void* values, size_t capacity, size_t* nnz, void* stream) {
+  const char* fn = "dctCompress";
+  if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
+  dctComm_t comm = c->comm;
+  return guarded(comm, fn, [&] {
+    if (nnz == nullptr) return fail(comm, dctInvalidArgument, "%s: nnz is NULL", fn);
+    const size_t es = dtypeSize(c->dtype);
+    DCTCHECK(checkBuffer(comm, sendbuf, c->count, es, "sendbuf", fn));
+    DCTCHECK(checkBuffer(comm, indices, capacity, c->indexBytes, "indices", fn));
+    DCTCHECK(checkBuffer(comm, values, capacity, es, "values", fn));
+    *nnz = 0;
+    if (c->count == 0) return dctSuccess;
+    Message msg{indices, values, capacity, 0, nullptr};
+    DCTCHECK(compressStep(c, sendbuf, msg, stream));
+    *nnz = msg.nnz;
+    finishStep(c, msg.nnz * (c->indexBytes + es), 0, static_cast<dctAlgorithm_t>(c->config.algorithm));
+    return dctSuccess;
+  });
+}
+
+extern "C" dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* indices,
+                                     const void* values, size_t nnz, dctDataType_t datatype,
+                                     void* stream) {
+  const char* fn = "dctScatterAdd";
+  return guarded(nullptr, fn, [&] {
+    DCTCHECK(checkDatatype(nullptr, datatype, fn));
+    const size_t es = dtypeSize(datatype);
+    DCTCHECK(checkBuffer(nullptr, dense, count, es, "dense", fn));
+    DCTCHECK(checkBuffer(nullptr, indices, nnz, sizeof(uint32_t), "indices", fn));
+    DCTCHECK(checkBuffer(nullptr, values, nnz, es, "values", fn));
+    DCTCHECK(checkIndices(nullptr, indices, nnz, count, fn));
+    if (nnz == 0) return dctSuccess;
+    const KernelOps& ops = cpuKernelOps();
+    KernelContext* ctx = nullptr;
+    DCTCHECK(ops.createContext(&ctx));
+    ScatterArgs args{dense, count, datatype, 4, indices, values, nnz, false};
+    dctResult_t res = ops.scatterAdd(ctx, &args, stream);
+    ops.destroyContext(ctx);
+    return res;
+  });
+}

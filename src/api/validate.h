@@ -1,0 +1,61 @@
+// Argument checks shared by the entry points. Each returns dctSuccess or a
+// recorded failure; none has side effects beyond the error message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <new>
+
+#include "core/debug.h"
+#include "dct/dct.h"
+#include "kernels/kernels.h"
+
+namespace dct {
+
+inline dctResult_t checkDatatype(dctComm_t comm, dctDataType_t t, const char* fn) {
+  if (t == dctFloat32 || t == dctFloat64) return dctSuccess;
+  if (t == dctFloat16 || t == dctBFloat16)
+    return fail(comm, dctNotSupported, "%s: fp16/bf16 are reserved for a later version", fn);
+  return fail(comm, dctInvalidArgument, "%s: datatype %d is not a dctDataType_t", fn, static_cast<int>(t));
+}
+
+inline dctResult_t checkOp(dctComm_t comm, dctRedOp_t op, const char* fn) {
+  if (op == dctSum || op == dctAvg) return dctSuccess;
+  return fail(comm, dctInvalidArgument, "%s: op %d is not a dctRedOp_t", fn, static_cast<int>(op));
+}
+
+// Null with elements to hold, or not aligned to its element size.
+inline dctResult_t checkBuffer(dctComm_t comm, const void* p, size_t elems, size_t elemBytes,
+                               const char* name, const char* fn) {
+  if (elems == 0) return dctSuccess;
+  if (p == nullptr) return fail(comm, dctInvalidArgument, "%s: %s is NULL with %zu elements", fn, name, elems);
+  if (reinterpret_cast<uintptr_t>(p) % elemBytes != 0)
+    return fail(comm, dctInvalidArgument, "%s: %s (%p) is not aligned to %zu bytes", fn, name, p, elemBytes);
+  return dctSuccess;
+}
+
+inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz, size_t count,
+                                const char* fn) {
+  for (size_t j = 0; j < nnz; j++)
+    if (idx[j] >= count)
+      return fail(comm, dctInvalidArgument, "%s: indices[%zu] = %u is out of range (count %zu)", fn, j,
+                  idx[j], count);
+  return dctSuccess;
+}
+
+// Runs an entry point's body; no exception ever crosses the C boundary.
+template <typename Body>
+dctResult_t guarded(dctComm_t comm, const char* fn, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
+  } catch (const std::exception& e) {
+    return fail(comm, dctInternalError, "%s: unexpected exception: %s", fn, e.what());
+  } catch (...) {
+    return fail(comm, dctInternalError, "%s: unexpected exception", fn);
+  }
+}
+
+}  // namespace dct

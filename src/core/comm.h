@@ -1,0 +1,34 @@
+// The communicator behind dctComm_t: rank, size, a transport and its state.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "transport/transport.h"
+
+struct dctComm {
+  static constexpr unsigned kMagic = 0xdc7c0aa1u;
+  unsigned magic = kMagic;
+  int rank = 0;
+  int size = 1;
+  const dct::Transport* transport = nullptr;
+  void* transportState = nullptr;  // owned by the transport
+
+  void setLastError(const char* msg) {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    lastError = msg;
+  }
+  const char* lastErrorMessage() {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    return lastError.c_str();
+  }
+
+ private:
+  std::mutex errorMutex;
+  std::string lastError;
+};
+
+namespace dct {
+inline bool validComm(dctComm_t comm) { return comm != nullptr && comm->magic == dctComm::kMagic; }
+const char* threadLastErrorMessage();
+}  // namespace dct

@@ -1,0 +1,50 @@
+#include "core/cost_model.h"
+
+#include <cstdlib>
+
+namespace dct {
+namespace {
+double envDouble(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  return end != v && d > 0 ? d : fallback;
+}
+}  // namespace
+
+CostParams costParamsFromEnv() {
+  return CostParams{envDouble("DCT_ALPHA_US", 5.0), envDouble("DCT_LINK_GBPS", 1.25),
+                    envDouble("DCT_SCATTER_GBPS", 2.0), envDouble("DCT_REDUCE_GBPS", 4.0)};
+}
+
+// Ring allgatherv: P-1 latencies, each rank receives every other message;
+// then every rank scatter-adds all P messages.
+double allgatherCostUs(const CostParams& p, const CostInputs& in) {
+  double total = 0, smallest = -1;
+  for (int r = 0; r < in.ranks; r++) {
+    double bytes = static_cast<double>(in.nnz[r]) * (in.valueBytes + in.indexBytes);
+    total += bytes;
+    if (smallest < 0 || bytes < smallest) smallest = bytes;
+  }
+  double wire = (total - smallest) / (p.linkGBps * 1e3);
+  double scatter = total / (p.scatterGBps * 1e3);
+  return (in.ranks - 1) * p.alphaUs + wire + scatter;
+}
+
+// Ring allreduce: 2(P-1) latencies and 2(P-1)/P of the dense bytes on the
+// wire, (P-1)/P of them reduced locally.
+double denseCostUs(const CostParams& p, const CostInputs& in) {
+  double P = in.ranks;
+  double bytes = static_cast<double>(in.count) * in.valueBytes;
+  double wire = 2.0 * (P - 1) / P * bytes / (p.linkGBps * 1e3);
+  double reduce = (P - 1) / P * bytes / (p.reduceGBps * 1e3);
+  return 2.0 * (P - 1) * p.alphaUs + wire + reduce;
+}
+
+dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in) {
+  if (in.ranks == 1) return dctAlgoAllgather;  // no wire: scatter own message only
+  return allgatherCostUs(p, in) <= denseCostUs(p, in) ? dctAlgoAllgather : dctAlgoDense;
+}
+
+}  // namespace dct

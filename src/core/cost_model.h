@@ -1,0 +1,33 @@
+// Alpha-beta(-gamma) cost model that picks the sparse allreduce algorithm
+// from counts every rank knows, so every rank reaches the same choice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dct/dct.h"
+
+namespace dct {
+
+struct CostParams {
+  double alphaUs;          // per-message latency (DCT_ALPHA_US, default 5)
+  double linkGBps;         // per-rank link bandwidth (DCT_LINK_GBPS, default 1.25)
+  double scatterGBps;      // scatter-add rate of COO bytes (DCT_SCATTER_GBPS, default 2)
+  double reduceGBps;       // dense reduction rate (DCT_REDUCE_GBPS, default 4)
+};
+
+CostParams costParamsFromEnv();
+
+struct CostInputs {
+  int ranks;
+  size_t count;
+  size_t valueBytes;
+  size_t indexBytes;
+  const uint64_t* nnz;  // per rank
+};
+
+double allgatherCostUs(const CostParams& p, const CostInputs& in);
+double denseCostUs(const CostParams& p, const CostInputs& in);
+dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in);
+
+}  // namespace dct

@@ -1,0 +1,88 @@
+// CPU twin of the kernels ops table: the simple streaming kernels and the
+// table itself (select and threshold live in their own files).
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "kernels/cpu_context.h"
+
+namespace dct {
+namespace {
+
+dctResult_t createContext(KernelContext** ctx) {
+  *ctx = new (std::nothrow) KernelContext();
+  return *ctx ? dctSuccess : dctOutOfMemory;
+}
+
+void destroyContext(KernelContext* ctx) { delete ctx; }
+
+dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
+                       dctDataType_t dtype, void*) {
+  return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
+    T* r = static_cast<T*>(residual);
+    const T* g = static_cast<const T*>(grad);
+    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t b, size_t e, int) {
+      for (size_t i = b; i < e; i++) r[i] += g[i];
+    });
+  });
+}
+
+dctResult_t zero(KernelContext* ctx, void* data, size_t bytes, void*) {
+  ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
+    std::memset(static_cast<char*>(data) + b, 0, e - b);
+  });
+  return dctSuccess;
+}
+
+dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,
+                  void*) {
+  return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
+    T* x = static_cast<T*>(data);
+    const T f = static_cast<T>(factor);
+    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t b, size_t e, int) {
+      for (size_t i = b; i < e; i++) x[i] *= f;
+    });
+  });
+}
+
+template <typename T, typename I>
+void scatterRange(T* dense, const I* idx, const T* val, size_t begin, size_t end) {
+  for (size_t j = begin; j < end; j++) dense[idx[j]] += val[j];
+}
+
+}  // namespace
+
+dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void*) {
+  const ScatterArgs& a = *args;
+  return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
+    T* dense = static_cast<T*>(a.dense);
+    const I* idx = static_cast<const I*>(a.indices);
+    const T* val = static_cast<const T*>(a.values);
+    if (!a.sortedUnique) {
+      scatterRange(dense, idx, val, 0, a.nnz);  // order matters for repeated indices
+      return;
+    }
+    // Ascending unique indices: entry ranges never share a target, so
+    // workers may split them freely and the result stays deterministic.
+    ctx->pool.parallelFor(a.nnz, kMinPerWorker / 4, [&](size_t b, size_t e, int) {
+      scatterRange(dense, idx, val, b, e);
+    });
+  });
+}
+
+const KernelOps& cpuKernelOps() {
+  static const KernelOps ops = {
+      .name = "cpu",
+      .createContext = createContext,
+      .destroyContext = destroyContext,
+      .accumulate = accumulate,
+      .selectCompact = cpuSelectCompact,
+      .threshold = cpuThreshold,
+      .scatterAdd = cpuScatterAdd,
+      .zero = zero,
+      .scale = scale,
+  };
+  return ops;
+}
+
+}  // namespace dct

@@ -1,0 +1,103 @@
+// The kernels ops table: every compression kernel libdct needs, filled by a
+// CPU twin (cpu_ops.cc) and, in CUDA builds, a CUDA twin (cuda/). Callers
+// never branch on the twin; they pick an ops table once per compressor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dct/dct.h"
+
+namespace dct {
+
+struct KernelContext;  // per-twin workspace (threads' scratch, device temp storage)
+
+// Fused error feedback + threshold select + compaction:
+//   acc = (grad ? grad : 0) + residual
+//   selected = { i : !(|acc_i| < tau) }   (so NaN and Inf are always selected)
+//   out = selected entries in ascending index order, at most `capacity`
+//   residual = acc with the written entries zeroed (entries beyond capacity
+//   keep their acc, so nothing is ever lost).
+struct SelectArgs {
+  const void* grad;  // may be null
+  void* residual;
+  size_t n;
+  dctDataType_t dtype;
+  int indexBytes;  // 4 or 8
+  double tau;      // > 0
+  size_t capacity;
+  void* outIndices;
+  void* outValues;
+  size_t nnz = 0;        // out: entries written
+  size_t selected = 0;   // out: entries meeting the threshold (may exceed nnz)
+  size_t nonFinite = 0;  // out: NaN/Inf among the written entries
+};
+
+struct ThresholdArgs {
+  const void* data;
+  size_t n;
+  dctDataType_t dtype;
+  double density;
+  dctThresholdMethod_t method;
+  uint64_t seed;  // sample PRNG stream (sampled method)
+};
+
+// dense[indices[j]] += values[j] for j < nnz, in j order for equal indices.
+struct ScatterArgs {
+  void* dense;
+  size_t n;
+  dctDataType_t dtype;
+  int indexBytes;
+  const void* indices;
+  const void* values;
+  size_t nnz;
+  bool sortedUnique;  // indices strictly ascending: lets the twin split by range
+};
+
+struct KernelOps {
+  const char* name;
+  dctResult_t (*createContext)(KernelContext** ctx);
+  void (*destroyContext)(KernelContext* ctx);
+  // residual += grad
+  dctResult_t (*accumulate)(KernelContext* ctx, void* residual, const void* grad, size_t n,
+                            dctDataType_t dtype, void* stream);
+  dctResult_t (*selectCompact)(KernelContext* ctx, SelectArgs* args, void* stream);
+  // tau such that about density*n entries have |x| >= tau; tau > 0 always.
+  dctResult_t (*threshold)(KernelContext* ctx, const ThresholdArgs* args, double* tau,
+                           void* stream);
+  dctResult_t (*scatterAdd)(KernelContext* ctx, const ScatterArgs* args, void* stream);
+  dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
+  dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
+                       double factor, void* stream);
+};
+
+const KernelOps& cpuKernelOps();
+
+inline size_t dtypeSize(dctDataType_t dtype) {
+  switch (dtype) {
+    case dctFloat64: return 8;
+    case dctFloat16:
+    case dctBFloat16: return 2;
+    default: return 4;
+  }
+}
+
+// Deterministic sample positions: splitmix64 stream mapped onto [0, n).
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+inline size_t samplePosition(uint64_t random, size_t n) {
+  return static_cast<size_t>((static_cast<unsigned __int128>(random) * n) >> 64);
+}
+// Sample size for the sampled estimator: enough that the kept quantile has
+// ~512 samples above it, never more than n.
+inline size_t thresholdSampleSize(size_t n, double density) {
+  double s = 512.0 / density;
+  if (s < 8192.0) s = 8192.0;
+  return s >= static_cast<double>(n) ? n : static_cast<size_t>(s);
+}
+
+}  // namespace dct
