@@ -13,6 +13,13 @@
 extern "C" {
 #endif
 
+/* Public symbols stay visible when the library builds with hidden visibility. */
+#if defined(__GNUC__)
+#define DCT_EXPORT __attribute__((visibility("default")))
+#else
+#define DCT_EXPORT
+#endif
+
 #define DCT_MAJOR 0
 #define DCT_MINOR 1
 #define DCT_PATCH 0
@@ -105,28 +112,28 @@ typedef struct {
 } dctStats_t;
 
 /* --- errors and version --- */
-const char* dctGetErrorString(dctResult_t result);
+DCT_EXPORT const char* dctGetErrorString(dctResult_t result);
 /* Message of the last failure on comm (thread-local last failure if NULL). */
-const char* dctGetLastError(dctComm_t comm);
-dctResult_t dctGetVersion(int* version);
+DCT_EXPORT const char* dctGetLastError(dctComm_t comm);
+DCT_EXPORT dctResult_t dctGetVersion(int* version);
 
 /* --- communicators (created by dctCommInitMpi / dctCommInitNccl) --- */
-dctResult_t dctCommDestroy(dctComm_t comm);
-dctResult_t dctCommRank(dctComm_t comm, int* rank);
-dctResult_t dctCommSize(dctComm_t comm, int* size);
+DCT_EXPORT dctResult_t dctCommDestroy(dctComm_t comm);
+DCT_EXPORT dctResult_t dctCommRank(dctComm_t comm, int* rank);
+DCT_EXPORT dctResult_t dctCommSize(dctComm_t comm, int* size);
 
 /* --- compressor: per-tensor error-feedback state --- */
-dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctDataType_t datatype,
+DCT_EXPORT dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctDataType_t datatype,
                                 const dctConfig_t* config, dctCompressor_t* compressor);
-dctResult_t dctCompressorDestroy(dctCompressor_t compressor);
-dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStats_t* stats);
+DCT_EXPORT dctResult_t dctCompressorDestroy(dctCompressor_t compressor);
+DCT_EXPORT dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStats_t* stats);
 /* The configuration in effect after env vars and defaults were applied. */
-dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config);
+DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config);
 
 /* DCT-DP: recvbuf = sum (or mean) over ranks of each rank's compressed
  * (sendbuf + residual). Collective; in place allowed; every rank ends with a
  * bit-identical recvbuf. count 0 is a no-op (buffers may be NULL). */
-dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
+DCT_EXPORT dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
                                dctDataType_t datatype, dctRedOp_t op,
                                dctCompressor_t compressor, dctComm_t comm, void* stream);
 
@@ -135,11 +142,11 @@ dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
  * uint64_t when the compressor's count >= 2^32 (stats.indexBytes), ascending.
  * At most `capacity` entries are written; the rest stay in the residual
  * (nothing is lost). Not collective. */
-dctResult_t dctCompress(dctCompressor_t compressor, const void* sendbuf, void* indices,
+DCT_EXPORT dctResult_t dctCompress(dctCompressor_t compressor, const void* sendbuf, void* indices,
                         void* values, size_t capacity, size_t* nnz, void* stream);
 
 /* dense[indices[j]] += values[j], j < nnz (uint32 indices, each < count). */
-dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* indices,
+DCT_EXPORT dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* indices,
                           const void* values, size_t nnz, dctDataType_t datatype,
                           void* stream);
 
@@ -149,7 +156,7 @@ dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* indices,
  * recvIndices both NULL only recvCounts and *total are filled (collective on
  * every rank). Out-of-range indices or too little recvCapacity are rejected
  * on every rank before anything is written. */
-dctResult_t dctSparseAllgather(const void* values, const uint32_t* indices, size_t nnz,
+DCT_EXPORT dctResult_t dctSparseAllgather(const void* values, const uint32_t* indices, size_t nnz,
                                size_t count, void* recvValues, uint32_t* recvIndices,
                                size_t recvCapacity, size_t* recvCounts, size_t* total,
                                dctDataType_t datatype, dctComm_t comm, void* stream);

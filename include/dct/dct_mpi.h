@@ -13,7 +13,7 @@ extern "C" {
 /* Collective over mpiComm. Duplicates it (with MPI_ERRORS_RETURN on the
  * duplicate), so libdct traffic never mixes with the caller's. MPI must be
  * initialised; destroy the comm before MPI_Finalize. */
-dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm);
+DCT_EXPORT dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm);
 
 #ifdef __cplusplus
 }

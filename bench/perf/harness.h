@@ -1,0 +1,105 @@
+// dct_perf: an nccl-tests style benchmark of libdct's collectives against
+// the plain MPI call that moves the same data. The harness (options, size
+// loop, timing, table, JSON rows) is shared; each collective is a PerfCase.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dct/dct_mpi.h"
+
+namespace dctbench {
+
+struct Options {
+  std::string collective = "allreduce";  // -C allreduce|allgather
+  size_t minBytes = 1 << 20;             // -b
+  size_t maxBytes = 16 << 20;            // -e
+  double stepFactor = 2.0;               // -f
+  int iters = 20;                        // -n
+  int warmups = 5;                       // -w
+  int check = 1;                         // -c
+  dctDataType_t dtype = dctFloat32;      // -d float|double
+  dctRedOp_t op = dctSum;                // -o sum|avg
+  double density = 0.01;                 // -D
+  int algorithm = dctAlgoAuto;           // -a auto|allgather|dense
+  int thresholdInterval = DCT_CONFIG_UNDEF_INT;  // -L (library default 1000)
+  std::string jsonPath;                  // -J
+  bool uniform = false;                  // -u
+  uint64_t seed = 1;                     // -s
+};
+
+// Parses argv. Returns 0 to run, 1 when help was printed, -1 on a bad flag
+// (the message is printed when `verbose`).
+int parseOptions(int argc, char** argv, Options& opt, bool verbose);
+const char* dtypeName(dctDataType_t dtype);
+const char* algorithmName(int algorithm);
+
+// What libdct reported for the last dct call (after runDct).
+struct StepInfo {
+  uint64_t bytesSent = 0;   // this rank's libdct payload bytes
+  uint64_t denseBytes = 0;  // count * sizeof(dtype)
+  const char* algorithm = "-";
+  uint64_t thresholdEstimates = 0;
+};
+
+// One collective under test. Every method is collective over the comm unless
+// it says otherwise. Methods that return bool print their own error (with
+// dctGetLastError) and return false; the harness then stops on every rank.
+class PerfCase {
+ public:
+  virtual ~PerfCase() = default;
+  virtual const char* name() const = 0;
+  // busbw = algbw * busFactor(nranks), as in nccl-tests.
+  virtual double busFactor(int nranks) const = 0;
+  // Buffers and fresh libdct state for `count` elements (local).
+  virtual bool setup(size_t count) = 0;
+  // Draws this iteration's input; never timed.
+  virtual bool prepare() = 0;
+  virtual bool runDense() = 0;  // the MPI baseline
+  virtual bool runDct() = 0;    // the libdct call
+  virtual StepInfo lastStep() = 0;  // local
+  // Extra checked steps after the timed loop: this rank's count of wrong
+  // elements, or -1 when a call failed.
+  virtual long long check() = 0;
+  virtual void teardown() = 0;  // local
+};
+
+std::unique_ptr<PerfCase> makeAllreduceCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
+std::unique_ptr<PerfCase> makeAllgatherCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
+
+// One printed row: the reductions across iterations and ranks, done.
+struct Row {
+  size_t bytes = 0, count = 0;
+  std::string algorithm;
+  double denseUs = 0, dctUs = 0;        // medians of per-iteration max over ranks
+  double denseMinUs = 0, denseMaxUs = 0, dctMinUs = 0, dctMaxUs = 0;  // spread
+  double dctRankMeanUs = 0, dctRankMinUs = 0;  // each rank's own median: mean, min
+  double wireBytes = 0, ratio = 0, algbw = 0, busbw = 0;
+  uint64_t thresholdEstimates = 0;
+  long long wrong = 0;  // -1: not checked
+};
+
+// Prints the '#' preamble and column header (rank 0 only).
+void printHeader(const Options& opt, const PerfCase& pc, int nranks);
+void printRow(const Row& row, const Options& opt);
+void printFooter(const Options& opt, const Row* rows, size_t n, bool failed);
+// Appends one JSON object per line to opt.jsonPath; false if it cannot.
+bool appendJsonRow(const Options& opt, const PerfCase& pc, int nranks, const Row& row);
+
+// Runs every size. Returns the process exit code: 0, or 1 when a call failed
+// or any element was wrong.
+int runHarness(const Options& opt, PerfCase& pc, MPI_Comm mpi);
+
+// A 64-bit hash of a buffer, for "all ranks hold identical bytes" checks.
+uint64_t hashBytes(const void* data, size_t bytes);
+// True when every rank passed the same hash.
+bool sameOnAllRanks(uint64_t hash, MPI_Comm mpi);
+MPI_Datatype mpiType(dctDataType_t dtype);
+// Prints "[rank r] what failed: <dctGetLastError>" to stderr.
+void reportDctFailure(dctComm_t comm, int rank, const char* what, dctResult_t res);
+
+}  // namespace dctbench

@@ -1,0 +1,71 @@
+// Shared helpers for the MPI tests: a dct comm per test, cross-rank hash
+// comparison, and gathering every rank's COO message.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "dct/dct_mpi.h"
+
+namespace dcttest {
+
+struct World {
+  int rank = 0, size = 1;
+  dctComm_t comm = nullptr;
+  World() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &comm) == dctSuccess);
+  }
+  ~World() { dctCommDestroy(comm); }
+};
+
+inline uint64_t fnv1a(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// True when every rank holds the same bytes.
+inline bool identicalOnAllRanks(const void* data, size_t bytes) {
+  uint64_t h = fnv1a(data, bytes), lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+// Every rank's (indices, values), concatenated in rank order.
+template <typename T>
+void gatherMessages(const std::vector<uint32_t>& idx, const std::vector<T>& val, size_t nnz,
+                    std::vector<uint32_t>& allIdx, std::vector<T>& allVal) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int mine = static_cast<int>(nnz);
+  std::vector<int> counts(size), displs(size);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < size; r++) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  allIdx.resize(total);
+  allVal.resize(total);
+  MPI_Datatype vt = sizeof(T) == 8 ? MPI_DOUBLE : MPI_FLOAT;
+  MPI_Allgatherv(idx.data(), mine, MPI_UINT32_T, allIdx.data(), counts.data(), displs.data(),
+                 MPI_UINT32_T, MPI_COMM_WORLD);
+  MPI_Allgatherv(val.data(), mine, vt, allVal.data(), counts.data(), displs.data(), vt,
+                 MPI_COMM_WORLD);
+}
+
+inline bool allTrue(bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+}  // namespace dcttest

@@ -1,0 +1,66 @@
+// Plain, obviously-correct references and seeded inputs for kernel tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace dct::test {
+
+inline const std::vector<size_t> kOddSizes = {0, 1, 2, 3, 7, 11, 1000003};
+
+// Normal values with a sprinkling of exact zeros, NaN and +-Inf.
+template <typename T>
+std::vector<T> randomVector(size_t n, uint64_t seed, bool nonFinite = true) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, 9999);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    int p = pick(rng);
+    x = static_cast<T>(normal(rng));
+    if (p < 100) x = 0;
+    if (nonFinite && p == 100) x = std::numeric_limits<T>::quiet_NaN();
+    if (nonFinite && p == 101) x = std::numeric_limits<T>::infinity();
+    if (nonFinite && p == 102) x = -std::numeric_limits<T>::infinity();
+  }
+  return v;
+}
+
+template <typename T>
+bool sameBits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+template <typename T, typename I>
+struct SelectResult {
+  std::vector<I> indices;
+  std::vector<T> values;
+  std::vector<T> residual;
+  size_t selected = 0;
+};
+
+// The select contract of kernels.h, written as plainly as possible.
+template <typename T, typename I>
+SelectResult<T, I> referenceSelect(const T* grad, std::vector<T> residual, T tau, size_t capacity) {
+  SelectResult<T, I> out;
+  for (size_t i = 0; i < residual.size(); i++) {
+    T acc = grad ? static_cast<T>(grad[i] + residual[i]) : residual[i];
+    bool take = std::isnan(acc) || std::fabs(acc) >= tau;
+    residual[i] = acc;
+    if (!take) continue;
+    out.selected++;
+    if (out.indices.size() < capacity) {
+      out.indices.push_back(static_cast<I>(i));
+      out.values.push_back(acc);
+      residual[i] = 0;
+    }
+  }
+  out.residual = residual;
+  return out;
+}
+
+}  // namespace dct::test

@@ -1,0 +1,166 @@
+// The DCT-DP compressor: error feedback never loses gradient mass, the
+// threshold schedule (every L steps, early on drift), warm-up, EF off.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "api/config.h"
+#include "core/compressor.h"
+
+using namespace dct;
+
+namespace {
+
+struct Fixture {
+  dctCompressor_t c = nullptr;
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  Fixture(size_t n, dctConfig_t cfg, size_t capacity) : idx(capacity), val(capacity) {
+    dctConfig_t resolved;
+    REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+    REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &c) == dctSuccess);
+  }
+  ~Fixture() { compressorDestroy(c); }
+  const float* residual() { return c->residual.as<const float>(); }
+  size_t step(const float* grad) {
+    Message msg{idx.data(), val.data(), idx.size(), 0, nullptr};
+    REQUIRE(compressStep(c, grad, msg, nullptr) == dctSuccess);
+    finishStep(c, 0, 0, dctAlgoAllgather);
+    return msg.nnz;
+  }
+};
+
+// Gradients whose scale jumps 100x at step 100 (drift) and back at 150.
+std::vector<float> gradient(size_t n, int step, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal(0.f, 1.f);
+  float scale = step >= 100 && step < 150 ? 100.f : 1.f;
+  std::vector<float> g(n);
+  for (auto& x : g) x = scale * normal(rng);
+  return g;
+}
+
+// sum(sent) + residual == sum(grads), each element within the rounding of
+// its float additions: |fl(a+b) - (a+b)| <= eps/2 (|a| + |b|).
+void checkNothingLost(size_t n, int steps, dctConfig_t cfg, size_t capacity) {
+  Fixture f(n, cfg, capacity);
+  std::mt19937_64 rng(7);
+  std::vector<double> sumGrad(n, 0), sumSent(n, 0), tol(n, 0);
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (int t = 0; t < steps; t++) {
+    auto g = gradient(n, t, rng);
+    for (size_t i = 0; i < n; i++) {
+      sumGrad[i] += g[i];
+      tol[i] += eps * (std::fabs(g[i]) + std::fabs(f.residual()[i]));
+    }
+    size_t nnz = f.step(g.data());
+    for (size_t j = 0; j < nnz; j++) sumSent[f.idx[j]] += f.val[j];
+  }
+  for (size_t i = 0; i < n; i++) {
+    double total = sumSent[i] + f.residual()[i];
+    REQUIRE(std::fabs(total - sumGrad[i]) <= tol[i] + 1e-30);
+  }
+}
+
+dctConfig_t config(double density, int interval) {
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+  cfg.density = density;
+  cfg.thresholdInterval = interval;
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("error feedback invariant over 200 steps (with drift)") {
+  checkNothingLost(10007, 200, config(0.01, 10), 10007);
+  checkNothingLost(10007, 200, config(0.01, 1000), 10007);
+  auto exact = config(0.05, 25);
+  exact.thresholdMethod = dctThresholdExact;
+  checkNothingLost(3001, 200, exact, 3001);
+}
+
+TEST_CASE("error feedback invariant when capacity cuts the message") {
+  checkNothingLost(10007, 200, config(0.01, 10), 37);
+  checkNothingLost(10007, 200, config(0.01, 10), 0);
+}
+
+TEST_CASE("with zero gradients and L=1 the residual drains completely") {
+  const size_t n = 20011;
+  Fixture f(n, config(0.01, 1), n);
+  std::mt19937_64 rng(9);
+  std::vector<double> sumGrad(n, 0), sumSent(n, 0);
+  for (int t = 0; t < 20; t++) {
+    auto g = gradient(n, t, rng);
+    for (size_t i = 0; i < n; i++) sumGrad[i] += g[i];
+    size_t nnz = f.step(g.data());
+    for (size_t j = 0; j < nnz; j++) sumSent[f.idx[j]] += f.val[j];
+  }
+  std::vector<float> zero(n, 0.f);
+  int steps = 0;
+  auto drained = [&] {
+    for (size_t i = 0; i < n; i++)
+      if (f.residual()[i] != 0.f) return false;
+    return true;
+  };
+  while (!drained() && steps < 2000) {
+    size_t nnz = f.step(zero.data());
+    for (size_t j = 0; j < nnz; j++) sumSent[f.idx[j]] += f.val[j];
+    steps++;
+  }
+  CHECK(drained());
+  for (size_t i = 0; i < n; i++) REQUIRE(std::fabs(sumSent[i] - sumGrad[i]) <= 1e-4 * (1 + std::fabs(sumGrad[i])));
+  CHECK(f.step(zero.data()) == 0);  // nothing left to send, and no zeros sent
+}
+
+TEST_CASE("tau follows the schedule and re-estimates early on drift") {
+  const size_t n = 50021;
+  Fixture f(n, config(0.01, 1000), n);
+  std::mt19937_64 rng(3);
+  const size_t k = n / 100;
+  uint64_t atSteady = 0, beforeJump = 0;
+  for (int t = 0; t < 200; t++) {
+    if (t == 30) atSteady = f.c->stats.thresholdEstimates;
+    if (t == 100) beforeJump = f.c->stats.thresholdEstimates;
+    auto g = gradient(n, t, rng);
+    size_t nnz = f.step(g.data());
+    CAPTURE(t);
+    CHECK(nnz >= k / 4);
+    CHECK(nnz <= 4 * k);
+  }
+  // Once the residual settles, tau holds for many steps...
+  CHECK(beforeJump - atSteady <= 2);
+  // ...and the 100x jump forces an early estimate at once.
+  CHECK(f.c->stats.thresholdEstimates > beforeJump);
+  CHECK(f.c->stats.step == 200);
+}
+
+TEST_CASE("warm-up sends every nonzero entry, then compression starts") {
+  const size_t n = 1009;
+  auto cfg = config(0.01, 100);
+  cfg.warmupSteps = 3;
+  Fixture f(n, cfg, n);
+  std::mt19937_64 rng(5);
+  for (int t = 0; t < 3; t++) {
+    auto g = gradient(n, t, rng);
+    CHECK(f.step(g.data()) == n);
+    for (size_t i = 0; i < n; i++) REQUIRE(f.residual()[i] == 0.f);
+  }
+  auto g = gradient(n, 3, rng);
+  CHECK(f.step(g.data()) < n / 10);
+}
+
+TEST_CASE("without error feedback the residual stays empty") {
+  const size_t n = 4001;
+  auto cfg = config(0.02, 5);
+  cfg.errorFeedback = 0;
+  Fixture f(n, cfg, n);
+  std::mt19937_64 rng(6);
+  for (int t = 0; t < 20; t++) {
+    auto g = gradient(n, t, rng);
+    size_t nnz = f.step(g.data());
+    for (size_t j = 0; j < nnz; j++) REQUIRE(f.val[j] == g[f.idx[j]]);
+    for (size_t i = 0; i < n; i++) REQUIRE(f.residual()[i] == 0.f);
+  }
+}
