@@ -7,7 +7,6 @@ namespace dctbench {
 namespace {
 
 constexpr size_t kNoiseTable = 1 << 16;  // indexed by 16 random bits
-constexpr double kDecayPerStep = 0.02;   // magnitude halves every ~35 steps
 
 }  // namespace
 
@@ -31,7 +30,6 @@ uint64_t GradientSource::next() {
 
 void GradientSource::resize(size_t count) {
   count_ = count;
-  step_ = 0;
   state_ = seed_ ^ (count * 0xd1b54a32d192ed03ull);
   scale_.clear();
   if (uniform_) return;
@@ -55,14 +53,13 @@ void GradientSource::fillTyped(T* out) {
     if (i < n) out[i] = static_cast<T>(static_cast<int32_t>(next()) * unit);
     return;
   }
-  const float magnitude = static_cast<float>(std::exp(-kDecayPerStep * static_cast<double>(step_)));
   const float* noise = noise_.data();
   const float* scale = scale_.data();
   for (; i < n; i += 4) {
     uint64_t r = next();
     size_t m = n - i < 4 ? n - i : 4;
     for (size_t j = 0; j < m; j++)
-      out[i + j] = static_cast<T>(magnitude * scale[i + j] * noise[(r >> (16 * j)) & 0xffff]);
+      out[i + j] = static_cast<T>(scale[i + j] * noise[(r >> (16 * j)) & 0xffff]);
   }
 }
 
@@ -70,7 +67,6 @@ void GradientSource::fill(void* out, size_t count, dctDataType_t dtype) {
   if (count != count_) resize(count);
   if (dtype == dctFloat64) fillTyped(static_cast<double*>(out));
   else fillTyped(static_cast<float*>(out));
-  step_++;
 }
 
 }  // namespace dctbench

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dct/dct_mpi.h"
 
@@ -26,7 +27,7 @@ struct Options {
   dctRedOp_t op = dctSum;                // -o sum|avg
   double density = 0.01;                 // -D
   int algorithm = dctAlgoAuto;           // -a auto|allgather|dense
-  int thresholdInterval = DCT_CONFIG_UNDEF_INT;  // -L (library default 1000)
+  int thresholdInterval = 1000;          // -L (the library's default too)
   std::string jsonPath;                  // -J
   bool uniform = false;                  // -u
   uint64_t seed = 1;                     // -s
@@ -36,6 +37,9 @@ struct Options {
 // (the message is printed when `verbose`).
 int parseOptions(int argc, char** argv, Options& opt, bool verbose);
 const char* dtypeName(dctDataType_t dtype);
+// The compressor config the flags ask for (-D, -a, -L); the rest from the
+// library's defaults and DCT_* environment.
+dctConfig_t benchConfig(const Options& opt);
 const char* algorithmName(int algorithm);
 
 // What libdct reported for the last dct call (after runDct).
@@ -94,6 +98,13 @@ bool appendJsonRow(const Options& opt, const PerfCase& pc, int nranks, const Row
 // or any element was wrong.
 int runHarness(const Options& opt, PerfCase& pc, MPI_Comm mpi);
 
+// Host buffers: 8-byte aligned and zero-filled, so their pages are touched
+// before anything is timed.
+using HostBuffer = std::vector<double>;
+inline void resizeBytes(HostBuffer& b, size_t bytes) { b.assign((bytes + 7) / 8, 0.0); }
+
+// Every rank learns whether all ranks passed ok = true. Collective.
+bool allOk(bool ok, MPI_Comm mpi);
 // A 64-bit hash of a buffer, for "all ranks hold identical bytes" checks.
 uint64_t hashBytes(const void* data, size_t bytes);
 // True when every rank passed the same hash.

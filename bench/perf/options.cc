@@ -29,16 +29,16 @@ const char* kHelp =
     "                             baseline too, inside its timing)\n"
     "  -D density                 fraction of entries kept (default 0.01)\n"
     "  -a auto|allgather|dense    libdct allreduce algorithm (default auto)\n"
-    "  -L interval                steps between tau estimates (default: library's,\n"
-    "                             1000 or DCT_THRESHOLD_INTERVAL)\n"
+    "  -L interval                steps between scheduled tau estimates (default\n"
+    "                             1000, as the library's; passed in dctConfig_t)\n"
     "  -J file                    append one JSON object per row (JSON lines)\n"
     "  -u                         uniform input in [-1,1) instead of gradient-like\n"
     "  -s seed                    input seed (default 1; each rank derives its own)\n"
     "  -h                         this help\n"
     "Input: gradient-like by default, a new draw every iteration (outside the\n"
     "timed region): a fixed log-normal per-element scale times Student-t(3)\n"
-    "noise, with a slowly decaying global magnitude, so that error feedback and\n"
-    "tau re-estimation are exercised.\n"
+    "noise. The error-feedback residual grows over the first few dozen steps,\n"
+    "so drift re-estimation of tau runs (footer: tau estimates per size).\n"
     "Timing: each iteration runs the dense baseline and the libdct call on the\n"
     "same input (their order alternates), each between MPI_Barrier and\n"
     "MPI_Wtime, then takes the max over ranks; the columns are medians of that.\n"
@@ -106,6 +106,14 @@ const char* algorithmName(int algorithm) {
     case dctAlgoSplit: return "split";
     default: return "?";
   }
+}
+
+dctConfig_t benchConfig(const Options& opt) {
+  dctConfig_t config = DCT_CONFIG_INITIALIZER;
+  config.density = opt.density;
+  config.algorithm = opt.algorithm;
+  config.thresholdInterval = opt.thresholdInterval;
+  return config;
 }
 
 int parseOptions(int argc, char** argv, Options& opt, bool verbose) {

@@ -11,8 +11,8 @@ using namespace dct;
 
 namespace {
 
-dctResult_t checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
-                           dctRedOp_t op, dctCompressor_t c, dctComm_t comm, const char* fn) {
+dctResult_t checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
+                           const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, const char* fn) {
   DCTCHECK(checkDatatype(comm, dtype, fn));
   DCTCHECK(checkOp(comm, op, fn));
   if (count == 0) return dctSuccess;
@@ -39,8 +39,8 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
     CallHeader mine;
     mine.localError = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
     mine.count = count;
-    mine.datatype = datatype;
-    mine.op = op;
+    mine.datatype = rawEnum(datatype);
+    mine.op = rawEnum(op);
     if (mine.localError == dctSuccess && count > 0) {
       mine.algorithm = compressor->config.algorithm;
       mine.mode = inWarmup(compressor) ? 1 : 0;
@@ -78,7 +78,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     CallHeader mine;
     mine.localError = local();
     mine.count = count;
-    mine.datatype = datatype;
+    mine.datatype = rawEnum(datatype);
     mine.nnz = nnz;
     mine.capacity = recvCapacity;
     mine.mode = query ? 1 : 0;

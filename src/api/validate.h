@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <new>
 
@@ -13,16 +14,28 @@
 
 namespace dct {
 
-inline dctResult_t checkDatatype(dctComm_t comm, dctDataType_t t, const char* fn) {
+// A C caller may pass any int as an enum; loading an out-of-range value as
+// the C++ enum type is undefined, so unchecked enums are read as raw ints.
+template <typename E>
+int rawEnum(const E& e) {
+  int v;
+  static_assert(sizeof(E) == sizeof(int));
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
+
+inline dctResult_t checkDatatype(dctComm_t comm, const dctDataType_t& type, const char* fn) {
+  int t = rawEnum(type);
   if (t == dctFloat32 || t == dctFloat64) return dctSuccess;
   if (t == dctFloat16 || t == dctBFloat16)
     return fail(comm, dctNotSupported, "%s: fp16/bf16 are reserved for a later version", fn);
-  return fail(comm, dctInvalidArgument, "%s: datatype %d is not a dctDataType_t", fn, static_cast<int>(t));
+  return fail(comm, dctInvalidArgument, "%s: datatype %d is not a dctDataType_t", fn, t);
 }
 
-inline dctResult_t checkOp(dctComm_t comm, dctRedOp_t op, const char* fn) {
+inline dctResult_t checkOp(dctComm_t comm, const dctRedOp_t& redOp, const char* fn) {
+  int op = rawEnum(redOp);
   if (op == dctSum || op == dctAvg) return dctSuccess;
-  return fail(comm, dctInvalidArgument, "%s: op %d is not a dctRedOp_t", fn, static_cast<int>(op));
+  return fail(comm, dctInvalidArgument, "%s: op %d is not a dctRedOp_t", fn, op);
 }
 
 // Null with elements to hold, or not aligned to its element size.

@@ -28,6 +28,7 @@ dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, siz
 }
 
 dctResult_t zero(KernelContext* ctx, void* data, size_t bytes, void*) {
+  if (bytes == 0) return dctSuccess;
   ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
     std::memset(static_cast<char*>(data) + b, 0, e - b);
   });

@@ -58,8 +58,10 @@ size_t emitChunk(const SelectArgs& a, const WorkerScratch& w, size_t offset) {
   size_t fit = offset >= a.capacity ? 0 : (a.capacity - offset < w.count ? a.capacity - offset : w.count);
   const I* idx = w.indices.as<const I>();
   const T* val = w.values.as<const T>();
-  std::memcpy(static_cast<I*>(a.outIndices) + offset, idx, fit * sizeof(I));
-  std::memcpy(static_cast<T*>(a.outValues) + offset, val, fit * sizeof(T));
+  if (fit > 0) {
+    std::memcpy(static_cast<I*>(a.outIndices) + offset, idx, fit * sizeof(I));
+    std::memcpy(static_cast<T*>(a.outValues) + offset, val, fit * sizeof(T));
+  }
   size_t nonFinite = 0;
   T* residual = static_cast<T*>(a.residual);
   for (size_t j = fit; j < w.count; j++) residual[idx[j]] += val[j];

@@ -126,11 +126,11 @@ TEST_CASE("tau follows the schedule and re-estimates early on drift") {
     auto g = gradient(n, t, rng);
     size_t nnz = f.step(g.data());
     CAPTURE(t);
-    CHECK(nnz >= k / 4);
-    CHECK(nnz <= 4 * k);
+    CHECK(nnz >= k / 1.25 - 1);
+    CHECK(nnz <= k * 1.25 + 1);
   }
-  // Once the residual settles, tau holds for many steps...
-  CHECK(beforeJump - atSteady <= 2);
+  // Once the residual settles, tau holds for several steps at a time...
+  CHECK(beforeJump - atSteady <= 10);
   // ...and the 100x jump forces an early estimate at once.
   CHECK(f.c->stats.thresholdEstimates > beforeJump);
   CHECK(f.c->stats.step == 200);

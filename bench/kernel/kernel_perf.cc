@@ -1,0 +1,134 @@
+// kernel_perf: GB/s of the CPU twin's compression kernels and their ratio
+// to memcpy, per size, at one thread count per process (-t; run it twice,
+// e.g. -t 1 and without -t, to see the single-thread and all-core numbers).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernel_bench.h"
+#include "kernels/thread_pool.h"
+
+namespace {
+
+const char* kHelp =
+    "usage: kernel_perf [-b minN] [-e maxN] [-f factor] [-n reps] [-t threads]\n"
+    "                   [-d float|double] [-D density]\n"
+    "  -b/-e  element counts, K/M suffixes = 2^10/2^20 (default 64K .. 64M, i.e. 2^16..2^26)\n"
+    "  -f     size multiplier (default 2)\n"
+    "  -n     timed repetitions per kernel, median reported (default 10; +1 warm-up)\n"
+    "  -t     worker threads: sets DCT_NUM_THREADS before the pool starts (the\n"
+    "         pool is sized once per process). Default: the library's choice,\n"
+    "         all cores of this process's cpuset. Run with -t 1 and without.\n"
+    "  -d     element type (default float)   -D  selected fraction (default 0.01)\n"
+    "Kernels, as the compressor calls them through the CPU ops table:\n"
+    "  select (fused EF + threshold + compaction, tau set for ~density by the\n"
+    "  exact estimator), accumulate, scatter (of the 1% message select made),\n"
+    "  tau-sample, tau-exact, memcpy (same buffers, same threads).\n"
+    "Bytes per call (es = sizeof(type)):\n"
+    "  select, accumulate   3*es per element (read grad, read+write residual)\n"
+    "  scatter              4+3*es per message entry (index, value, dense r+w)\n"
+    "  tau-sample           es per sampled position\n"
+    "  tau-exact            2*es per element (read x, write |x|; nth_element not counted)\n"
+    "  memcpy               2*es per element\n"
+    "x_memcpy = kernel GB/s / memcpy GB/s at the same size and threads.\n";
+
+bool parseCount(const char* s, size_t& out) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s || v < 1) return false;
+  if (*end == 'k' || *end == 'K') v *= 1024.0, end++;
+  else if (*end == 'm' || *end == 'M') v *= 1024.0 * 1024, end++;
+  out = static_cast<size_t>(v);
+  return *end == '\0';
+}
+
+// 0 to run, 1 after help, -1 on a bad flag.
+int parse(int argc, char** argv, dctbench::KernelOptions& opt) {
+  int c;
+  opterr = 0;
+  while ((c = getopt(argc, argv, "b:e:f:n:t:d:D:h")) != -1) {
+    bool ok = true;
+    switch (c) {
+      case 'b': ok = parseCount(optarg, opt.minN); break;
+      case 'e': ok = parseCount(optarg, opt.maxN); break;
+      case 'f': opt.factor = std::atof(optarg); ok = opt.factor > 1.0; break;
+      case 'n': opt.reps = std::atoi(optarg); ok = opt.reps >= 1; break;
+      case 't': opt.threads = std::atoi(optarg); ok = opt.threads >= 1; break;
+      case 'd':
+        ok = !std::strcmp(optarg, "float") || !std::strcmp(optarg, "double");
+        opt.dtype = !std::strcmp(optarg, "double") ? dctFloat64 : dctFloat32;
+        break;
+      case 'D': opt.density = std::atof(optarg); ok = opt.density > 0 && opt.density <= 1; break;
+      case 'h': std::fputs(kHelp, stdout); return 1;
+      default: ok = false; break;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "kernel_perf: bad argument for -%c (-h for help)\n", optopt ? optopt : c);
+      return -1;
+    }
+  }
+  if (optind < argc || opt.minN > opt.maxN) {
+    std::fprintf(stderr, "kernel_perf: bad arguments (-h for help)\n");
+    return -1;
+  }
+  return 0;
+}
+
+void printSize(const dctbench::SizeResult& r) {
+  const dctbench::KernelTiming& copy = r.kernels.back();
+  const double copyGBs = copy.bytes / (copy.us * 1e3);
+  double selectUs = 0, sampledUs = 0, exactUs = 0;
+  for (const auto& k : r.kernels) {
+    double gbs = k.bytes / (k.us * 1e3);
+    std::printf(" %11zu %11s %13.0f %12.1f %8.2f %9.2f\n", r.n, k.name.c_str(), k.bytes, k.us, gbs,
+                gbs / copyGBs);
+    if (k.name == "select") selectUs = k.us;
+    if (k.name == "tau-sample") sampledUs = k.us;
+    if (k.name == "tau-exact") exactUs = k.us;
+  }
+  std::printf("#   n %zu: selected %.3f%% (tau %.4g); tau cost / one fused select pass:"
+              " sampled %.3f, exact %.2f\n",
+              r.n, 100.0 * r.selectedFraction, r.tau, sampledUs / selectUs, exactUs / selectUs);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dctbench::KernelOptions opt;
+  int parsed = parse(argc, argv, opt);
+  if (parsed != 0) return parsed > 0 ? 0 : 2;
+  // Must precede the pool's first use: it reads DCT_NUM_THREADS once.
+  if (opt.threads > 0) setenv("DCT_NUM_THREADS", std::to_string(opt.threads).c_str(), 1);
+
+  dctbench::KernelBench bench(opt);
+  const char* forced = std::getenv("DCT_NUM_THREADS");
+  std::printf("# kernel_perf: CPU ops table \"%s\", %d worker thread(s) (DCT_NUM_THREADS=%s),"
+              " type %s, density %g\n",
+              dct::cpuKernelOps().name, dct::ThreadPool::instance().size(),
+              forced ? forced : "(unset)", opt.dtype == dctFloat64 ? "double" : "float", opt.density);
+  std::printf("# median of %d reps; bytes per call: select/accumulate 3*es per element,"
+              " scatter 4+3*es per entry,\n#   tau-sample es per sample, tau-exact 2*es per"
+              " element, memcpy 2*es per element (es = %zu)\n",
+              opt.reps, dct::dtypeSize(opt.dtype));
+  std::printf("#%11s %11s %13s %12s %8s %9s\n", "n", "kernel", "bytes", "median_us", "GB/s",
+              "x_memcpy");
+  int rc = 0;
+  size_t last = 0;
+  for (double n = static_cast<double>(opt.minN); n <= static_cast<double>(opt.maxN) * (1 + 1e-9);
+       n *= opt.factor) {
+    size_t count = static_cast<size_t>(n);
+    if (count == last) continue;
+    last = count;
+    dctbench::SizeResult result;
+    if (!bench.run(count, result)) {
+      rc = 1;
+      break;
+    }
+    printSize(result);
+  }
+  return rc;
+}

@@ -1,0 +1,135 @@
+#include "allreduce_check.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace dctbench {
+namespace {
+
+// The allgather algorithm adds in rank order like the reference: bit-exact.
+// Dense allreduce sums in MPI's order: equal up to rounding.
+template <typename T>
+long long countWrong(const T* out, const T* ref, size_t count, bool exact, double maxAbs) {
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  long long wrong = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (exact) {
+      wrong += std::memcmp(&out[i], &ref[i], sizeof(T)) != 0;
+      continue;
+    }
+    double x = out[i], r = ref[i];
+    if (std::isnan(x) && std::isnan(r)) continue;
+    wrong += !(std::fabs(x - r) <= tol * (std::fabs(r) + maxAbs));
+  }
+  return wrong;
+}
+
+template <typename T>
+struct Checker {
+  const Options& opt;
+  dctComm_t comm;
+  MPI_Comm mpi;
+  size_t count;
+  int rank = 0, nranks = 1;
+  std::vector<T> grad, out, ref, values, allValues;
+  std::vector<uint32_t> indices, allIndices;
+
+  Checker(const Options& o, dctComm_t c, MPI_Comm m, size_t n)
+      : opt(o), comm(c), mpi(m), count(n), grad(n), out(n), ref(n), values(n), indices(n) {
+    MPI_Comm_rank(mpi, &rank);
+    MPI_Comm_size(mpi, &nranks);
+  }
+
+  // B's messages from every rank, gathered in rank order, scatter-added into
+  // zeros. Returns the largest |value| (for the tolerance), or -1 on failure.
+  double buildReference(size_t nnz) {
+    uint64_t mine = nnz;
+    std::vector<uint64_t> all(nranks);
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, mpi);
+    std::vector<int> counts(nranks), displs(nranks);
+    uint64_t total = 0;
+    for (int r = 0; r < nranks; r++) {
+      if (total + all[r] > static_cast<uint64_t>(INT_MAX)) return -1;
+      counts[r] = static_cast<int>(all[r]);
+      displs[r] = static_cast<int>(total);
+      total += all[r];
+    }
+    allIndices.resize(total);
+    allValues.resize(total);
+    MPI_Allgatherv(indices.data(), static_cast<int>(nnz), MPI_UINT32_T, allIndices.data(),
+                   counts.data(), displs.data(), MPI_UINT32_T, mpi);
+    MPI_Allgatherv(values.data(), static_cast<int>(nnz), mpiType(opt.dtype), allValues.data(),
+                   counts.data(), displs.data(), mpiType(opt.dtype), mpi);
+    std::fill(ref.begin(), ref.end(), T(0));
+    double maxAbs = 0;
+    for (uint64_t j = 0; j < total; j++) {
+      ref[allIndices[j]] += allValues[j];
+      maxAbs = std::fmax(maxAbs, std::fabs(static_cast<double>(allValues[j])));
+    }
+    if (opt.op == dctAvg && nranks > 1) {
+      const T f = static_cast<T>(1.0 / nranks);  // the library's scale factor
+      for (T& x : ref) x *= f;
+      maxAbs /= nranks;
+    }
+    return maxAbs;
+  }
+
+  long long run(GradientSource& source, int steps, dctCompressor_t a, dctCompressor_t b) {
+    long long wrong = 0;
+    for (int step = 0; step < steps; step++) {
+      source.fill(grad.data(), count, opt.dtype);
+      dctResult_t res = dctSparseAllreduce(grad.data(), out.data(), count, opt.dtype, opt.op, a,
+                                           comm, nullptr);
+      if (res != dctSuccess) reportDctFailure(comm, rank, "check: dctSparseAllreduce", res);
+      size_t nnz = 0;
+      dctResult_t resB = dctCompress(b, grad.data(), indices.data(), values.data(), count, &nnz,
+                                     nullptr);
+      if (resB != dctSuccess) reportDctFailure(comm, rank, "check: dctCompress", resB);
+      if (!allOk(res == dctSuccess && resB == dctSuccess, mpi)) return -1;
+      dctStats_t stats{};
+      dctCompressorGetStats(a, &stats);
+      double maxAbs = buildReference(nnz);
+      if (!allOk(maxAbs >= 0, mpi)) return -1;
+      long long bad = countWrong(out.data(), ref.data(), count,
+                                 stats.algorithm != dctAlgoDense, maxAbs);
+      if (bad > 0)
+        std::fprintf(stderr, "[rank %d] check step %d (%s): %lld wrong elements\n", rank, step,
+                     algorithmName(stats.algorithm), bad);
+      wrong += bad;
+      if (!sameOnAllRanks(hashBytes(out.data(), count * sizeof(T)), mpi) && rank == 0) {
+        std::fprintf(stderr, "check step %d: ranks hold different results\n", step);
+        wrong++;
+      }
+    }
+    return wrong;
+  }
+};
+
+template <typename T>
+long long checkTyped(const Options& opt, dctComm_t comm, MPI_Comm mpi, size_t count,
+                     GradientSource& source, int steps) {
+  Checker<T> c(opt, comm, mpi, count);
+  dctConfig_t config = benchConfig(opt);
+  dctCompressor_t a = nullptr, b = nullptr;
+  dctResult_t res = dctCompressorCreate(comm, count, opt.dtype, &config, &a);
+  if (res == dctSuccess) res = dctCompressorCreate(comm, count, opt.dtype, &config, &b);
+  if (res != dctSuccess) reportDctFailure(comm, c.rank, "check: dctCompressorCreate", res);
+  long long wrong = allOk(res == dctSuccess, mpi) ? c.run(source, steps, a, b) : -1;
+  dctCompressorDestroy(a);
+  dctCompressorDestroy(b);
+  return wrong;
+}
+
+}  // namespace
+
+long long checkSparseAllreduce(const Options& opt, dctComm_t comm, MPI_Comm mpi, size_t count,
+                               GradientSource& source, int steps) {
+  if (opt.dtype == dctFloat64) return checkTyped<double>(opt, comm, mpi, count, source, steps);
+  return checkTyped<float>(opt, comm, mpi, count, source, steps);
+}
+
+}  // namespace dctbench

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Whole test suite: Release build with every test (unit, mpirun at 1-4 ranks,
+# packaging, benchmark smoke), then unit and MPI tests again under ASan+UBSan.
+set -euo pipefail
+source "$(dirname "$0")/setup.sh"
+dct_install_packages
+dct_build default
+cd "$DCT_ROOT"
+ctest --preset default -j 2
+dct_build asan
+ctest --preset asan -L unit -j 2
+# Open MPI itself leaks at exit: leak checks stay on for the unit tests only.
+ASAN_OPTIONS=detect_leaks=0 ctest --preset asan -L mpi -j 2
+echo "all tests passed"
