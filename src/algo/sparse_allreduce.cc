@@ -1,6 +1,4 @@
 // DCT-DP sparse allreduce driver: warm-up or compress, choose, exchange.
-#include <cstring>
-
 #include "algo/algorithms.h"
 #include "core/comm.h"
 #include "core/cost_model.h"
@@ -13,12 +11,18 @@ size_t messageBytes(size_t nnz, int indexBytes, size_t valueBytes) {
   return alignedIndexBytes(nnz, indexBytes) + nnz * valueBytes;
 }
 
-// Moves the values right behind the (8-byte padded) indices, so the message
-// is one contiguous run of bytes on the wire.
-void pack(dctCompressor_t c, Message& msg) {
-  char* dst = c->wire.as<char>() + alignedIndexBytes(msg.nnz, c->indexBytes);
-  std::memmove(dst, msg.values, msg.nnz * dtypeSize(c->dtype));
-  msg.values = dst;
+// Copies the selection into `wire` as one contiguous run of bytes: indices
+// (padded to 8 bytes), then values. One message, one exchange.
+dctResult_t pack(dctCompressor_t c, Message& msg, void* stream) {
+  const size_t idxBytes = alignedIndexBytes(msg.nnz, c->indexBytes);
+  const size_t valBytes = msg.nnz * dtypeSize(c->dtype);
+  DCTCHECK(c->wire.reserve(idxBytes + valBytes));
+  char* wire = c->wire.as<char>();
+  DCTCHECK(c->ops->copy(c->kernels, wire, msg.indices, msg.nnz * c->indexBytes, stream));
+  DCTCHECK(c->ops->copy(c->kernels, wire + idxBytes, msg.values, valBytes, stream));
+  msg.indices = wire;
+  msg.values = wire + idxBytes;
+  return dctSuccess;
 }
 
 dctResult_t warmupStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dctComm_t comm,
@@ -42,9 +46,9 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
     DCTCHECK(warmupStep(sendbuf, recvbuf, c, comm, stream));
   } else {
     Message msg;
-    msg.storage = &c->wire;
+    msg.storage = &c->selection;
     DCTCHECK(compressStep(c, sendbuf, msg, stream));
-    pack(c, msg);
+    DCTCHECK(pack(c, msg, stream));
     const size_t valueBytes = dtypeSize(c->dtype);
     const size_t ownBytes = messageBytes(msg.nnz, c->indexBytes, valueBytes);
     auto algo = static_cast<dctAlgorithm_t>(c->config.algorithm);
@@ -84,7 +88,7 @@ dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const Message&
     bytes[r] = messageBytes(nnz[r], c->indexBytes, valueBytes);
     total += bytes[r];
   }
-  c->gathered.reserve(total);
+  DCTCHECK(c->gathered.reserve(total));
   char* all = c->gathered.as<char>();
   DCTCHECK(comm->transport->allgatherv(comm, c->wire.as(), bytes[comm->rank], all, bytes.data(),
                                        offsets.data(), stream));

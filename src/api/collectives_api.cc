@@ -24,7 +24,10 @@ dctResult_t checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, con
                 static_cast<int>(dtype), c->count, static_cast<int>(c->dtype));
   const size_t es = dtypeSize(dtype);
   DCTCHECK(checkBuffer(comm, sendbuf, count, es, "sendbuf", fn));
-  return checkBuffer(comm, recvbuf, count, es, "recvbuf", fn);
+  DCTCHECK(checkBuffer(comm, recvbuf, count, es, "recvbuf", fn));
+  if (&twinFor(sendbuf) != &twinFor(recvbuf))
+    return fail(comm, dctInvalidArgument, "%s: sendbuf and recvbuf are in different memory spaces", fn);
+  return bindTwin(c, sendbuf, fn);
 }
 
 }  // namespace

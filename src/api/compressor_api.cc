@@ -59,6 +59,9 @@ extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void*
     DCTCHECK(checkBuffer(comm, values, capacity, es, "values", fn));
     *nnz = 0;
     if (c->count == 0) return dctSuccess;
+    if (capacity > 0 && (&twinFor(indices) != &twinFor(sendbuf) || &twinFor(values) != &twinFor(sendbuf)))
+      return fail(comm, dctInvalidArgument, "%s: sendbuf, indices and values are in different memory spaces", fn);
+    DCTCHECK(bindTwin(c, sendbuf, fn));
     Message msg{indices, values, capacity, 0, nullptr};
     DCTCHECK(compressStep(c, sendbuf, msg, stream));
     *nnz = msg.nnz;

@@ -1,6 +1,7 @@
 #include "core/compressor.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <new>
 
@@ -32,12 +33,13 @@ dctResult_t estimateTau(dctCompressor_t c, void* stream) {
   return dctSuccess;
 }
 
-void layOut(dctCompressor_t c, Message& msg, size_t capacity) {
+dctResult_t layOut(dctCompressor_t c, Message& msg, size_t capacity) {
   size_t idxBytes = alignedIndexBytes(capacity, c->indexBytes);
-  msg.storage->reserve(idxBytes + capacity * dtypeSize(c->dtype));
+  DCTCHECK(msg.storage->reserve(idxBytes + capacity * dtypeSize(c->dtype)));
   msg.indices = msg.storage->as();
   msg.values = msg.storage->as<char>() + idxBytes;
   msg.capacity = capacity;
+  return dctSuccess;
 }
 
 dctResult_t select(dctCompressor_t c, const void* grad, Message& msg, SelectArgs& args,
@@ -82,7 +84,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void
     DCTCHECK(estimateTau(c, stream));
     estimated = true;
   }
-  if (msg.storage) layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64);
+  if (msg.storage) DCTCHECK(layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64));
   SelectArgs args;
   DCTCHECK(select(c, grad, msg, args, stream));
   // Drift: the count left the band around k since tau was set.
@@ -97,7 +99,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void
   // Growable messages hold everything selected: make room and select again.
   if (msg.storage && args.selected > msg.nnz) {
     DCTCHECK(undo(c, msg, stream));
-    layOut(c, msg, args.selected);
+    DCTCHECK(layOut(c, msg, args.selected));
     DCTCHECK(select(c, nullptr, msg, args, stream));
   }
   if (!c->config.errorFeedback)
@@ -128,6 +130,31 @@ void finishStep(dctCompressor_t c, size_t bytesSent, size_t bytesReceived, dctAl
   s.totalDenseBytes += s.denseBytes;
 }
 
+const KernelOps& twinFor(const void* ptr) {
+#if DCT_HAVE_CUDA
+  if (ptr != nullptr && cudaPointerIsDevice(ptr)) return cudaKernelOps();
+#endif
+  (void)ptr;
+  return cpuKernelOps();
+}
+
+dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
+  const KernelOps& twin = twinFor(buf);
+  if (c->ops == &twin) return dctSuccess;
+  if (c->ops != nullptr)
+    return fail(c->comm, dctInvalidArgument, "%s: buffers are in %s memory but this compressor's state is in %s memory",
+                fn, twin.device ? "device" : "host", c->ops->device ? "device" : "host");
+  dctResult_t res = twin.createContext(&c->kernels);
+  if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
+  c->ops = &twin;
+  for (TwinBuffer* b : {&c->residual, &c->selection, &c->wire, &c->gathered}) b->bind(c->ops, c->kernels);
+  res = c->residual.reserve(c->count * dtypeSize(c->dtype));
+  if (res == dctSuccess) res = clearResidual(c, nullptr);
+  if (res == dctSuccess) res = c->ops->synchronize(c->kernels, nullptr);
+  if (res != dctSuccess) return fail(c->comm, res, "%s: cannot allocate the %zu-element residual", fn, c->count);
+  return dctSuccess;
+}
+
 dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out) {
   auto* c = new (std::nothrow) dctCompressor();
@@ -137,24 +164,15 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
   c->dtype = dtype;
   c->indexBytes = count > 0xffffffffull ? 8 : 4;
   c->config = resolved;
-  c->ops = &cpuKernelOps();
   c->stats.indexBytes = c->indexBytes;
   c->stats.algorithm = resolved.algorithm;
   c->stats.denseBytes = count * dtypeSize(dtype);
-  dctResult_t res = c->ops->createContext(&c->kernels);
-  if (res == dctSuccess) {
-    c->residual.reserve(count * dtypeSize(dtype));
-    res = clearResidual(c, nullptr);
-  }
-  if (res != dctSuccess) {
-    compressorDestroy(c);
-    return fail(comm, res, "dctCompressorCreate: kernel workspace setup failed");
-  }
   *out = c;
   return dctSuccess;
 }
 
 void compressorDestroy(dctCompressor_t c) {
+  for (TwinBuffer* b : {&c->residual, &c->selection, &c->wire, &c->gathered}) b->reset();
   if (c->kernels) c->ops->destroyContext(c->kernels);
   c->magic = 0;
   delete c;

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "core/buffer.h"
+#include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
 
@@ -12,13 +12,13 @@ namespace dct {
 
 // A COO message: ascending indices and values, written by compressStep.
 // With `storage` set, compressStep lays the message out in it (indices, then
-// values at an 8-byte aligned offset) and grows it so nothing is held back.
+// values) and grows it so nothing is held back.
 struct Message {
   void* indices = nullptr;
   void* values = nullptr;
   size_t capacity = 0;
   size_t nnz = 0;
-  Buffer* storage = nullptr;
+  TwinBuffer* storage = nullptr;
 };
 
 inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * indexBytes + 7) & ~size_t(7); }
@@ -33,12 +33,14 @@ struct dctCompressor {
   dctDataType_t dtype = dctFloat32;
   int indexBytes = 4;
   dctConfig_t config{};  // resolved: no undefined fields
+  // The twin is bound on the first step, from where the buffers live; the
+  // state then stays in that memory space.
   const dct::KernelOps* ops = nullptr;
   dct::KernelContext* kernels = nullptr;
-  dct::Buffer residual;  // count elements; holds acc between the passes of a step
-  dct::Buffer wire;      // this rank's packed message (allreduce)
-  dct::Buffer gathered;  // all ranks' messages (allgather algorithm)
-  dct::Buffer dense;     // scatter target (dense algorithm)
+  dct::TwinBuffer residual;   // count elements; holds acc between the passes of a step
+  dct::TwinBuffer selection;  // this step's COO (allreduce)
+  dct::TwinBuffer wire;       // the same, packed for the wire
+  dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
   double tau = 0;
   bool haveTau = false;
   uint64_t lastEstimateStep = 0;
@@ -54,6 +56,12 @@ inline bool validCompressor(dctCompressor_t c) {
 dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out);
 void compressorDestroy(dctCompressor_t c);
+
+// Binds the compressor to the twin that owns `buf` (first call allocates and
+// zeroes the residual there); dctInvalidArgument if buf lives elsewhere.
+dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn);
+// The twin that owns ptr's memory: CUDA for device pointers, else CPU.
+const KernelOps& twinFor(const void* ptr);
 
 bool inWarmup(dctCompressor_t c);
 // The selection size the density asks for: k = max(1, round(density * count)).

@@ -16,6 +16,22 @@ dctResult_t createContext(KernelContext** ctx) {
 
 void destroyContext(KernelContext* ctx) { delete ctx; }
 
+dctResult_t allocate(KernelContext*, void** ptr, size_t bytes) {
+  *ptr = bytes ? ::operator new(bytes, std::align_val_t(64), std::nothrow) : nullptr;
+  return *ptr || bytes == 0 ? dctSuccess : dctOutOfMemory;
+}
+
+void release(KernelContext*, void* ptr) {
+  if (ptr) ::operator delete(ptr, std::align_val_t(64));
+}
+
+dctResult_t copy(KernelContext*, void* dst, const void* src, size_t bytes, void*) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return dctSuccess;
+}
+
+dctResult_t synchronize(KernelContext*, void*) { return dctSuccess; }
+
 dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
                        dctDataType_t dtype, void*) {
   return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
@@ -74,8 +90,13 @@ dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void*) {
 const KernelOps& cpuKernelOps() {
   static const KernelOps ops = {
       .name = "cpu",
+      .device = false,
       .createContext = createContext,
       .destroyContext = destroyContext,
+      .allocate = allocate,
+      .release = release,
+      .copy = copy,
+      .synchronize = synchronize,
       .accumulate = accumulate,
       .selectCompact = cpuSelectCompact,
       .threshold = cpuThreshold,

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "dct/dct.h"
+#include "dct_config.h"
 
 namespace dct {
 
@@ -54,10 +55,20 @@ struct ScatterArgs {
   bool sortedUnique;  // indices strictly ascending: lets the twin split by range
 };
 
+// All pointers handed to one twin live in that twin's memory space (host for
+// the CPU twin, device for the CUDA twin); `stream` is a cudaStream_t for the
+// CUDA twin and ignored by the CPU twin. Every op is stream-ordered; results
+// the host needs (SelectArgs counts, tau) are valid when the op returns.
 struct KernelOps {
   const char* name;
+  bool device;  // buffers live in device memory
   dctResult_t (*createContext)(KernelContext** ctx);
   void (*destroyContext)(KernelContext* ctx);
+  // Memory of this twin's space. copy: non-overlapping, stream-ordered.
+  dctResult_t (*allocate)(KernelContext* ctx, void** ptr, size_t bytes);
+  void (*release)(KernelContext* ctx, void* ptr);
+  dctResult_t (*copy)(KernelContext* ctx, void* dst, const void* src, size_t bytes, void* stream);
+  dctResult_t (*synchronize)(KernelContext* ctx, void* stream);
   // residual += grad
   dctResult_t (*accumulate)(KernelContext* ctx, void* residual, const void* grad, size_t n,
                             dctDataType_t dtype, void* stream);
@@ -72,6 +83,10 @@ struct KernelOps {
 };
 
 const KernelOps& cpuKernelOps();
+#if DCT_HAVE_CUDA
+const KernelOps& cudaKernelOps();  // cuda/: the CUDA twin
+bool cudaPointerIsDevice(const void* ptr);  // device or managed memory
+#endif
 
 inline size_t dtypeSize(dctDataType_t dtype) {
   switch (dtype) {

@@ -22,6 +22,8 @@ struct Fixture {
     dctConfig_t resolved;
     REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
     REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &c) == dctSuccess);
+    std::vector<float> host(1);
+    REQUIRE(bindTwin(c, host.data(), "test") == dctSuccess);
   }
   ~Fixture() { compressorDestroy(c); }
   const float* residual() { return c->residual.as<const float>(); }
