@@ -10,16 +10,20 @@
 
 namespace dct {
 
-// DCT-DP sparse allreduce: compress, pick an algorithm, exchange, reduce.
-dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
-                            dctCompressor_t c, dctComm_t comm, void* stream);
+// The algorithm this step will use: the configured one, or auto's choice
+// from last step's global counts (k per rank before the first step). Every
+// rank computes the same plan; the agreement header double-checks it.
+dctAlgorithm_t planAlgorithm(dctCompressor_t c, dctComm_t comm);
 
-// The exchanges, given this rank's packed message in c->wire.
-dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const Message& msg,
-                               const std::vector<uint64_t>& nnz, void* recvbuf,
-                               size_t& bytesReceived, void* stream);
-dctResult_t allreduceDense(dctCompressor_t c, dctComm_t comm, const Message& msg,
-                           void* recvbuf, void* stream);
+// DCT-DP sparse allreduce: compress (COO, or densely for the dense plan),
+// exchange, reduce.
+dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
+                            dctAlgorithm_t plan, dctCompressor_t c, dctComm_t comm,
+                            void* stream);
+
+// Allgather exchange of this rank's packed message in c->wire.
+dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const std::vector<uint64_t>& nnz,
+                               void* recvbuf, size_t& bytesReceived, void* stream);
 
 // Sparse allgather of explicit COO into caller buffers; nnz per rank known.
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,

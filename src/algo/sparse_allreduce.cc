@@ -1,4 +1,4 @@
-// DCT-DP sparse allreduce driver: warm-up or compress, choose, exchange.
+// DCT-DP sparse allreduce driver: plan, warm-up or compress, exchange.
 #include "algo/algorithms.h"
 #include "core/comm.h"
 #include "core/cost_model.h"
@@ -38,48 +38,70 @@ dctResult_t warmupStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dc
   return dctSuccess;
 }
 
+dctResult_t gatherCounts(dctCompressor_t c, dctComm_t comm, uint64_t mine, void* stream) {
+  c->lastCounts.resize(comm->size);
+  return comm->transport->allgather(comm, &mine, c->lastCounts.data(), sizeof(mine), stream);
+}
+
+// Dense: the selection written densely straight into recvbuf (one fused
+// pass, no compaction, no scatter), then the transport's dense allreduce.
+dctResult_t denseStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dctComm_t comm,
+                      void* stream) {
+  Message msg;
+  msg.dense = recvbuf;
+  DCTCHECK(compressStep(c, sendbuf, msg, stream));
+  // Auto forecasts the next step from everyone's counts.
+  if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherCounts(c, comm, msg.nnz, stream));
+  DCTCHECK(comm->transport->allreduce(comm, recvbuf, recvbuf, c->count, c->dtype, stream));
+  size_t bytes = c->count * dtypeSize(c->dtype);
+  finishStep(c, bytes, bytes, dctAlgoDense);
+  return dctSuccess;
+}
+
+dctResult_t allgatherStep(const void* sendbuf, void* recvbuf, dctCompressor_t c,
+                          dctComm_t comm, void* stream) {
+  Message msg;
+  msg.storage = &c->selection;
+  DCTCHECK(compressStep(c, sendbuf, msg, stream));
+  DCTCHECK(pack(c, msg, stream));
+  DCTCHECK(gatherCounts(c, comm, msg.nnz, stream));
+  size_t received = 0;
+  DCTCHECK(allreduceAllgather(c, comm, c->lastCounts, recvbuf, received, stream));
+  finishStep(c, messageBytes(msg.nnz, c->indexBytes, dtypeSize(c->dtype)), received,
+             dctAlgoAllgather);
+  return dctSuccess;
+}
+
 }  // namespace
 
+dctAlgorithm_t planAlgorithm(dctCompressor_t c, dctComm_t comm) {
+  if (inWarmup(c)) return dctAlgoDense;
+  auto algo = static_cast<dctAlgorithm_t>(c->config.algorithm);
+  if (algo != dctAlgoAuto) return algo;
+  // Forecast this step's counts: last step's (identical on every rank), or
+  // k per rank before the first exchange.
+  std::vector<uint64_t> forecast = c->lastCounts;
+  if (forecast.size() != static_cast<size_t>(comm->size)) forecast.assign(comm->size, targetNnz(c));
+  CostInputs in{comm->size, c->count, dtypeSize(c->dtype), static_cast<size_t>(c->indexBytes),
+                forecast.data()};
+  return chooseAlgorithm(costParamsFromEnv(), in);
+}
+
 dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
-                            dctCompressor_t c, dctComm_t comm, void* stream) {
-  if (inWarmup(c)) {
-    DCTCHECK(warmupStep(sendbuf, recvbuf, c, comm, stream));
-  } else {
-    Message msg;
-    msg.storage = &c->selection;
-    DCTCHECK(compressStep(c, sendbuf, msg, stream));
-    DCTCHECK(pack(c, msg, stream));
-    const size_t valueBytes = dtypeSize(c->dtype);
-    const size_t ownBytes = messageBytes(msg.nnz, c->indexBytes, valueBytes);
-    auto algo = static_cast<dctAlgorithm_t>(c->config.algorithm);
-    std::vector<uint64_t> nnz(comm->size);
-    if (algo != dctAlgoDense) {
-      uint64_t mine = msg.nnz;
-      DCTCHECK(comm->transport->allgather(comm, &mine, nnz.data(), sizeof(mine), stream));
-    }
-    if (algo == dctAlgoAuto) {
-      CostInputs in{comm->size, c->count, valueBytes, static_cast<size_t>(c->indexBytes), nnz.data()};
-      algo = chooseAlgorithm(costParamsFromEnv(), in);
-    }
-    size_t received = c->count * valueBytes;
-    if (algo == dctAlgoAllgather) {
-      DCTCHECK(allreduceAllgather(c, comm, msg, nnz, recvbuf, received, stream));
-      finishStep(c, ownBytes, received, algo);
-    } else {
-      DCTCHECK(allreduceDense(c, comm, msg, recvbuf, stream));
-      finishStep(c, received, received, algo);
-    }
-    DCT_TRACE("step %llu: nnz %zu tau %g algo %d", (unsigned long long)c->stats.step, msg.nnz,
-              c->tau, static_cast<int>(algo));
-  }
+                            dctAlgorithm_t plan, dctCompressor_t c, dctComm_t comm,
+                            void* stream) {
+  if (inWarmup(c)) DCTCHECK(warmupStep(sendbuf, recvbuf, c, comm, stream));
+  else if (plan == dctAlgoDense) DCTCHECK(denseStep(sendbuf, recvbuf, c, comm, stream));
+  else DCTCHECK(allgatherStep(sendbuf, recvbuf, c, comm, stream));
+  DCT_TRACE("step %llu: nnz %llu tau %g algo %d", (unsigned long long)c->stats.step,
+            (unsigned long long)c->stats.nnz, c->tau, static_cast<int>(plan));
   if (op == dctAvg && comm->size > 1)
     DCTCHECK(c->ops->scale(c->kernels, recvbuf, c->count, c->dtype, 1.0 / comm->size, stream));
   return dctSuccess;
 }
 
-dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const Message& msg,
-                               const std::vector<uint64_t>& nnz, void* recvbuf,
-                               size_t& bytesReceived, void* stream) {
+dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const std::vector<uint64_t>& nnz,
+                               void* recvbuf, size_t& bytesReceived, void* stream) {
   const size_t valueBytes = dtypeSize(c->dtype);
   std::vector<size_t> bytes(comm->size), offsets(comm->size);
   size_t total = 0;
@@ -101,16 +123,7 @@ dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const Message&
     DCTCHECK(c->ops->scatterAdd(c->kernels, &add, stream));
   }
   bytesReceived = total - bytes[comm->rank];
-  (void)msg;
   return dctSuccess;
-}
-
-dctResult_t allreduceDense(dctCompressor_t c, dctComm_t comm, const Message& msg,
-                           void* recvbuf, void* stream) {
-  DCTCHECK(c->ops->zero(c->kernels, recvbuf, c->count * dtypeSize(c->dtype), stream));
-  ScatterArgs add{recvbuf, c->count, c->dtype, c->indexBytes, msg.indices, msg.values, msg.nnz, true};
-  DCTCHECK(c->ops->scatterAdd(c->kernels, &add, stream));
-  return comm->transport->allreduce(comm, recvbuf, recvbuf, c->count, c->dtype, stream);
 }
 
 }  // namespace dct

@@ -44,14 +44,16 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
     mine.count = count;
     mine.datatype = rawEnum(datatype);
     mine.op = rawEnum(op);
+    dctAlgorithm_t plan = dctAlgoDense;
     if (mine.localError == dctSuccess && count > 0) {
-      mine.algorithm = compressor->config.algorithm;
+      plan = planAlgorithm(compressor, comm);
+      mine.algorithm = plan;
       mine.mode = inWarmup(compressor) ? 1 : 0;
     }
     std::vector<CallHeader> all;
     DCTCHECK(agree(comm, mine, all, fn));
     if (count == 0) return dctSuccess;
-    return sparseAllreduce(sendbuf, recvbuf, op, compressor, comm, stream);
+    return sparseAllreduce(sendbuf, recvbuf, op, plan, compressor, comm, stream);
   });
 }
 

@@ -44,9 +44,15 @@ dctResult_t layOut(dctCompressor_t c, Message& msg, size_t capacity) {
 
 dctResult_t select(dctCompressor_t c, const void* grad, Message& msg, SelectArgs& args,
                    void* stream) {
-  args = SelectArgs{grad, c->residual.as(), c->count, c->dtype, c->indexBytes,
-                    c->tau, msg.capacity, msg.indices, msg.values};
-  DCTCHECK(c->ops->selectCompact(c->kernels, &args, stream));
+  if (msg.dense) {
+    args = SelectArgs{grad, c->residual.as(), c->count, c->dtype, c->indexBytes,
+                      c->tau, c->count, nullptr, msg.dense};
+    DCTCHECK(c->ops->selectDense(c->kernels, &args, stream));
+  } else {
+    args = SelectArgs{grad, c->residual.as(), c->count, c->dtype, c->indexBytes,
+                      c->tau, msg.capacity, msg.indices, msg.values};
+    DCTCHECK(c->ops->selectCompact(c->kernels, &args, stream));
+  }
   msg.nnz = args.nnz;
   return dctSuccess;
 }
@@ -54,6 +60,7 @@ dctResult_t select(dctCompressor_t c, const void* grad, Message& msg, SelectArgs
 // Puts the written entries back (their residual slots were zeroed), so the
 // residual holds this step's full accumulator again.
 dctResult_t undo(dctCompressor_t c, const Message& msg, void* stream) {
+  if (msg.dense) return c->ops->accumulate(c->kernels, c->residual.as(), msg.dense, c->count, c->dtype, stream);
   ScatterArgs back{c->residual.as(), c->count, c->dtype, c->indexBytes,
                    msg.indices, msg.values, msg.nnz, true};
   return c->ops->scatterAdd(c->kernels, &back, stream);

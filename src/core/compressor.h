@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
@@ -12,13 +13,15 @@ namespace dct {
 
 // A COO message: ascending indices and values, written by compressStep.
 // With `storage` set, compressStep lays the message out in it (indices, then
-// values) and grows it so nothing is held back.
+// values) and grows it so nothing is held back. With `dense` set, the
+// selection is written densely there instead (zeros elsewhere, no indices).
 struct Message {
   void* indices = nullptr;
   void* values = nullptr;
   size_t capacity = 0;
   size_t nnz = 0;
   TwinBuffer* storage = nullptr;
+  void* dense = nullptr;
 };
 
 inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * indexBytes + 7) & ~size_t(7); }
@@ -41,6 +44,7 @@ struct dctCompressor {
   dct::TwinBuffer selection;  // this step's COO (allreduce)
   dct::TwinBuffer wire;       // the same, packed for the wire
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
+  std::vector<uint64_t> lastCounts;  // every rank's nnz last step (auto's forecast)
   double tau = 0;
   bool haveTau = false;
   uint64_t lastEstimateStep = 0;

@@ -40,6 +40,7 @@ dctResult_t dispatchTypes(dctDataType_t dtype, int indexBytes, Fn&& fn) {
 }
 
 dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
+dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t cpuThreshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void* stream);
 dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 

@@ -99,6 +99,7 @@ const KernelOps& cpuKernelOps() {
       .synchronize = synchronize,
       .accumulate = accumulate,
       .selectCompact = cpuSelectCompact,
+      .selectDense = cpuSelectDense,
       .threshold = cpuThreshold,
       .scatterAdd = cpuScatterAdd,
       .zero = zero,

@@ -11,19 +11,33 @@ namespace dct {
 namespace {
 
 constexpr size_t kBlock = 2048;
+constexpr size_t kGroup = 32;  // a group with no hit costs one vector pass
 
-// Compacts [begin, end) of one block; branch-free so the loop stays tight.
+// Compacts [begin, end) of one block. Each group of kGroup elements first
+// gets a branch-free pass the compiler vectorises (acc into the residual,
+// count of hits); only groups with a hit take the scalar compaction pass,
+// on data still in L1. At 1% density ~70% of groups are skipped.
 template <typename T, typename I, bool kHasGrad>
 size_t selectBlock(const T* grad, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
   size_t m = 0;
-  for (size_t i = begin; i < end; i++) {
-    T acc = residual[i];
-    if constexpr (kHasGrad) acc += grad[i];
-    bool take = !(std::fabs(acc) < tau);  // also true for NaN
-    idx[m] = static_cast<I>(i);
-    val[m] = acc;
-    m += take;
-    residual[i] = take ? T(0) : acc;
+  for (size_t g = begin; g < end; g += kGroup) {
+    const size_t e = g + kGroup < end ? g + kGroup : end;
+    unsigned hits = 0;
+    for (size_t i = g; i < e; i++) {
+      T acc = residual[i];
+      if constexpr (kHasGrad) acc += grad[i];
+      residual[i] = acc;
+      hits += !(std::fabs(acc) < tau);  // also true for NaN
+    }
+    if (hits == 0) continue;
+    for (size_t i = g; i < e; i++) {
+      const T acc = residual[i];
+      const bool take = !(std::fabs(acc) < tau);
+      idx[m] = static_cast<I>(i);
+      val[m] = acc;
+      m += take;
+      residual[i] = take ? T(0) : acc;
+    }
   }
   return m;
 }
@@ -96,6 +110,49 @@ dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void*) {
     a.nonFinite = 0;
     for (int w = 0; w < workers; w++) a.nonFinite += nonFinite[w];
   });
+}
+
+namespace {
+
+template <typename T, bool kHasGrad>
+void selectDenseRange(const SelectArgs& a, size_t begin, size_t end, size_t& selected,
+                      size_t& nonFinite) {
+  const T* grad = static_cast<const T*>(a.grad);
+  T* residual = static_cast<T*>(a.residual);
+  T* out = static_cast<T*>(a.outValues);
+  const T tau = static_cast<T>(a.tau);
+  size_t hits = 0, odd = 0;
+  for (size_t i = begin; i < end; i++) {
+    T acc = residual[i];
+    if constexpr (kHasGrad) acc += grad[i];
+    const bool take = !(std::fabs(acc) < tau);
+    out[i] = take ? acc : T(0);
+    residual[i] = take ? T(0) : acc;
+    hits += take;
+    odd += !std::isfinite(acc);  // non-finite entries are always taken
+  }
+  selected = hits;
+  nonFinite = odd;
+}
+
+}  // namespace
+
+dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void*) {
+  SelectArgs& a = *args;
+  size_t selected[kMaxWorkers] = {}, nonFinite[kMaxWorkers] = {};
+  dctResult_t res = dispatchTypes(a.dtype, 4, [&]<typename T, typename>() {
+    ctx->pool.parallelFor(a.n, kMinPerWorker, [&](size_t b, size_t e, int w) {
+      if (a.grad) selectDenseRange<T, true>(a, b, e, selected[w], nonFinite[w]);
+      else selectDenseRange<T, false>(a, b, e, selected[w], nonFinite[w]);
+    });
+  });
+  a.selected = a.nonFinite = 0;
+  for (int w = 0; w < kMaxWorkers; w++) {
+    a.selected += selected[w];
+    a.nonFinite += nonFinite[w];
+  }
+  a.nnz = a.selected;
+  return res;
 }
 
 }  // namespace dct

@@ -73,6 +73,10 @@ struct KernelOps {
   dctResult_t (*accumulate)(KernelContext* ctx, void* residual, const void* grad, size_t n,
                             dctDataType_t dtype, void* stream);
   dctResult_t (*selectCompact)(KernelContext* ctx, SelectArgs* args, void* stream);
+  // The same selection written densely: outValues[i] = acc_i if selected
+  // else 0 (capacity and outIndices unused; nnz = selected). One pass, no
+  // compaction: what the dense algorithm sends.
+  dctResult_t (*selectDense)(KernelContext* ctx, SelectArgs* args, void* stream);
   // tau such that about density*n entries have |x| >= tau; tau > 0 always.
   dctResult_t (*threshold)(KernelContext* ctx, const ThresholdArgs* args, double* tau,
                            void* stream);
@@ -108,11 +112,12 @@ inline size_t samplePosition(uint64_t random, size_t n) {
   return static_cast<size_t>((static_cast<unsigned __int128>(random) * n) >> 64);
 }
 // Sample size for the sampled estimator: enough that the kept quantile has
-// ~512 samples above it, never more than n.
+// ~512 samples above it. Past n/2 random gathers cost more than one
+// sequential pass over everything, so the estimate becomes exact (n).
 inline size_t thresholdSampleSize(size_t n, double density) {
   double s = 512.0 / density;
   if (s < 8192.0) s = 8192.0;
-  return s >= static_cast<double>(n) ? n : static_cast<size_t>(s);
+  return 2.0 * s >= static_cast<double>(n) ? n : static_cast<size_t>(s);
 }
 
 }  // namespace dct

@@ -78,3 +78,28 @@ TEST_CASE("select with a tiny tau takes every nonzero, never exact zeros") {
   CHECK(args.nnz == (n + 2) / 3);
   for (size_t j = 0; j < args.nnz; j++) CHECK(idx[j] == 3 * j);
 }
+
+TEST_CASE("dense select writes the same selection densely") {
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  for (size_t n : kOddSizes) {
+    for (bool withGrad : {true, false}) {
+      CAPTURE(n);
+      auto grad = randomVector<float>(n, 71), residual = randomVector<float>(n, 72);
+      auto ref = referenceSelect<float, uint32_t>(withGrad ? grad.data() : nullptr, residual, 1.2f, n);
+      std::vector<float> out(n, -5.0f), expected(n, 0.0f);
+      for (size_t j = 0; j < ref.indices.size(); j++) expected[ref.indices[j]] = ref.values[j];
+      SelectArgs args{withGrad ? grad.data() : nullptr, residual.data(), n, dctFloat32, 4, 1.2, n,
+                      nullptr, out.data()};
+      REQUIRE(ops.selectDense(ctx, &args, nullptr) == dctSuccess);
+      CHECK(args.selected == ref.selected);
+      CHECK(args.nnz == ref.selected);
+      for (size_t i = 0; i < n; i++) {
+        REQUIRE(sameBits(out[i], expected[i]));
+        REQUIRE(sameBits(residual[i], ref.residual[i]));
+      }
+    }
+  }
+  ops.destroyContext(ctx);
+}
