@@ -47,6 +47,18 @@ dctResult_t gatherCounts(dctCompressor_t c, dctComm_t comm, uint64_t mine, void*
 // pass, no compaction, no scatter), then the transport's dense allreduce.
 dctResult_t denseStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dctComm_t comm,
                       void* stream) {
+  // Density 1 selects every nonzero: the residual stays zero and the step is
+  // exactly a dense allreduce of the gradient, so skip the pass altogether.
+  if (c->config.density >= 1.0) {
+    DCTCHECK(comm->transport->allreduce(comm, sendbuf, recvbuf, c->count, c->dtype, stream));
+    c->stats.nnz = c->count;
+    c->stats.nonFinite = 0;
+    c->stats.threshold = 0;
+    if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherCounts(c, comm, c->count, stream));
+    size_t bytes = c->count * dtypeSize(c->dtype);
+    finishStep(c, bytes, bytes, dctAlgoDense);
+    return dctSuccess;
+  }
   Message msg;
   msg.dense = recvbuf;
   DCTCHECK(compressStep(c, sendbuf, msg, stream));

@@ -82,7 +82,8 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void
   const double tauFloor = c->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()
                                                  : std::numeric_limits<float>::denorm_min();
   bool estimated = false;
-  if (inWarmup(c)) {
+  const bool sendAll = inWarmup(c) || c->config.density >= 1.0;
+  if (sendAll) {
     c->tau = tauFloor;  // every nonzero entry goes
   } else if (!c->haveTau ||
              c->stats.step - c->lastEstimateStep >= static_cast<uint64_t>(c->config.thresholdInterval)) {
@@ -98,7 +99,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void
   const double selected = static_cast<double>(args.selected);
   bool tooFew = selected < k / kDriftBand && c->tau > tauFloor;
   bool tooMany = selected > k * kDriftBand;
-  if (!estimated && !inWarmup(c) && (tooFew || tooMany)) {
+  if (!estimated && !sendAll && (tooFew || tooMany)) {
     DCTCHECK(undo(c, msg, stream));
     DCTCHECK(estimateTau(c, stream));
     DCTCHECK(select(c, nullptr, msg, args, stream));
@@ -113,7 +114,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void
     DCTCHECK(c->ops->zero(c->kernels, c->residual.as(), c->count * dtypeSize(c->dtype), stream));
   c->stats.nnz = msg.nnz;
   c->stats.nonFinite = args.nonFinite;
-  c->stats.threshold = inWarmup(c) ? 0.0 : c->tau;
+  c->stats.threshold = sendAll ? 0.0 : c->tau;
   return dctSuccess;
 }
 
