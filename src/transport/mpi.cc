@@ -7,15 +7,25 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "dct/dct_mpi.h"
+#include "transport/host_staging.h"
 
 namespace dct {
 namespace {
 
 struct MpiState {
   MPI_Comm comm = MPI_COMM_NULL;
+  HostStaging staging;  // device buffers through pinned host memory
 };
 
-MPI_Comm mpiOf(dctComm_t comm) { return static_cast<MpiState*>(comm->transportState)->comm; }
+MpiState* stateOf(dctComm_t comm) { return static_cast<MpiState*>(comm->transportState); }
+MPI_Comm mpiOf(dctComm_t comm) { return stateOf(comm)->comm; }
+
+size_t extent(const size_t* bytes, const size_t* offsets, int n) {
+  size_t end = 0;
+  for (int i = 0; i < n; i++)
+    if (bytes[i] && offsets[i] + bytes[i] > end) end = offsets[i] + bytes[i];
+  return end;
+}
 
 dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -42,44 +52,58 @@ dctResult_t toInts(dctComm_t comm, const size_t* in, int n, std::vector<int>& ou
   return dctSuccess;
 }
 
-dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void*) {
-  if (bytes > static_cast<size_t>(INT_MAX)) return fail(comm, dctNotSupported, "allgather too large");
+dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
+  if (bytes * comm->size > static_cast<size_t>(INT_MAX))
+    return fail(comm, dctNotSupported, "allgather of %zu bytes per rank is too large", bytes);
+  HostStaging& stage = stateOf(comm)->staging;
+  DCTCHECK(stage.input(comm, send, bytes, stream));
+  DCTCHECK(stage.output(comm, recv, bytes * comm->size, false, stream));
   MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
                                static_cast<int>(bytes), MPI_BYTE, mpiOf(comm)));
-  return dctSuccess;
+  return stage.finish(comm, stream);
 }
 
 dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
-                       const size_t* recvBytes, const size_t* recvOffsets, void*) {
+                       const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
   std::vector<int> counts, displs, own;
   DCTCHECK(toInts(comm, recvBytes, comm->size, counts));
   DCTCHECK(toInts(comm, recvOffsets, comm->size, displs));
   DCTCHECK(toInts(comm, &sendBytes, 1, own));
+  HostStaging& stage = stateOf(comm)->staging;
+  DCTCHECK(stage.input(comm, send, sendBytes, stream));
+  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, comm->size), false, stream));
   MPICHECK(comm, MPI_Allgatherv(send, own[0], MPI_BYTE, recv, counts.data(), displs.data(),
                                 MPI_BYTE, mpiOf(comm)));
-  return dctSuccess;
+  return stage.finish(comm, stream);
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
                       const size_t* sendOffsets, void* recv, const size_t* recvBytes,
-                      const size_t* recvOffsets, void*) {
+                      const size_t* recvOffsets, void* stream) {
   std::vector<int> sc, sd, rc, rd;
   DCTCHECK(toInts(comm, sendBytes, comm->size, sc));
   DCTCHECK(toInts(comm, sendOffsets, comm->size, sd));
   DCTCHECK(toInts(comm, recvBytes, comm->size, rc));
   DCTCHECK(toInts(comm, recvOffsets, comm->size, rd));
+  HostStaging& stage = stateOf(comm)->staging;
+  DCTCHECK(stage.input(comm, send, extent(sendBytes, sendOffsets, comm->size), stream));
+  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, comm->size), false, stream));
   MPICHECK(comm, MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
                                MPI_BYTE, mpiOf(comm)));
-  return dctSuccess;
+  return stage.finish(comm, stream);
 }
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
-                      dctDataType_t datatype, void*) {
+                      dctDataType_t datatype, void* stream) {
   MPI_Datatype type = datatype == dctFloat64 ? MPI_DOUBLE : MPI_FLOAT;
-  const void* src = send == recv ? MPI_IN_PLACE : send;
+  const size_t elem = datatype == dctFloat64 ? 8 : 4;
+  const bool inPlace = send == recv;
+  HostStaging& stage = stateOf(comm)->staging;
+  DCTCHECK(stage.output(comm, recv, count * elem, inPlace, stream));
+  if (!inPlace) DCTCHECK(stage.input(comm, send, count * elem, stream));
+  const void* src = inPlace ? MPI_IN_PLACE : send;
   // Chunk so that every call's count fits an int.
   const size_t chunk = static_cast<size_t>(INT_MAX) / 2;
-  const size_t elem = datatype == dctFloat64 ? 8 : 4;
   for (size_t off = 0; off < count; off += chunk) {
     int n = static_cast<int>(count - off < chunk ? count - off : chunk);
     const void* s = src == MPI_IN_PLACE ? MPI_IN_PLACE
@@ -87,7 +111,7 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
     MPICHECK(comm, MPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, MPI_SUM,
                                  mpiOf(comm)));
   }
-  return dctSuccess;
+  return stage.finish(comm, stream);
 }
 
 void destroy(dctComm_t comm) {

@@ -1,0 +1,102 @@
+#include "transport/host_staging.h"
+
+#include "core/debug.h"
+#include "dct_config.h"
+
+#if DCT_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
+namespace dct {
+
+#if DCT_HAVE_CUDA
+namespace {
+
+bool isDevice(const void* p) {
+  cudaPointerAttributes attr;
+  if (p == nullptr || cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // no driver or a plain host pointer: not device
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+#define STAGECHECK(comm, call)                                                           \
+  do {                                                                                   \
+    cudaError_t err_ = (call);                                                           \
+    if (err_ != cudaSuccess)                                                             \
+      return fail(comm, dctCudaError, "staging %s: %s", #call, cudaGetErrorString(err_)); \
+  } while (0)
+
+}  // namespace
+
+HostStaging::~HostStaging() {
+  if (in_.host) cudaFreeHost(in_.host);
+  if (out_.host) cudaFreeHost(out_.host);
+}
+
+bool HostStaging::needed() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  static const bool aware = MPIX_Query_cuda_support() == 1;
+  return !aware;
+#else
+  return true;
+#endif
+}
+
+dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
+  if (bytes <= slot.capacity) return dctSuccess;
+  if (slot.host) STAGECHECK(comm, cudaFreeHost(slot.host));
+  slot = Slot{};
+  STAGECHECK(comm, cudaMallocHost(&slot.host, bytes + bytes / 2));
+  slot.capacity = bytes + bytes / 2;
+  return dctSuccess;
+}
+
+dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
+  if (bytes == 0 || !needed() || !isDevice(ptr)) return dctSuccess;
+  DCTCHECK(reserve(comm, in_, bytes));
+  auto st = static_cast<cudaStream_t>(stream);
+  STAGECHECK(comm, cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
+  STAGECHECK(comm, cudaStreamSynchronize(st));
+  ptr = in_.host;
+  return dctSuccess;
+}
+
+dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
+  if (bytes == 0 || !needed() || !isDevice(ptr)) return dctSuccess;
+  DCTCHECK(reserve(comm, out_, bytes));
+  auto st = static_cast<cudaStream_t>(stream);
+  if (copyIn) STAGECHECK(comm, cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
+  STAGECHECK(comm, cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
+  pendingDevice_ = ptr;
+  pendingBytes_ = bytes;
+  ptr = out_.host;
+  return dctSuccess;
+}
+
+dctResult_t HostStaging::finish(dctComm_t comm, void* stream) {
+  if (pendingDevice_ == nullptr) return dctSuccess;
+  auto st = static_cast<cudaStream_t>(stream);
+  STAGECHECK(comm, cudaMemcpyAsync(pendingDevice_, out_.host, pendingBytes_, cudaMemcpyHostToDevice, st));
+  STAGECHECK(comm, cudaStreamSynchronize(st));
+  pendingDevice_ = nullptr;
+  return dctSuccess;
+}
+
+#else  // host-only build: every buffer is a host buffer
+
+HostStaging::~HostStaging() = default;
+bool HostStaging::needed() { return false; }
+dctResult_t HostStaging::reserve(dctComm_t, Slot&, size_t) { return dctSuccess; }
+dctResult_t HostStaging::input(dctComm_t, const void*&, size_t, void*) { return dctSuccess; }
+dctResult_t HostStaging::output(dctComm_t, void*&, size_t, bool, void*) { return dctSuccess; }
+dctResult_t HostStaging::finish(dctComm_t, void*) { return dctSuccess; }
+
+#endif
+
+}  // namespace dct

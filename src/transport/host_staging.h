@@ -1,0 +1,41 @@
+// Lets a host-only transport (MPI without CUDA support) move device
+// buffers: device inputs are copied into pinned host memory before the
+// call, device outputs are received there and copied back after it. Host
+// buffers pass straight through; in builds without CUDA nothing is staged.
+#pragma once
+
+#include <cstddef>
+
+#include "dct/dct.h"
+
+namespace dct {
+
+class HostStaging {
+ public:
+  HostStaging() = default;
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+  ~HostStaging();
+
+  // False when MPI can take device pointers itself (CUDA-aware MPI).
+  static bool needed();
+  // Replaces a device input pointer by a host copy (stream synchronised).
+  dctResult_t input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream);
+  // Replaces a device output pointer by a host buffer; with copyIn its
+  // current contents come along (in-place operations).
+  dctResult_t output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream);
+  // Copies staged outputs back to the device and waits for them.
+  dctResult_t finish(dctComm_t comm, void* stream);
+
+ private:
+  struct Slot {
+    void* host = nullptr;
+    size_t capacity = 0;
+  };
+  dctResult_t reserve(dctComm_t comm, Slot& slot, size_t bytes);
+  Slot in_, out_;
+  void* pendingDevice_ = nullptr;
+  size_t pendingBytes_ = 0;
+};
+
+}  // namespace dct
