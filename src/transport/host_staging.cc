@@ -1,6 +1,7 @@
 #include "transport/host_staging.h"
 
 #include "core/debug.h"
+#include "kernels/kernels.h"
 #include "dct_config.h"
 
 #if DCT_HAVE_CUDA
@@ -15,15 +16,6 @@ namespace dct {
 
 #if DCT_HAVE_CUDA
 namespace {
-
-bool isDevice(const void* p) {
-  cudaPointerAttributes attr;
-  if (p == nullptr || cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();  // no driver or a plain host pointer: not device
-    return false;
-  }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
-}
 
 #define STAGECHECK(comm, call)                                                           \
   do {                                                                                   \
@@ -58,7 +50,7 @@ dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
 }
 
 dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
-  if (bytes == 0 || !needed() || !isDevice(ptr)) return dctSuccess;
+  if (bytes == 0 || !needed() || !cudaPointerIsDevice(ptr)) return dctSuccess;
   DCTCHECK(reserve(comm, in_, bytes));
   auto st = static_cast<cudaStream_t>(stream);
   STAGECHECK(comm, cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
@@ -68,7 +60,7 @@ dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, v
 }
 
 dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
-  if (bytes == 0 || !needed() || !isDevice(ptr)) return dctSuccess;
+  if (bytes == 0 || !needed() || !cudaPointerIsDevice(ptr)) return dctSuccess;
   DCTCHECK(reserve(comm, out_, bytes));
   auto st = static_cast<cudaStream_t>(stream);
   if (copyIn) STAGECHECK(comm, cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));

@@ -9,6 +9,7 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "kernels/kernels.h"
 #include "dct/dct_nccl.h"
 
 namespace dct {
@@ -41,14 +42,6 @@ dctResult_t ncclFail(dctComm_t comm, ncclResult_t res, const char* what) {
       return fail(comm, dctCudaError, "%s: %s", #call, cudaGetErrorString(cuda_err_)); \
   } while (0)
 
-bool isDevice(const void* p) {
-  cudaPointerAttributes attr;
-  if (p == nullptr || cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
-}
 
 dctResult_t ensureScratch(dctComm_t comm, size_t bytes) {
   NcclState* s = stateOf(comm);
@@ -84,7 +77,7 @@ dctResult_t exchange(dctComm_t comm, const char* send, const size_t* sendBytes,
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
   NcclState* s = stateOf(comm);
   cudaStream_t st = streamOf(stream);
-  if (isDevice(recv)) {
+  if (cudaPointerIsDevice(recv)) {
     NCCLCHECK(comm, ncclAllGather(send, recv, bytes, ncclUint8, s->comm, st));
     return dctSuccess;
   }
