@@ -1,0 +1,119 @@
+// Workspace of the CUDA twin and the helpers every cuda/ file shares: error
+// mapping (CUDACHECK), grown device scratch, the counters that carry results
+// back to the host, launch sizing and the dtype/index dispatch.
+//
+// The ops table hands out `KernelContext*`; the CUDA twin's context is a
+// different type (CudaContext) behind that opaque pointer, so the CPU twin's
+// dct::KernelContext keeps its single definition.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/debug.h"
+#include "kernels/kernels.h"
+
+namespace dct::gpu {
+
+// Records the CUDA message (dctGetLastError) and maps it to dctCudaError.
+// Clears the runtime's last error so a non-sticky failure does not leak into
+// the next check.
+dctResult_t cudaFail(cudaError_t err, const char* call, const char* file, int line);
+
+}  // namespace dct::gpu
+
+#define CUDACHECK(call)                                                         \
+  do {                                                                          \
+    cudaError_t cuda_err_ = (call);                                             \
+    if (cuda_err_ != cudaSuccess)                                               \
+      return ::dct::gpu::cudaFail(cuda_err_, #call, __FILE__, __LINE__);        \
+  } while (0)
+
+// After a <<<>>> launch: configuration errors are reported here, faults in
+// the kernel by the next synchronizing call.
+#define CUDACHECK_LAUNCH() CUDACHECK(cudaGetLastError())
+
+namespace dct::gpu {
+
+// Results read back by the host, one pinned copy per context.
+struct Counters {
+  int64_t selected;             // CUB DeviceSelect's count (its offsets are int64)
+  unsigned long long nonFinite; // atomics
+  unsigned long long hits;      // atomics (dense select)
+  uint64_t kth;                 // threshold: bits of the k-th largest magnitude
+};
+
+// A device allocation that only grows (geometrically); reused every step.
+struct DeviceScratch {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  // Every op that uses scratch synchronizes its stream before returning, so
+  // nothing is in flight on the old block when it is freed here.
+  dctResult_t reserve(size_t want);
+  void release();
+  template <typename T>
+  T* as(size_t byteOffset = 0) const {
+    return reinterpret_cast<T*>(static_cast<char*>(ptr) + byteOffset);
+  }
+};
+
+struct CudaContext {
+  DeviceScratch temp;     // CUB temp storage
+  DeviceScratch scratch;  // threshold magnitudes (two buffers)
+  Counters* device = nullptr;
+  Counters* host = nullptr;  // pinned
+};
+
+inline CudaContext* cudaCtx(KernelContext* ctx) { return reinterpret_cast<CudaContext*>(ctx); }
+inline cudaStream_t cudaStreamOf(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// Clears the device counters, on the stream.
+inline cudaError_t resetCounters(CudaContext* c, cudaStream_t s) {
+  return cudaMemsetAsync(c->device, 0, sizeof(Counters), s);
+}
+// Copies the device counters to the pinned host copy and waits for them.
+inline cudaError_t fetchCounters(CudaContext* c, cudaStream_t s) {
+  cudaError_t err = cudaMemcpyAsync(c->host, c->device, sizeof(Counters), cudaMemcpyDeviceToHost, s);
+  return err == cudaSuccess ? cudaStreamSynchronize(s) : err;
+}
+
+// Grid-stride launches: enough blocks to fill any current GPU, never more
+// than needed for n. Kernels loop with 64-bit indices.
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 4096;
+inline unsigned gridFor(size_t n) {
+  size_t blocks = (n + kThreads - 1) / kThreads;
+  if (blocks < 1) blocks = 1;
+  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// fn.template operator()<T>() for float / double.
+template <typename Fn>
+dctResult_t dispatchValue(dctDataType_t dtype, Fn&& fn) {
+  if (dtype == dctFloat32) return fn.template operator()<float>();
+  if (dtype == dctFloat64) return fn.template operator()<double>();
+  return dctNotSupported;
+}
+
+// fn.template operator()<T, I>() for float / double x uint32 / uint64.
+template <typename Fn>
+dctResult_t dispatchTypes(dctDataType_t dtype, int indexBytes, Fn&& fn) {
+  return dispatchValue(dtype, [&]<typename T>() {
+    return indexBytes == 8 ? fn.template operator()<T, uint64_t>()
+                           : fn.template operator()<T, uint32_t>();
+  });
+}
+
+// Entry points of the table, one file each.
+dctResult_t selectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
+dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream);
+dctResult_t threshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void* stream);
+dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
+dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
+                       dctDataType_t dtype, void* stream);
+dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,
+                  void* stream);
+
+}  // namespace dct::gpu

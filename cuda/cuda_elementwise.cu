@@ -1,0 +1,43 @@
+// CUDA twin: the streaming element-wise ops (residual += grad, x *= factor).
+// Entry (type dispatch) -> launch -> grid-stride kernel.
+#include "cuda_device.cuh"
+
+namespace dct::gpu {
+namespace {
+
+template <typename T>
+__global__ void accumulateKernel(T* __restrict__ residual, const T* __restrict__ grad, size_t n) {
+  DCT_GRID_STRIDE(i, n) residual[i] += grad[i];
+}
+
+template <typename T>
+__global__ void scaleKernel(T* __restrict__ x, size_t n, T factor) {
+  DCT_GRID_STRIDE(i, n) x[i] *= factor;
+}
+
+}  // namespace
+
+dctResult_t accumulate(KernelContext*, void* residual, const void* grad, size_t n,
+                       dctDataType_t dtype, void* stream) {
+  return dispatchValue(dtype, [&]<typename T>() -> dctResult_t {
+    if (n == 0) return dctSuccess;
+    accumulateKernel<T><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
+        static_cast<T*>(residual), static_cast<const T*>(grad), n);
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+dctResult_t scale(KernelContext*, void* data, size_t n, dctDataType_t dtype, double factor,
+                  void* stream) {
+  return dispatchValue(dtype, [&]<typename T>() -> dctResult_t {
+    if (n == 0) return dctSuccess;
+    // The factor is rounded to T on the host, as the CPU twin does.
+    scaleKernel<T><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
+        static_cast<T*>(data), n, static_cast<T>(factor));
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+}  // namespace dct::gpu

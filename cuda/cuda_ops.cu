@@ -1,0 +1,140 @@
+// CUDA twin of the kernels ops table: the table itself, its workspace, the
+// memory ops and the device-pointer test. Kernels live in their own files.
+#include <cstring>
+#include <new>
+
+#include "cuda_context.cuh"
+
+namespace dct {
+namespace gpu {
+
+dctResult_t cudaFail(cudaError_t err, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // a non-sticky error must not fail the next check
+  const char* base = std::strrchr(file, '/');
+  return fail(nullptr, dctCudaError, "%s: %s (%s) at %s:%d", call, cudaGetErrorString(err),
+              cudaGetErrorName(err), base ? base + 1 : file, line);
+}
+
+dctResult_t DeviceScratch::reserve(size_t want) {
+  if (want <= bytes) return dctSuccess;
+  size_t grown = bytes + bytes / 2;
+  size_t cap = want > grown ? want : grown;
+  release();
+  CUDACHECK(cudaMalloc(&ptr, cap));
+  bytes = cap;
+  return dctSuccess;
+}
+
+void DeviceScratch::release() {
+  if (ptr) (void)cudaFree(ptr);
+  ptr = nullptr;
+  bytes = 0;
+}
+
+namespace {
+
+void destroyContext(KernelContext* ctx) {
+  CudaContext* c = cudaCtx(ctx);
+  if (c == nullptr) return;
+  c->temp.release();
+  c->scratch.release();
+  if (c->device) (void)cudaFree(c->device);
+  if (c->host) (void)cudaFreeHost(c->host);
+  delete c;
+}
+
+dctResult_t createContext(KernelContext** ctx) {
+  *ctx = nullptr;
+  CudaContext* c = new (std::nothrow) CudaContext();
+  if (c == nullptr) return dctOutOfMemory;
+  cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&c->device), sizeof(Counters));
+  if (err == cudaSuccess) err = cudaMallocHost(reinterpret_cast<void**>(&c->host), sizeof(Counters));
+  if (err != cudaSuccess) {
+    destroyContext(reinterpret_cast<KernelContext*>(c));
+    return cudaFail(err, "CUDA twin workspace", __FILE__, __LINE__);
+  }
+  *ctx = reinterpret_cast<KernelContext*>(c);
+  return dctSuccess;
+}
+
+dctResult_t allocate(KernelContext*, void** ptr, size_t bytes) {
+  *ptr = nullptr;
+  if (bytes == 0) return dctSuccess;
+  cudaError_t err = cudaMalloc(ptr, bytes);
+  if (err == cudaSuccess) return dctSuccess;
+  *ptr = nullptr;
+  dctResult_t res = cudaFail(err, "cudaMalloc", __FILE__, __LINE__);
+  return err == cudaErrorMemoryAllocation ? dctOutOfMemory : res;
+}
+
+void release(KernelContext*, void* ptr) {
+  if (ptr) (void)cudaFree(ptr);
+}
+
+// cudaMemcpyDefault: device to device here, and still right (UVA) should a
+// caller ever pass host memory.
+dctResult_t copy(KernelContext*, void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return dctSuccess;
+  CUDACHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamOf(stream)));
+  return dctSuccess;
+}
+
+dctResult_t synchronize(KernelContext*, void* stream) {
+  CUDACHECK(cudaStreamSynchronize(cudaStreamOf(stream)));
+  return dctSuccess;
+}
+
+dctResult_t zero(KernelContext*, void* data, size_t bytes, void* stream) {
+  if (bytes == 0) return dctSuccess;
+  CUDACHECK(cudaMemsetAsync(data, 0, bytes, cudaStreamOf(stream)));
+  return dctSuccess;
+}
+
+// No driver or no device: every pointer is a host pointer. Looked up once.
+bool deviceAvailable() {
+  static const bool available = [] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return count > 0;
+  }();
+  return available;
+}
+
+}  // namespace
+}  // namespace gpu
+
+bool cudaPointerIsDevice(const void* ptr) {
+  if (ptr == nullptr || !gpu::deviceAvailable()) return false;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+const KernelOps& cudaKernelOps() {
+  static const KernelOps ops = {
+      .name = "cuda",
+      .device = true,
+      .createContext = gpu::createContext,
+      .destroyContext = gpu::destroyContext,
+      .allocate = gpu::allocate,
+      .release = gpu::release,
+      .copy = gpu::copy,
+      .synchronize = gpu::synchronize,
+      .accumulate = gpu::accumulate,
+      .selectCompact = gpu::selectCompact,
+      .selectDense = gpu::selectDense,
+      .threshold = gpu::threshold,
+      .scatterAdd = gpu::scatterAdd,
+      .zero = gpu::zero,
+      .scale = gpu::scale,
+  };
+  return ops;
+}
+
+}  // namespace dct
