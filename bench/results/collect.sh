@@ -47,4 +47,11 @@ for f in "$OUT"/*.json; do
   cat "$base.md" >> "$OUT/README.md"
 done
 gnuplot -e "dir='$OUT'" "$ROOT/bench/results/plots.gp"
+# CPU kernels against memcpy, one thread and all threads.
+{
+  echo '```'
+  "$BUILD/bench/kernel_perf" -t 1 -b 1M -e 64M -f 4 -n 7
+  "$BUILD/bench/kernel_perf" -b 1M -e 64M -f 4 -n 7
+  echo '```'
+} > "$OUT/kernel_perf.md"
 echo "results in $OUT"

@@ -1,6 +1,7 @@
 // Plain, obviously-correct references and seeded inputs for kernel tests.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,24 @@ std::vector<T> randomVector(size_t n, uint64_t seed, bool nonFinite = true) {
     if (nonFinite && p == 102) x = -std::numeric_limits<T>::infinity();
   }
   return v;
+}
+
+// nnz indices below n: ascending and unique, or uniform with repeats.
+template <typename I>
+std::vector<I> randomIndices(size_t n, size_t nnz, bool sortedUnique, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<I> idx(nnz);
+  if (sortedUnique) {
+    std::vector<I> all(n);
+    for (size_t i = 0; i < n; i++) all[i] = static_cast<I>(i);
+    std::shuffle(all.begin(), all.end(), rng);
+    idx.assign(all.begin(), all.begin() + nnz);
+    std::sort(idx.begin(), idx.end());
+  } else {
+    std::uniform_int_distribution<size_t> pos(0, n - 1);
+    for (auto& i : idx) i = static_cast<I>(pos(rng));  // repeats on purpose
+  }
+  return idx;
 }
 
 template <typename T>

@@ -17,18 +17,7 @@ void checkScatter(size_t n, size_t nnz, bool sortedUnique, uint64_t seed) {
   CAPTURE(n);
   CAPTURE(nnz);
   CAPTURE(sortedUnique);
-  std::mt19937_64 rng(seed);
-  std::vector<I> idx(nnz);
-  if (sortedUnique) {
-    std::vector<I> all(n);
-    for (size_t i = 0; i < n; i++) all[i] = static_cast<I>(i);
-    std::shuffle(all.begin(), all.end(), rng);
-    idx.assign(all.begin(), all.begin() + nnz);
-    std::sort(idx.begin(), idx.end());
-  } else {
-    std::uniform_int_distribution<size_t> pos(0, n - 1);
-    for (auto& i : idx) i = static_cast<I>(pos(rng));  // repeats on purpose
-  }
+  const auto idx = randomIndices<I>(n, nnz, sortedUnique, seed);
   auto val = randomVector<T>(nnz, seed + 1);
   auto dense = randomVector<T>(n, seed + 2);
   auto ref = dense;
