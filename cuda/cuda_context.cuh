@@ -43,6 +43,7 @@ struct Counters {
   unsigned long long nonFinite; // atomics
   unsigned long long hits;      // atomics (dense select)
   uint64_t kth;                 // threshold: bits of the k-th largest magnitude
+  uint32_t packedWords;         // packIndices: data words of the packed list
 };
 
 // A device allocation that only grows (geometrically); reused every step.
@@ -111,6 +112,8 @@ dctResult_t selectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t threshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void* stream);
 dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
+dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream);
+dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
                        dctDataType_t dtype, void* stream);
 dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,

@@ -131,6 +131,8 @@ const KernelOps& cudaKernelOps() {
       .selectDense = gpu::selectDense,
       .threshold = gpu::threshold,
       .scatterAdd = gpu::scatterAdd,
+      .packIndices = gpu::packIndices,
+      .scatterAddPacked = gpu::scatterAddPacked,
       .zero = gpu::zero,
       .scale = gpu::scale,
   };

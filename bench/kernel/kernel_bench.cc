@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/index_packing.h"
 #include "kernels/thread_pool.h"
 
 namespace dctbench {
@@ -45,6 +46,7 @@ KernelBench::KernelBench(const KernelOptions& opt)
   const size_t capacity = static_cast<size_t>(4 * opt_.density * opt_.maxN) + 1024;
   values_.assign((capacity * es_ + 7) / 8, 0.0);
   indices_.assign(capacity, 0);
+  packed_.assign(dct::packing::maxPackedBytes(capacity, 4), 0);
   fillInputs();
 }
 
@@ -112,6 +114,16 @@ bool KernelBench::run(size_t n, SizeResult& out) {
                        sel.nnz, true};
   double scatterUs = medianUs([&](int) { return ops_.scatterAdd(ctx_, &add, nullptr); }, false);
   out.kernels.push_back({"scatter", (4 + 3 * e) * static_cast<double>(sel.nnz), scatterUs});
+
+  // The same message's indices delta bit-packed, and the packed scatter-add.
+  dct::PackArgs pack{indices_.data(), sel.nnz, 4, packed_.data()};
+  double packUs = medianUs([&](int) { return ops_.packIndices(ctx_, &pack, nullptr); }, false);
+  out.kernels.push_back({"pack", 4 * static_cast<double>(sel.nnz), packUs});
+  out.packedBytesPerIndex = sel.nnz ? static_cast<double>(pack.bytes) / static_cast<double>(sel.nnz) : 0;
+  dct::ScatterArgs addPacked{bytesAt(dense_), n, opt_.dtype, 4, packed_.data(), values_.data(),
+                             sel.nnz, true, pack.bytes};
+  double unpackUs = medianUs([&](int) { return ops_.scatterAddPacked(ctx_, &addPacked, nullptr); }, false);
+  out.kernels.push_back({"scatter-packed", (4 + 3 * e) * static_cast<double>(sel.nnz), unpackUs});
 
   double tau = 0;
   dct::ThresholdArgs sampled{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdSampled, 0};

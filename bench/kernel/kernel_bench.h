@@ -48,6 +48,7 @@ struct SizeResult {
   size_t n = 0;
   double tau = 0;
   double selectedFraction = 0;  // of the fused pass, should stay near density
+  double packedBytesPerIndex = 0;  // delta bit-packed message indices
   std::vector<KernelTiming> kernels;  // memcpy last
 };
 
@@ -74,6 +75,7 @@ class KernelBench {
   // acc = grad + saved is what the thresholds see.
   std::vector<double> grad_, saved_, residual_, acc_, dense_, values_;
   std::vector<uint32_t> indices_;
+  std::vector<uint8_t> packed_;
 };
 
 }  // namespace dctbench

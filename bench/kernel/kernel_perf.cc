@@ -26,10 +26,13 @@ const char* kHelp =
     "Kernels, as the compressor calls them through the CPU ops table:\n"
     "  select (fused EF + threshold + compaction, tau set for ~density by the\n"
     "  exact estimator), accumulate, scatter (of the 1% message select made),\n"
-    "  tau-sample, tau-exact, memcpy (same buffers, same threads).\n"
+    "  pack (its indices delta bit-packed for the wire), scatter-packed (the\n"
+    "  scatter-add reading packed indices), tau-sample, tau-exact, memcpy.\n"
     "Bytes per call (es = sizeof(type)):\n"
     "  select, accumulate   3*es per element (read grad, read+write residual)\n"
     "  scatter              4+3*es per message entry (index, value, dense r+w)\n"
+    "  pack                 4 per message entry (the plain index read)\n"
+    "  scatter-packed       4+3*es per message entry (as scatter)\n"
     "  tau-sample           es per sampled position\n"
     "  tau-exact            2*es per element (read x, write |x|; nth_element not counted)\n"
     "  memcpy               2*es per element\n"
@@ -90,8 +93,9 @@ void printSize(const dctbench::SizeResult& r) {
     if (k.name == "tau-exact") exactUs = k.us;
   }
   std::printf("#   n %zu: selected %.3f%% (tau %.4g); tau cost / one fused select pass:"
-              " sampled %.3f, exact %.2f\n",
-              r.n, 100.0 * r.selectedFraction, r.tau, sampledUs / selectUs, exactUs / selectUs);
+              " sampled %.3f, exact %.2f; packed index %.2f bytes\n",
+              r.n, 100.0 * r.selectedFraction, r.tau, sampledUs / selectUs, exactUs / selectUs,
+              r.packedBytesPerIndex);
   std::fflush(stdout);
 }
 
@@ -111,7 +115,7 @@ int main(int argc, char** argv) {
               dct::cpuKernelOps().name, dct::ThreadPool::instance().size(),
               forced ? forced : "(unset)", opt.dtype == dctFloat64 ? "double" : "float", opt.density);
   std::printf("# median of %d reps; bytes per call: select/accumulate 3*es per element,"
-              " scatter 4+3*es per entry,\n#   tau-sample es per sample, tau-exact 2*es per"
+              " scatter 4+3*es per entry, pack 4 per entry,\n#   tau-sample es per sample, tau-exact 2*es per"
               " element, memcpy 2*es per element (es = %zu)\n",
               opt.reps, dct::dtypeSize(opt.dtype));
   std::printf("#%11s %11s %13s %12s %8s %9s\n", "n", "kernel", "bytes", "median_us", "GB/s",

@@ -21,9 +21,11 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
                             dctAlgorithm_t plan, dctCompressor_t c, dctComm_t comm,
                             void* stream);
 
-// Allgather exchange of this rank's packed message in c->wire.
-dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm, const std::vector<uint64_t>& nnz,
-                               void* recvbuf, size_t& bytesReceived, void* stream);
+// Allgather exchange of this rank's packed message in c->wire, then the
+// rank-order scatter-add of all messages into recvbuf.
+dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm,
+                               const std::vector<RankMessage>& messages, void* recvbuf,
+                               size_t& bytesReceived, void* stream);
 
 // Sparse allgather of explicit COO into caller buffers; nnz per rank known.
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,

@@ -26,6 +26,12 @@ struct Message {
 
 inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * indexBytes + 7) & ~size_t(7); }
 
+// What every rank learns of every rank's message before an exchange.
+struct RankMessage {
+  uint64_t nnz;
+  uint64_t bytes;  // on the wire (allgather: packed indices + values)
+};
+
 }  // namespace dct
 
 struct dctCompressor {
@@ -44,7 +50,7 @@ struct dctCompressor {
   dct::TwinBuffer selection;  // this step's COO (allreduce)
   dct::TwinBuffer wire;       // the same, packed for the wire
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
-  std::vector<uint64_t> lastCounts;  // every rank's nnz last step (auto's forecast)
+  std::vector<dct::RankMessage> lastMessages;  // every rank's, last step (auto's forecast)
   double tau = 0;
   bool haveTau = false;
   uint64_t lastEstimateStep = 0;

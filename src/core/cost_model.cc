@@ -1,5 +1,7 @@
 #include "core/cost_model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace dct {
@@ -18,12 +20,23 @@ CostParams costParamsFromEnv() {
                     envDouble("DCT_SCATTER_GBPS", 2.0), envDouble("DCT_REDUCE_GBPS", 4.0)};
 }
 
+// Packed index bytes of nnz entries spread over count (index_packing.h): a
+// group's width is that of its largest gap, about mean gap * ln(128) for
+// scattered positions, so log2(count / nnz) + 2.3 bits per index, plus each
+// group's header (base, word offset, width).
+double packedIndexBytes(double nnz, double count, size_t indexBytes) {
+  if (nnz <= 0) return 0;
+  double bits = std::min(std::log2(std::max(1.0, count / nnz)) + 2.3, 8.0 * indexBytes);
+  return nnz * (bits / 8 + (indexBytes + 5.0) / 128);
+}
+
 // Ring allgatherv: P-1 latencies, each rank receives every other message;
 // then every rank scatter-adds all P messages.
 double allgatherCostUs(const CostParams& p, const CostInputs& in) {
   double total = 0, smallest = -1;
   for (int r = 0; r < in.ranks; r++) {
-    double bytes = static_cast<double>(in.nnz[r]) * (in.valueBytes + in.indexBytes);
+    double nnz = static_cast<double>(in.nnz[r]);
+    double bytes = nnz * in.valueBytes + packedIndexBytes(nnz, static_cast<double>(in.count), in.indexBytes);
     total += bytes;
     if (smallest < 0 || bytes < smallest) smallest = bytes;
   }

@@ -43,5 +43,7 @@ dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void* stream)
 dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t cpuThreshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void* stream);
 dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
+dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void* stream);
+dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
 
 }  // namespace dct

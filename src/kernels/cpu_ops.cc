@@ -102,6 +102,8 @@ const KernelOps& cpuKernelOps() {
       .selectDense = cpuSelectDense,
       .threshold = cpuThreshold,
       .scatterAdd = cpuScatterAdd,
+      .packIndices = cpuPackIndices,
+      .scatterAddPacked = cpuScatterAddPacked,
       .zero = zero,
       .scale = scale,
   };

@@ -53,6 +53,16 @@ struct ScatterArgs {
   const void* values;
   size_t nnz;
   bool sortedUnique;  // indices strictly ascending: lets the twin split by range
+  size_t packedBytes = 0;  // scatterAddPacked: bytes of the packed index list
+};
+
+// Delta bit-packing of a strictly ascending index list (index_packing.h).
+struct PackArgs {
+  const void* indices;  // nnz entries, strictly ascending
+  size_t nnz;
+  int indexBytes;
+  void* out;         // room for packing::maxPackedBytes(nnz, indexBytes)
+  size_t bytes = 0;  // out: bytes written (valid on the host when the op returns)
 };
 
 // All pointers handed to one twin live in that twin's memory space (host for
@@ -81,6 +91,13 @@ struct KernelOps {
   dctResult_t (*threshold)(KernelContext* ctx, const ThresholdArgs* args, double* tau,
                            void* stream);
   dctResult_t (*scatterAdd)(KernelContext* ctx, const ScatterArgs* args, void* stream);
+  dctResult_t (*packIndices)(KernelContext* ctx, PackArgs* args, void* stream);
+  // scatterAdd of a message whose `indices` are a packed list of
+  // `packedBytes` bytes. Malformed lists never make it read or write out of
+  // bounds: both twins skip (write nothing for) malformed groups; the CPU
+  // twin also returns dctInternalError, the CUDA twin cannot report without
+  // a host round trip.
+  dctResult_t (*scatterAddPacked)(KernelContext* ctx, const ScatterArgs* args, void* stream);
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
                        double factor, void* stream);

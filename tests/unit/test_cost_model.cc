@@ -21,7 +21,7 @@ TEST_CASE("allgather at low density, dense at high density") {
     CAPTURE(p);
     CHECK(choose(p, 1 << 24, 0.001) == dctAlgoAllgather);
     CHECK(choose(p, 1 << 24, 0.01) == dctAlgoAllgather);
-    CHECK(choose(p, 1 << 24, 0.5) == dctAlgoDense);
+    CHECK(choose(p, 1 << 24, 0.9) == dctAlgoDense);
     CHECK(choose(p, 1 << 24, 1.0) == dctAlgoDense);
   }
 }
@@ -34,6 +34,13 @@ TEST_CASE("costs grow with the bytes they move") {
   CHECK(denseCostUs(p, a) == denseCostUs(p, b));
   CostInputs c{4, 1 << 22, 4, 4, small.data()};
   CHECK(denseCostUs(p, a) < denseCostUs(p, c));
+}
+
+TEST_CASE("packed indices move the break-even up") {
+  // Four ranks: ~4.5 bytes per packed entry break even with the ring's
+  // 2(P-1)/P * 4 bytes per element near density 0.3, not 8-byte COO's 0.2.
+  CHECK(choose(4, 1 << 24, 0.2) == dctAlgoAllgather);
+  CHECK(choose(4, 1 << 24, 0.45) == dctAlgoDense);
 }
 
 TEST_CASE("one rank never pays for a dense exchange") {

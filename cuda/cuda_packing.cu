@@ -1,0 +1,128 @@
+// CUDA twin of delta bit-packing (src/kernels/index_packing.h).
+//
+//   entry    packIndices / scatterAddPacked: type dispatch
+//   dispatch packList: measure, cub::DeviceScan of the word counts, encode,
+//            the total word count back to the host (the caller sizes its
+//            exchange with it)
+//   kernels  one thread per group, running the per-group functions the CPU
+//            twin runs, so both twins write the same bytes
+//
+// A group is 128 entries; a message of k entries is k / 128 threads, small
+// next to the select pass over n, so thread-per-group is enough here.
+#include <cub/device/device_scan.cuh>
+
+#include "cuda_device.cuh"
+#include "kernels/index_packing.h"
+
+namespace dct::gpu {
+namespace {
+
+using packing::kPackGroup;
+using packing::Layout;
+
+template <typename I>
+struct Sections {
+  I* bases;
+  uint32_t* offsets;
+  uint8_t* widths;
+  uint64_t* data;
+  __host__ __device__ Sections(void* base, const Layout& l) {
+    char* p = static_cast<char*>(base);
+    bases = reinterpret_cast<I*>(p);
+    offsets = reinterpret_cast<uint32_t*>(p + l.offsets);
+    widths = reinterpret_cast<uint8_t*>(p + l.widths);
+    data = reinterpret_cast<uint64_t*>(p + l.data);
+  }
+};
+
+template <typename I>
+__global__ void measureGroups(const I* __restrict__ idx, size_t nnz, Sections<I> s, size_t groups,
+                              uint32_t* __restrict__ words) {
+  DCT_GRID_STRIDE(g, groups) {
+    const I* first = idx + g * kPackGroup;
+    const size_t count = packing::groupSize(nnz, g);
+    const int width = packing::groupWidth(first, count);
+    s.bases[g] = first[0];
+    s.widths[g] = static_cast<uint8_t>(width);
+    words[g] = static_cast<uint32_t>(packing::groupWords(count, width));
+  }
+}
+
+template <typename I>
+__global__ void encodeGroups(const I* __restrict__ idx, size_t nnz, Sections<I> s, size_t groups) {
+  DCT_GRID_STRIDE(g, groups)
+    packing::encodeGroup(idx + g * kPackGroup, packing::groupSize(nnz, g), s.widths[g],
+                         s.data + s.offsets[g]);
+}
+
+template <typename T, typename I>
+__global__ void scatterGroups(T* __restrict__ dense, uint64_t n, Sections<I> s, size_t groups,
+                              size_t nnz, size_t words, const T* __restrict__ values) {
+  DCT_GRID_STRIDE(g, groups) {
+    const uint32_t begin = s.offsets[g], end = s.offsets[g + 1];
+    if (end < begin || end > words) continue;  // malformed: skipped, never read past
+    const T* val = values + g * kPackGroup;
+    const size_t count = packing::groupSize(nnz, g);
+    // Validate the whole group first (decoding is cheap), as the CPU twin
+    // does: a malformed group writes nothing.
+    if (!packing::decodeGroup<I>(s.bases[g], s.data + begin, end - begin, s.widths[g], count, n,
+                                 [](size_t, I) {}))
+      continue;
+    packing::decodeGroup<I>(s.bases[g], s.data + begin, end - begin, s.widths[g], count, n,
+                            [&](size_t j, I i) { dense[i] += val[j]; });
+  }
+}
+
+template <typename I>
+dctResult_t packList(CudaContext* c, PackArgs& a, cudaStream_t st) {
+  const Layout l(a.nnz, sizeof(I));
+  Sections<I> s(a.out, l);
+  const I* idx = static_cast<const I*>(a.indices);
+  CUDACHECK(cudaMemsetAsync(a.out, 0, l.data, st));  // padding and offsets[0]
+  DCTCHECK(c->scratch.reserve(l.groups * sizeof(uint32_t)));
+  uint32_t* words = c->scratch.as<uint32_t>();
+  measureGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(idx, a.nnz, s, l.groups, words);
+  CUDACHECK_LAUNCH();
+  size_t bytes = 0;
+  const int groups = static_cast<int>(l.groups);  // < 2^32 / 128 groups (fitsOffsets)
+  CUDACHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, words, s.offsets + 1, groups, st));
+  DCTCHECK(c->temp.reserve(bytes));
+  CUDACHECK(cub::DeviceScan::InclusiveSum(c->temp.ptr, bytes, words, s.offsets + 1, groups, st));
+  encodeGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(idx, a.nnz, s, l.groups);
+  CUDACHECK_LAUNCH();
+  CUDACHECK(cudaMemcpyAsync(&c->host->packedWords, s.offsets + l.groups, sizeof(uint32_t),
+                            cudaMemcpyDeviceToHost, st));
+  CUDACHECK(cudaStreamSynchronize(st));  // scratch is free again; the size is known
+  a.bytes = l.bytes(c->host->packedWords);
+  return dctSuccess;
+}
+
+}  // namespace
+
+dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream) {
+  PackArgs& a = *args;
+  a.bytes = 0;
+  if (a.nnz == 0) return dctSuccess;
+  if (!packing::fitsOffsets(a.nnz, a.indexBytes)) return dctNotSupported;
+  CudaContext* c = cudaCtx(ctx);
+  cudaStream_t s = cudaStreamOf(stream);
+  return a.indexBytes == 8 ? packList<uint64_t>(c, a, s) : packList<uint32_t>(c, a, s);
+}
+
+dctResult_t scatterAddPacked(KernelContext*, const ScatterArgs* args, void* stream) {
+  const ScatterArgs& a = *args;
+  cudaStream_t st = cudaStreamOf(stream);
+  return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() -> dctResult_t {
+    const Layout l(a.nnz, sizeof(I));
+    if (a.nnz == 0) return dctSuccess;
+    if (a.packedBytes < l.data) return dctInternalError;
+    Sections<I> s(const_cast<void*>(a.indices), l);
+    scatterGroups<T, I><<<gridFor(l.groups), kThreads, 0, st>>>(
+        static_cast<T*>(a.dense), a.n, s, l.groups, a.nnz, (a.packedBytes - l.data) / 8,
+        static_cast<const T*>(a.values));
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+}  // namespace dct::gpu
