@@ -7,8 +7,8 @@ namespace dct::gpu {
 namespace {
 
 template <typename T>
-__global__ void selectDenseKernel(const T* __restrict__ grad, T* __restrict__ residual,
-                                  T* __restrict__ out, size_t n, T tau, Counters* counters) {
+__global__ void selectDenseKernel(const T* grad, T* __restrict__ residual,
+                                  T* out, size_t n, T tau, Counters* counters) {
   unsigned long long hits = 0, nonFinite = 0;
   DCT_GRID_STRIDE(i, n) {
     T acc = residual[i];

@@ -5,10 +5,10 @@
 
 namespace dct {
 
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
+dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                   const char* fn) {
   all.assign(comm->size, CallHeader{});
-  DCTCHECK(comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), nullptr));
+  DCTCHECK(comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), stream));
   if (mine.localError != dctSuccess) return static_cast<dctResult_t>(mine.localError);
   for (int r = 0; r < comm->size; r++) {
     const CallHeader& h = all[r];

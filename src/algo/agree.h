@@ -25,8 +25,9 @@ struct CallHeader {
 
 // On success `all` holds every rank's header. On failure returns
 // `localError` on the rank that had one and dctInvalidUsage elsewhere, with
-// a message naming the first offending rank.
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
+// a message naming the first offending rank. The exchange runs on the
+// call's stream (NCCL: no legacy-default-stream sync).
+dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                   const char* fn);
 
 }  // namespace dct

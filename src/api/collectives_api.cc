@@ -51,7 +51,7 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
       mine.mode = inWarmup(compressor) ? 1 : 0;
     }
     std::vector<CallHeader> all;
-    DCTCHECK(agree(comm, mine, all, fn));
+    DCTCHECK(agree(comm, mine, all, stream, fn));
     if (count == 0) return dctSuccess;
     return sparseAllreduce(sendbuf, recvbuf, op, plan, compressor, comm, stream);
   });
@@ -78,7 +78,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
         if ((recvValues == nullptr) != (recvIndices == nullptr))
           return fail(comm, dctInvalidArgument, "%s: give both receive buffers or neither", fn);
       }
-      return checkIndices(comm, indices, nnz, count, fn);
+      return checkIndices(comm, indices, nnz, count, fn, stream);
     };
     CallHeader mine;
     mine.localError = local();
@@ -88,7 +88,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     mine.capacity = recvCapacity;
     mine.mode = query ? 1 : 0;
     std::vector<CallHeader> all;
-    DCTCHECK(agree(comm, mine, all, fn));
+    DCTCHECK(agree(comm, mine, all, stream, fn));
     std::vector<uint64_t> counts(comm->size);
     size_t sum = 0;
     for (int r = 0; r < comm->size; r++) sum += counts[r] = all[r].nnz;

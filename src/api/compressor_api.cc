@@ -80,9 +80,11 @@ extern "C" dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* 
     DCTCHECK(checkBuffer(nullptr, dense, count, es, "dense", fn));
     DCTCHECK(checkBuffer(nullptr, indices, nnz, sizeof(uint32_t), "indices", fn));
     DCTCHECK(checkBuffer(nullptr, values, nnz, es, "values", fn));
-    DCTCHECK(checkIndices(nullptr, indices, nnz, count, fn));
+    const KernelOps& ops = twinFor(dense);
+    if (nnz > 0 && (twinFor(indices).device != ops.device || twinFor(values).device != ops.device))
+      return fail(nullptr, dctInvalidArgument, "%s: dense, indices and values must all be host or all device memory", fn);
+    DCTCHECK(checkIndices(nullptr, indices, nnz, count, fn, stream));
     if (nnz == 0) return dctSuccess;
-    const KernelOps& ops = cpuKernelOps();
     KernelContext* ctx = nullptr;
     DCTCHECK(ops.createContext(&ctx));
     ScatterArgs args{dense, count, datatype, 4, indices, values, nnz, false};

@@ -8,6 +8,9 @@
 #include <exception>
 #include <new>
 
+#include <vector>
+
+#include "core/compressor.h"
 #include "core/debug.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -48,8 +51,23 @@ inline dctResult_t checkBuffer(dctComm_t comm, const void* p, size_t elems, size
   return dctSuccess;
 }
 
+// Device-resident indices are copied to the host (after the caller's stream)
+// to be checked there; a device-side check would save the copy, but these
+// entry points are not on the DCT-DP fast path.
 inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz, size_t count,
-                                const char* fn) {
+                                const char* fn, void* stream) {
+  std::vector<uint32_t> staged;
+  const KernelOps& twin = twinFor(idx);
+  if (twin.device && nnz > 0) {
+    staged.resize(nnz);
+    KernelContext* ctx = nullptr;
+    dctResult_t res = twin.createContext(&ctx);
+    if (res == dctSuccess) res = twin.copy(ctx, staged.data(), idx, nnz * sizeof(uint32_t), stream);
+    if (res == dctSuccess) res = twin.synchronize(ctx, stream);
+    if (ctx) twin.destroyContext(ctx);
+    if (res != dctSuccess) return fail(comm, res, "%s: cannot read the device indices to check them", fn);
+    idx = staged.data();
+  }
   for (size_t j = 0; j < nnz; j++)
     if (idx[j] >= count)
       return fail(comm, dctInvalidArgument, "%s: indices[%zu] = %u is out of range (count %zu)", fn, j,

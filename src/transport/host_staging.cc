@@ -50,9 +50,15 @@ dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
 }
 
 dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
-  if (bytes == 0 || !needed() || !cudaPointerIsDevice(ptr)) return dctSuccess;
-  DCTCHECK(reserve(comm, in_, bytes));
+  if (bytes == 0 || !cudaPointerIsDevice(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
+  // CUDA-aware MPI reads the device buffer itself, but only after the
+  // stream's producers (the caller's kernels, our pack copies) are done.
+  if (!needed()) {
+    STAGECHECK(comm, cudaStreamSynchronize(st));
+    return dctSuccess;
+  }
+  DCTCHECK(reserve(comm, in_, bytes));
   STAGECHECK(comm, cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
   STAGECHECK(comm, cudaStreamSynchronize(st));
   ptr = in_.host;
@@ -60,9 +66,14 @@ dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, v
 }
 
 dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
-  if (bytes == 0 || !needed() || !cudaPointerIsDevice(ptr)) return dctSuccess;
-  DCTCHECK(reserve(comm, out_, bytes));
+  pendingDevice_ = nullptr;  // an earlier op that failed before finish() left nothing to copy
+  if (bytes == 0 || !cudaPointerIsDevice(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
+  if (!needed()) {  // queued work that still reads or writes ptr ends before MPI writes it
+    STAGECHECK(comm, cudaStreamSynchronize(st));
+    return dctSuccess;
+  }
+  DCTCHECK(reserve(comm, out_, bytes));
   if (copyIn) STAGECHECK(comm, cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
   STAGECHECK(comm, cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
   pendingDevice_ = ptr;

@@ -95,6 +95,8 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
+  if (datatype != dctFloat32 && datatype != dctFloat64)
+    return fail(comm, dctNotSupported, "MPI allreduce: datatype %d", static_cast<int>(datatype));
   MPI_Datatype type = datatype == dctFloat64 ? MPI_DOUBLE : MPI_FLOAT;
   const size_t elem = datatype == dctFloat64 ? 8 : 4;
   const bool inPlace = send == recv;

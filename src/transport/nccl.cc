@@ -65,12 +65,20 @@ dctResult_t exchange(dctComm_t comm, const char* send, const size_t* sendBytes,
     CUDACHECK(comm, cudaMemcpyAsync(recv + recvOffsets[me], send + sendOffsets[me], recvBytes[me],
                                     cudaMemcpyDeviceToDevice, stream));
   NCCLCHECK(comm, ncclGroupStart());
-  for (int r = 0; r < comm->size; r++) {
+  // A failed enqueue must still close the group, or the thread's later NCCL
+  // calls (the user's too) would be swallowed into it.
+  ncclResult_t res = ncclSuccess;
+  const char* what = nullptr;
+  for (int r = 0; r < comm->size && res == ncclSuccess; r++) {
     if (r == me) continue;
-    if (sendBytes[r]) NCCLCHECK(comm, ncclSend(send + sendOffsets[r], sendBytes[r], ncclUint8, r, s->comm, stream));
-    if (recvBytes[r]) NCCLCHECK(comm, ncclRecv(recv + recvOffsets[r], recvBytes[r], ncclUint8, r, s->comm, stream));
+    if (sendBytes[r] && (res = ncclSend(send + sendOffsets[r], sendBytes[r], ncclUint8, r, s->comm, stream)))
+      what = "ncclSend";
+    else if (recvBytes[r] && (res = ncclRecv(recv + recvOffsets[r], recvBytes[r], ncclUint8, r, s->comm, stream)))
+      what = "ncclRecv";
   }
-  NCCLCHECK(comm, ncclGroupEnd());
+  ncclResult_t ended = ncclGroupEnd();
+  if (res != ncclSuccess) return ncclFail(comm, res, what);
+  NCCLCHECK(comm, ended);
   return dctSuccess;
 }
 
@@ -108,6 +116,8 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
+  if (datatype != dctFloat32 && datatype != dctFloat64)
+    return fail(comm, dctNotSupported, "NCCL allreduce: datatype %d", static_cast<int>(datatype));
   ncclDataType_t type = datatype == dctFloat64 ? ncclFloat64 : ncclFloat32;
   NCCLCHECK(comm, ncclAllReduce(send, recv, count, type, ncclSum, stateOf(comm)->comm, streamOf(stream)));
   return dctSuccess;
