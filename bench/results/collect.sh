@@ -21,12 +21,14 @@ shm() {  # dense ring forced here too, as on the shaped links
 }
 netem() { timeout 1800 "$ROOT/bench/netem/run.sh" -np 4 --rate 1gbit --timeout 1700 -- "$PERF" "$@"; }
 
+# 10 warm-up steps: error feedback's residual fills and auto's tuner takes
+# its first measurements before the 7 timed steps.
 for net in shm netem; do
   for d in 0.001 0.01 0.1; do
-    $net -b 1M -e 64M -f 4 -D "$d" -n 7 -w 2 -J "$OUT/${net}_size_D$d.json" | tee -a "$OUT/${net}.log"
+    $net -b 1M -e 64M -f 4 -D "$d" -n 7 -w 10 -J "$OUT/${net}_size_D$d.json" | tee -a "$OUT/${net}.log"
   done
   for d in $SWEEP; do
-    $net -b 64M -e 64M -D "$d" -n 7 -w 2 -J "$OUT/${net}_density.json" | tee -a "$OUT/${net}.log"
+    $net -b 64M -e 64M -D "$d" -n 7 -w 10 -J "$OUT/${net}_density.json" | tee -a "$OUT/${net}.log"
   done
 done
 

@@ -1,4 +1,6 @@
 // DCT-DP sparse allreduce driver: plan, warm-up or compress, exchange.
+#include <chrono>
+
 #include "algo/algorithms.h"
 #include "core/comm.h"
 #include "core/cost_model.h"
@@ -35,9 +37,17 @@ dctResult_t warmupStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dc
   return dctSuccess;
 }
 
-dctResult_t gatherMessages(dctCompressor_t c, dctComm_t comm, RankMessage mine, void* stream) {
+// Every rank's message size, and the slowest rank's time of the previous
+// step for auto's tuner (the same numbers on every rank).
+dctResult_t gatherMessages(dctCompressor_t c, dctComm_t comm, uint64_t nnz, uint64_t bytes,
+                           void* stream) {
+  RankMessage mine{nnz, bytes, c->lastStepNs};
   c->lastMessages.resize(comm->size);
-  return comm->transport->allgather(comm, &mine, c->lastMessages.data(), sizeof(mine), stream);
+  DCTCHECK(comm->transport->allgather(comm, &mine, c->lastMessages.data(), sizeof(mine), stream));
+  uint64_t slowest = 0;
+  for (const RankMessage& m : c->lastMessages) slowest = m.lastStepNs > slowest ? m.lastStepNs : slowest;
+  c->tuner.learn(static_cast<double>(slowest) * 1e-3);
+  return dctSuccess;
 }
 
 // Dense: the selection written densely straight into recvbuf (one fused
@@ -52,7 +62,7 @@ dctResult_t denseStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dct
     c->stats.nonFinite = 0;
     c->stats.threshold = 0;
     size_t bytes = c->count * dtypeSize(c->dtype);
-    if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherMessages(c, comm, {c->count, bytes}, stream));
+    if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherMessages(c, comm, c->count, bytes, stream));
     finishStep(c, bytes, bytes, dctAlgoDense);
     return dctSuccess;
   }
@@ -61,7 +71,7 @@ dctResult_t denseStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dct
   DCTCHECK(compressStep(c, sendbuf, msg, stream));
   size_t bytes = c->count * dtypeSize(c->dtype);
   // Auto forecasts the next step from everyone's counts.
-  if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherMessages(c, comm, {msg.nnz, 0}, stream));
+  if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherMessages(c, comm, msg.nnz, 0, stream));
   DCTCHECK(comm->transport->allreduce(comm, recvbuf, recvbuf, c->count, c->dtype, stream));
   finishStep(c, bytes, bytes, dctAlgoDense);
   return dctSuccess;
@@ -74,7 +84,7 @@ dctResult_t allgatherStep(const void* sendbuf, void* recvbuf, dctCompressor_t c,
   DCTCHECK(compressStep(c, sendbuf, msg, stream));
   size_t bytes = 0;
   DCTCHECK(pack(c, msg, bytes, stream));
-  DCTCHECK(gatherMessages(c, comm, {msg.nnz, bytes}, stream));
+  DCTCHECK(gatherMessages(c, comm, msg.nnz, bytes, stream));
   size_t received = 0;
   DCTCHECK(allreduceAllgather(c, comm, c->lastMessages, recvbuf, received, stream));
   finishStep(c, bytes, received, dctAlgoAllgather);
@@ -96,12 +106,15 @@ dctAlgorithm_t planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   CostInputs in{comm->size, c->count, dtypeSize(c->dtype), static_cast<size_t>(c->indexBytes),
                 forecast.data()};
-  return chooseAlgorithm(costParamsFromEnv(), in);
+  if (comm->size == 1) return chooseAlgorithm(costParamsFromEnv(), in);
+  const CostParams params = costParamsFromEnv();
+  return c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), c->stats.step);
 }
 
 dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
                             dctAlgorithm_t plan, dctCompressor_t c, dctComm_t comm,
                             void* stream) {
+  const auto start = std::chrono::steady_clock::now();
   if (inWarmup(c)) DCTCHECK(warmupStep(sendbuf, recvbuf, c, comm, stream));
   else if (plan == dctAlgoDense) DCTCHECK(denseStep(sendbuf, recvbuf, c, comm, stream));
   else DCTCHECK(allgatherStep(sendbuf, recvbuf, c, comm, stream));
@@ -109,6 +122,11 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
             (unsigned long long)c->stats.nnz, c->tau, static_cast<int>(plan));
   if (op == dctAvg && comm->size > 1)
     DCTCHECK(c->ops->scale(c->kernels, recvbuf, c->count, c->dtype, 1.0 / comm->size, stream));
+  // Device work is stream-ordered: wait for it so the time is the step's.
+  if (c->config.algorithm == dctAlgoAuto && c->ops->device) DCTCHECK(c->ops->synchronize(c->kernels, stream));
+  c->lastStepNs = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  c->tuner.endStep();
   return dctSuccess;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/auto_tuner.h"
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -29,7 +30,8 @@ inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * inde
 // What every rank learns of every rank's message before an exchange.
 struct RankMessage {
   uint64_t nnz;
-  uint64_t bytes;  // on the wire (allgather: packed indices + values)
+  uint64_t bytes;       // on the wire (allgather: packed indices + values)
+  uint64_t lastStepNs;  // this rank's wall time of its previous step (auto)
 };
 
 }  // namespace dct
@@ -51,6 +53,8 @@ struct dctCompressor {
   dct::TwinBuffer wire;       // the same, packed for the wire
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
   std::vector<dct::RankMessage> lastMessages;  // every rank's, last step (auto's forecast)
+  dct::AutoTuner tuner;     // auto: measured correction of the cost model
+  uint64_t lastStepNs = 0;  // wall time of this rank's previous step
   double tau = 0;
   bool haveTau = false;
   uint64_t lastEstimateStep = 0;

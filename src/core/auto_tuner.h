@@ -1,0 +1,46 @@
+// Auto's memory: the alpha-beta model predicts, measurement corrects.
+//
+// The model knows bytes and link rates but not this machine's compute
+// contention (4 ranks sharing 2 cores made the allgather plan 2x slower than
+// dense at density 10% while the model called it cheaper). So every auto
+// step's wall time on the slowest rank, learned from the next step's count
+// exchange, is divided by what the model predicted for it: a per-algorithm
+// scale. Plans compare scaled costs, and now and then re-measure the loser
+// while it is close. Every input is identical on all ranks (gathered times,
+// gathered counts), so every rank plans the same.
+#pragma once
+
+#include <cstdint>
+
+#include "dct/dct.h"
+
+namespace dct {
+
+class AutoTuner {
+ public:
+  // The plan for this step from the model's costs of the two algorithms.
+  dctAlgorithm_t plan(double allgatherUs, double denseUs, uint64_t step);
+  // The slowest rank's wall time of the previous step (0: unknown).
+  void learn(double slowestUs);
+  // Call once per step, planned or not: this step's plan awaits its time.
+  void endStep();
+  double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale; }
+
+  // Re-measure the other algorithm every kReprobeSteps while its scaled cost
+  // is within kReprobeBand of the chosen one's: at most ~0.5% of steps.
+  static constexpr uint64_t kReprobeSteps = 100;
+  static constexpr double kReprobeBand = 1.5;
+
+ private:
+  struct Track {
+    double scale = 1.0;     // measured / modelled; 1 until measured warm
+    uint64_t measured = 0;  // times learned (the first, cold, is not used)
+    uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
+  };
+  static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : 0; }
+  Track tracks_[2];
+  int current_ = -1, pending_ = -1;  // slot planned this step / last step
+  double currentModelUs_ = 0, pendingModelUs_ = 0;
+};
+
+}  // namespace dct
