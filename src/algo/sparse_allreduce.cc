@@ -12,15 +12,18 @@ namespace {
 
 // Lays the selection out in `wire` as one contiguous message: the indices
 // delta bit-packed (kernels/index_packing.h: ~1.3 bytes each at density 1%
-// instead of 4), then the values. Returns the message's bytes.
+// instead of 4), then the values, padded to 8 bytes so the next rank's
+// message in the gathered buffer stays aligned for 64-bit loads (the GPU
+// faults on misaligned ones). Returns the message's bytes.
 dctResult_t pack(dctCompressor_t c, const Message& msg, size_t& bytes, void* stream) {
-  const size_t valueBytes = msg.nnz * dtypeSize(c->dtype);
-  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(msg.nnz, c->indexBytes) + valueBytes));
+  const size_t valueBytes = msg.nnz * dtypeSize(c->dtype), padded = packing::pad8(valueBytes);
+  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(msg.nnz, c->indexBytes) + padded));
   char* wire = c->wire.as<char>();
   PackArgs packed{msg.indices, msg.nnz, c->indexBytes, wire};
   DCTCHECK(c->ops->packIndices(c->kernels, &packed, stream));
   DCTCHECK(c->ops->copy(c->kernels, wire + packed.bytes, msg.values, valueBytes, stream));
-  bytes = packed.bytes + valueBytes;  // packed.bytes is a multiple of 8
+  if (padded > valueBytes) DCTCHECK(c->ops->zero(c->kernels, wire + packed.bytes + valueBytes, padded - valueBytes, stream));
+  bytes = packed.bytes + padded;  // packed.bytes is a multiple of 8
   return dctSuccess;
 }
 
@@ -148,7 +151,7 @@ dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm,
   DCTCHECK(c->ops->zero(c->kernels, recvbuf, c->count * valueBytes, stream));
   // Rank order, same on every rank: bit-identical sums everywhere.
   for (int r = 0; r < comm->size; r++) {
-    const size_t nnz = messages[r].nnz, packed = bytes[r] - nnz * valueBytes;
+    const size_t nnz = messages[r].nnz, packed = bytes[r] - packing::pad8(nnz * valueBytes);
     char* base = all + offsets[r];
     ScatterArgs add{recvbuf, c->count, c->dtype, c->indexBytes, base, base + packed, nnz, true, packed};
     dctResult_t res = c->ops->scatterAddPacked(c->kernels, &add, stream);
