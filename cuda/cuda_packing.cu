@@ -19,21 +19,7 @@ namespace {
 
 using packing::kPackGroup;
 using packing::Layout;
-
-template <typename I>
-struct Sections {
-  I* bases;
-  uint32_t* offsets;
-  uint8_t* widths;
-  uint64_t* data;
-  __host__ __device__ Sections(void* base, const Layout& l) {
-    char* p = static_cast<char*>(base);
-    bases = reinterpret_cast<I*>(p);
-    offsets = reinterpret_cast<uint32_t*>(p + l.offsets);
-    widths = reinterpret_cast<uint8_t*>(p + l.widths);
-    data = reinterpret_cast<uint64_t*>(p + l.data);
-  }
-};
+using packing::Sections;
 
 template <typename I>
 __global__ void measureGroups(const I* __restrict__ idx, size_t nnz, Sections<I> s, size_t groups,

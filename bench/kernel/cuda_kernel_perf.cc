@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "count_arg.h"
 #include "kernels/index_packing.h"
 #include "kernels/kernels.h"
 
@@ -29,21 +30,10 @@ struct Options {
 
 const char* kUsage =
     "usage: cuda_kernel_perf [-b minN] [-e maxN] [-f factor] [-n reps] [-D density]\n"
-    "  element counts (float), default 2^20 .. 2^28 by 4; K/M/G = 2^10/2^20/2^30\n"
+    "  element counts (float), default 2^20 .. 2^28 by 4; K/M = 2^10/2^20\n"
     "kernels: select (fused EF + threshold + compaction, 3*4 B/element), pack and\n"
     "scatter-packed (the message's packed indices), tau-sample, tau-exact (CUB radix\n"
     "sort of every magnitude: an exact top-k), memcpy-d2d (2*4 B/element).\n";
-
-bool parseCount(const char* s, size_t& out) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end == s || v <= 0) return false;
-  if (*end == 'K') v *= 1024.0;
-  if (*end == 'M') v *= 1048576.0;
-  if (*end == 'G') v *= 1073741824.0;
-  out = static_cast<size_t>(v);
-  return true;
-}
 
 #define CHECK_CUDA(call)                                                         \
   do {                                                                           \
@@ -151,6 +141,7 @@ void runSize(const Options& opt, size_t n, const std::vector<float>& host, dct::
 }  // namespace
 
 int main(int argc, char** argv) {
+  using dctbench::parseCount;
   Options opt;
   for (int c; (c = getopt(argc, argv, "b:e:f:n:D:h")) != -1;) {
     bool ok = true;

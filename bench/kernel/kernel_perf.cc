@@ -8,10 +8,13 @@
 #include <cstring>
 #include <string>
 
+#include "count_arg.h"
 #include "kernel_bench.h"
 #include "kernels/thread_pool.h"
 
 namespace {
+
+using dctbench::parseCount;
 
 const char* kHelp =
     "usage: kernel_perf [-b minN] [-e maxN] [-f factor] [-n reps] [-t threads]\n"
@@ -37,16 +40,6 @@ const char* kHelp =
     "  tau-exact            2*es per element (read x, write |x|; nth_element not counted)\n"
     "  memcpy               2*es per element\n"
     "x_memcpy = kernel GB/s / memcpy GB/s at the same size and threads.\n";
-
-bool parseCount(const char* s, size_t& out) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end == s || v < 1) return false;
-  if (*end == 'k' || *end == 'K') v *= 1024.0, end++;
-  else if (*end == 'm' || *end == 'M') v *= 1024.0 * 1024, end++;
-  out = static_cast<size_t>(v);
-  return *end == '\0';
-}
 
 // 0 to run, 1 after help, -1 on a bad flag.
 int parse(int argc, char** argv, dctbench::KernelOptions& opt) {

@@ -109,8 +109,8 @@ dctAlgorithm_t planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   CostInputs in{comm->size, c->count, dtypeSize(c->dtype), static_cast<size_t>(c->indexBytes),
                 forecast.data()};
-  if (comm->size == 1) return chooseAlgorithm(costParamsFromEnv(), in);
   const CostParams params = costParamsFromEnv();
+  if (comm->size == 1) return chooseAlgorithm(params, in);
   return c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), c->stats.step);
 }
 

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <exception>
 #include <new>
-
 #include <vector>
 
 #include "core/compressor.h"

@@ -13,25 +13,10 @@ namespace {
 
 using packing::kPackGroup;
 using packing::Layout;
+using packing::Sections;
 
 // Groups per worker below which threading costs more than it saves.
 constexpr size_t kMinGroupsPerWorker = kMinPerWorker / kPackGroup / 4;
-
-// The sections of a packed list, typed.
-template <typename I>
-struct Sections {
-  I* bases;
-  uint32_t* offsets;
-  uint8_t* widths;
-  uint64_t* data;
-  Sections(void* base, const Layout& l) {
-    char* p = static_cast<char*>(base);
-    bases = reinterpret_cast<I*>(p);
-    offsets = reinterpret_cast<uint32_t*>(p + l.offsets);
-    widths = reinterpret_cast<uint8_t*>(p + l.widths);
-    data = reinterpret_cast<uint64_t*>(p + l.data);
-  }
-};
 
 template <typename I>
 dctResult_t packList(KernelContext* ctx, PackArgs& a) {

@@ -68,6 +68,22 @@ DCT_HOST_DEVICE size_t groupWords(size_t count, int width) {
   return count > 1 ? ((count - 1) * static_cast<size_t>(width) + 63) / 64 : 0;
 }
 
+// The sections of a packed list at `base`, typed (both twins' view).
+template <typename I>
+struct Sections {
+  I* bases;
+  uint32_t* offsets;
+  uint8_t* widths;
+  uint64_t* data;
+  DCT_HOST_DEVICE Sections(void* base, const Layout& l) {
+    char* p = static_cast<char*>(base);
+    bases = reinterpret_cast<I*>(p);
+    offsets = reinterpret_cast<uint32_t*>(p + l.offsets);
+    widths = reinterpret_cast<uint8_t*>(p + l.widths);
+    data = reinterpret_cast<uint64_t*>(p + l.data);
+  }
+};
+
 // Most bytes nnz indices can take: every gap at full width.
 inline size_t maxPackedBytes(size_t nnz, int indexBytes) {
   Layout l(nnz, indexBytes);
