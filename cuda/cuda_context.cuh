@@ -1,10 +1,6 @@
-// Workspace of the CUDA twin and the helpers every cuda/ file shares: error
-// mapping (CUDACHECK), grown device scratch, the counters that carry results
-// back to the host, launch sizing and the dtype/index dispatch.
-//
-// The ops table hands out `KernelContext*`; the CUDA twin's context is a
-// different type (CudaContext) behind that opaque pointer, so the CPU twin's
-// dct::KernelContext keeps its single definition.
+// Workspace of the CUDA twin and the helpers every cuda/ file shares: grown
+// device scratch, the counters that carry results back to the host, launch
+// sizing and the dtype/index dispatch. Errors go through base/cuda_check.h.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,24 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/debug.h"
+#include "base/cuda_check.h"
 #include "kernels/kernels.h"
-
-namespace dct::gpu {
-
-// Records the CUDA message (dctGetLastError) and maps it to dctCudaError.
-// Clears the runtime's last error so a non-sticky failure does not leak into
-// the next check.
-dctResult_t cudaFail(cudaError_t err, const char* call, const char* file, int line);
-
-}  // namespace dct::gpu
-
-#define CUDACHECK(call)                                                         \
-  do {                                                                          \
-    cudaError_t cuda_err_ = (call);                                             \
-    if (cuda_err_ != cudaSuccess)                                               \
-      return ::dct::gpu::cudaFail(cuda_err_, #call, __FILE__, __LINE__);        \
-  } while (0)
 
 // After a <<<>>> launch: configuration errors are reported here, faults in
 // the kernel by the next synchronizing call.
@@ -60,14 +40,14 @@ struct DeviceScratch {
   }
 };
 
-struct CudaContext {
+struct CudaContext final : KernelContext {
   DeviceScratch temp;     // CUB temp storage
   DeviceScratch scratch;  // threshold magnitudes (two buffers)
   Counters* device = nullptr;
   Counters* host = nullptr;  // pinned
 };
 
-inline CudaContext* cudaCtx(KernelContext* ctx) { return reinterpret_cast<CudaContext*>(ctx); }
+inline CudaContext* cudaCtx(KernelContext* ctx) { return static_cast<CudaContext*>(ctx); }
 inline cudaStream_t cudaStreamOf(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 // Clears the device counters, on the stream.

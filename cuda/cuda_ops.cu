@@ -8,13 +8,6 @@
 namespace dct {
 namespace gpu {
 
-dctResult_t cudaFail(cudaError_t err, const char* call, const char* file, int line) {
-  (void)cudaGetLastError();  // a non-sticky error must not fail the next check
-  const char* base = std::strrchr(file, '/');
-  return fail(nullptr, dctCudaError, "%s: %s (%s) at %s:%d", call, cudaGetErrorString(err),
-              cudaGetErrorName(err), base ? base + 1 : file, line);
-}
-
 dctResult_t DeviceScratch::reserve(size_t want) {
   if (want <= bytes) return dctSuccess;
   size_t grown = bytes + bytes / 2;
@@ -50,10 +43,10 @@ dctResult_t createContext(KernelContext** ctx) {
   cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&c->device), sizeof(Counters));
   if (err == cudaSuccess) err = cudaMallocHost(reinterpret_cast<void**>(&c->host), sizeof(Counters));
   if (err != cudaSuccess) {
-    destroyContext(reinterpret_cast<KernelContext*>(c));
-    return cudaFail(err, "CUDA twin workspace", __FILE__, __LINE__);
+    destroyContext(c);
+    return ::dct::cudaFail(err, "CUDA twin workspace", __FILE__, __LINE__);
   }
-  *ctx = reinterpret_cast<KernelContext*>(c);
+  *ctx = c;
   return dctSuccess;
 }
 
@@ -63,8 +56,7 @@ dctResult_t allocate(KernelContext*, void** ptr, size_t bytes) {
   cudaError_t err = cudaMalloc(ptr, bytes);
   if (err == cudaSuccess) return dctSuccess;
   *ptr = nullptr;
-  dctResult_t res = cudaFail(err, "cudaMalloc", __FILE__, __LINE__);
-  return err == cudaErrorMemoryAllocation ? dctOutOfMemory : res;
+  return ::dct::cudaFail(err, "cudaMalloc", __FILE__, __LINE__);
 }
 
 void release(KernelContext*, void* ptr) {
@@ -90,31 +82,8 @@ dctResult_t zero(KernelContext*, void* data, size_t bytes, void* stream) {
   return dctSuccess;
 }
 
-// No driver or no device: every pointer is a host pointer. Looked up once.
-bool deviceAvailable() {
-  static const bool available = [] {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return count > 0;
-  }();
-  return available;
-}
-
 }  // namespace
 }  // namespace gpu
-
-bool cudaPointerIsDevice(const void* ptr) {
-  if (ptr == nullptr || !gpu::deviceAvailable()) return false;
-  cudaPointerAttributes attr;
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
-}
 
 const KernelOps& cudaKernelOps() {
   static const KernelOps ops = {

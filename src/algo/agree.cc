@@ -1,7 +1,7 @@
 #include "algo/agree.h"
 
-#include "core/comm.h"
-#include "core/debug.h"
+#include "transport/comm.h"
+#include "base/debug.h"
 
 namespace dct {
 

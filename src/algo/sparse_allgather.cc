@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "algo/algorithms.h"
-#include "core/comm.h"
-#include "core/debug.h"
+#include "transport/comm.h"
+#include "base/debug.h"
 
 namespace dct {
 

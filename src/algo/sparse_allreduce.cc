@@ -2,9 +2,9 @@
 #include <chrono>
 
 #include "algo/algorithms.h"
-#include "core/comm.h"
+#include "transport/comm.h"
 #include "core/cost_model.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "kernels/index_packing.h"
 
 namespace dct {

@@ -4,7 +4,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "api/validate.h"
-#include "core/comm.h"
+#include "transport/comm.h"
 #include "core/compressor.h"
 
 using namespace dct;

@@ -1,6 +1,6 @@
 // Communicator entry points.
 #include "api/validate.h"
-#include "core/comm.h"
+#include "transport/comm.h"
 #include "dct/dct_mpi.h"
 
 namespace dct {

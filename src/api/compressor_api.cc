@@ -3,7 +3,7 @@
 
 #include "api/config.h"
 #include "api/validate.h"
-#include "core/comm.h"
+#include "transport/comm.h"
 #include "core/compressor.h"
 
 using namespace dct;

@@ -1,42 +1,21 @@
 #include "api/config.h"
 
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
-
-#include "core/debug.h"
+#include "base/debug.h"
+#include "base/env.h"
 
 namespace dct {
 namespace {
 
-bool envLong(const char* name, long long& out) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return false;
-  char* end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  if (*end != '\0') return false;
-  out = x;
-  return true;
-}
-
-// DCT_THRESHOLD_METHOD and DCT_ALGORITHM take names or numbers.
-bool envEnum(const char* name, const char* const* names, int count, int& out) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return false;
-  for (int i = 0; i < count; i++)
-    if (strcasecmp(v, names[i]) == 0) {
-      out = i;
-      return true;
-    }
-  long long x;
-  if (!envLong(name, x)) return false;
-  out = static_cast<int>(x);
-  return true;
-}
-
-template <typename T>
-void pick(T& field, T undef, bool haveEnv, T envValue, T fallback) {
-  if (field == undef) field = haveEnv ? envValue : fallback;
+// An undefined field takes the environment's value, else the default. A set
+// but malformed variable is an error: a typo must not silently train with
+// the default.
+template <typename T, typename V>
+dctResult_t pick(dctComm_t comm, T& field, T undef, const EnvValue<V>& env, const char* name, T fallback) {
+  if (field != undef) return dctSuccess;
+  if (env.status == EnvStatus::Invalid)
+    return fail(comm, dctInvalidArgument, "%s=%s is not a valid value", name, env.text);
+  field = env.valid() ? static_cast<T>(env.value) : fallback;
+  return dctSuccess;
 }
 
 }  // namespace
@@ -53,25 +32,21 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
                   user->version, DCT_VERSION_CODE);
     c = *user;
   }
-  const char* d = std::getenv("DCT_DENSITY");
-  double envDensity = d ? std::strtod(d, nullptr) : 0;
-  pick(c.density, DCT_CONFIG_UNDEF_DOUBLE, d != nullptr, envDensity, 0.01);
-  long long v = 0;
-  bool has = envLong("DCT_THRESHOLD_INTERVAL", v);
-  pick(c.thresholdInterval, DCT_CONFIG_UNDEF_INT, has, static_cast<int>(v), 1000);
-  has = envLong("DCT_ERROR_FEEDBACK", v);
-  pick(c.errorFeedback, DCT_CONFIG_UNDEF_INT, has, static_cast<int>(v), 1);
-  has = envLong("DCT_WARMUP_STEPS", v);
-  pick(c.warmupSteps, DCT_CONFIG_UNDEF_INT, has, static_cast<int>(v), 0);
-  has = envLong("DCT_SEED", v);
-  pick(c.seed, static_cast<long long>(DCT_CONFIG_UNDEF_INT), has, v, 0LL);
   static const char* const methods[] = {"sampled", "exact"};
   static const char* const algos[] = {"auto", "allgather", "dense", "split"};
-  int e = 0;
-  has = envEnum("DCT_THRESHOLD_METHOD", methods, 2, e);
-  pick(c.thresholdMethod, DCT_CONFIG_UNDEF_INT, has, e, static_cast<int>(dctThresholdSampled));
-  has = envEnum("DCT_ALGORITHM", algos, 4, e);
-  pick(c.algorithm, DCT_CONFIG_UNDEF_INT, has, e, static_cast<int>(dctAlgoAuto));
+  DCTCHECK(pick(comm, c.density, DCT_CONFIG_UNDEF_DOUBLE, envReal("DCT_DENSITY"), "DCT_DENSITY", 0.01));
+  DCTCHECK(pick(comm, c.thresholdInterval, DCT_CONFIG_UNDEF_INT, envInteger("DCT_THRESHOLD_INTERVAL"),
+                "DCT_THRESHOLD_INTERVAL", 1000));
+  DCTCHECK(pick(comm, c.errorFeedback, DCT_CONFIG_UNDEF_INT, envInteger("DCT_ERROR_FEEDBACK"),
+                "DCT_ERROR_FEEDBACK", 1));
+  DCTCHECK(pick(comm, c.warmupSteps, DCT_CONFIG_UNDEF_INT, envInteger("DCT_WARMUP_STEPS"),
+                "DCT_WARMUP_STEPS", 0));
+  DCTCHECK(pick(comm, c.seed, static_cast<long long>(DCT_CONFIG_UNDEF_INT), envInteger("DCT_SEED"),
+                "DCT_SEED", 0LL));
+  DCTCHECK(pick(comm, c.thresholdMethod, DCT_CONFIG_UNDEF_INT, envChoice("DCT_THRESHOLD_METHOD", methods, 2),
+                "DCT_THRESHOLD_METHOD", static_cast<int>(dctThresholdSampled)));
+  DCTCHECK(pick(comm, c.algorithm, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ALGORITHM", algos, 4), "DCT_ALGORITHM",
+                static_cast<int>(dctAlgoAuto)));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN
     return fail(comm, dctInvalidArgument, "density %g is outside (0, 1]", c.density);

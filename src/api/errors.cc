@@ -1,6 +1,6 @@
 // Error strings, last-error lookup and version.
-#include "core/comm.h"
-#include "core/debug.h"
+#include "transport/comm.h"
+#include "base/debug.h"
 
 using namespace dct;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/compressor.h"
-#include "core/debug.h"
+#include "base/debug.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
 
@@ -75,17 +75,25 @@ inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz,
 }
 
 // Runs an entry point's body; no exception ever crosses the C boundary.
+// Whatever failed underneath (a kernel, CUDA, a transport) reaches the
+// comm's last error, with a generic message if nothing recorded one.
 template <typename Body>
 dctResult_t guarded(dctComm_t comm, const char* fn, Body&& body) noexcept {
+  const unsigned long long before = threadFailureCount();
+  dctResult_t res;
   try {
-    return body();
+    res = body();
   } catch (const std::bad_alloc&) {
-    return fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
+    res = fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
   } catch (const std::exception& e) {
-    return fail(comm, dctInternalError, "%s: unexpected exception: %s", fn, e.what());
+    res = fail(comm, dctInternalError, "%s: unexpected exception: %s", fn, e.what());
   } catch (...) {
-    return fail(comm, dctInternalError, "%s: unexpected exception", fn);
+    res = fail(comm, dctInternalError, "%s: unexpected exception", fn);
   }
+  if (res == dctSuccess) return res;
+  if (threadFailureCount() == before) return fail(comm, res, "%s: %s", fn, dctGetErrorString(res));
+  if (comm != nullptr) setCommLastError(comm, threadLastErrorMessage());
+  return res;
 }
 
 }  // namespace dct

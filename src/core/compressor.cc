@@ -5,7 +5,8 @@
 #include <limits>
 #include <new>
 
-#include "core/debug.h"
+#include "base/debug.h"
+#include "base/memory_space.h"
 
 namespace dct {
 namespace {
@@ -140,7 +141,7 @@ void finishStep(dctCompressor_t c, size_t bytesSent, size_t bytesReceived, dctAl
 
 const KernelOps& twinFor(const void* ptr) {
 #if DCT_HAVE_CUDA
-  if (ptr != nullptr && cudaPointerIsDevice(ptr)) return cudaKernelOps();
+  if (ptr != nullptr && isDeviceMemory(ptr)) return cudaKernelOps();
 #endif
   (void)ptr;
   return cpuKernelOps();

@@ -2,22 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
+
+#include "base/env.h"
 
 namespace dct {
-namespace {
-double envDouble(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  char* end = nullptr;
-  double d = std::strtod(v, &end);
-  return end != v && d > 0 ? d : fallback;
-}
-}  // namespace
 
 CostParams costParamsFromEnv() {
-  return CostParams{envDouble("DCT_ALPHA_US", 5.0), envDouble("DCT_LINK_GBPS", 1.25),
-                    envDouble("DCT_SCATTER_GBPS", 2.0), envDouble("DCT_REDUCE_GBPS", 4.0)};
+  return CostParams{envPositiveReal("DCT_ALPHA_US", 5.0), envPositiveReal("DCT_LINK_GBPS", 1.25),
+                    envPositiveReal("DCT_SCATTER_GBPS", 2.0), envPositiveReal("DCT_REDUCE_GBPS", 4.0)};
 }
 
 // Packed index bytes of nnz entries spread over count (index_packing.h): a

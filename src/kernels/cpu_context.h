@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/buffer.h"
+#include "base/buffer.h"
 #include "kernels/kernels.h"
 #include "kernels/thread_pool.h"
 
@@ -15,7 +15,7 @@ struct WorkerScratch {
   size_t count = 0, nonFinite = 0;
 };
 
-struct KernelContext {
+struct CpuContext final : KernelContext {
   ThreadPool& pool = ThreadPool::instance();
   std::vector<WorkerScratch> workers = std::vector<WorkerScratch>(ThreadPool::instance().size());
   Buffer thresholdScratch;
@@ -38,6 +38,8 @@ dctResult_t dispatchTypes(dctDataType_t dtype, int indexBytes, Fn&& fn) {
   }
   return dctSuccess;
 }
+
+inline CpuContext* cpuCtx(KernelContext* ctx) { return static_cast<CpuContext*>(ctx); }
 
 dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void* stream);

@@ -10,7 +10,7 @@ namespace dct {
 namespace {
 
 dctResult_t createContext(KernelContext** ctx) {
-  *ctx = new (std::nothrow) KernelContext();
+  *ctx = new (std::nothrow) CpuContext();
   return *ctx ? dctSuccess : dctOutOfMemory;
 }
 
@@ -32,8 +32,9 @@ dctResult_t copy(KernelContext*, void* dst, const void* src, size_t bytes, void*
 
 dctResult_t synchronize(KernelContext*, void*) { return dctSuccess; }
 
-dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
+dctResult_t accumulate(KernelContext* kc, void* residual, const void* grad, size_t n,
                        dctDataType_t dtype, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
     T* r = static_cast<T*>(residual);
     const T* g = static_cast<const T*>(grad);
@@ -43,7 +44,8 @@ dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, siz
   });
 }
 
-dctResult_t zero(KernelContext* ctx, void* data, size_t bytes, void*) {
+dctResult_t zero(KernelContext* kc, void* data, size_t bytes, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   if (bytes == 0) return dctSuccess;
   ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
     std::memset(static_cast<char*>(data) + b, 0, e - b);
@@ -51,8 +53,9 @@ dctResult_t zero(KernelContext* ctx, void* data, size_t bytes, void*) {
   return dctSuccess;
 }
 
-dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,
+dctResult_t scale(KernelContext* kc, void* data, size_t n, dctDataType_t dtype, double factor,
                   void*) {
+  CpuContext* ctx = cpuCtx(kc);
   return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
     T* x = static_cast<T*>(data);
     const T f = static_cast<T>(factor);
@@ -69,7 +72,8 @@ void scatterRange(T* dense, const I* idx, const T* val, size_t begin, size_t end
 
 }  // namespace
 
-dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void*) {
+dctResult_t cpuScatterAdd(KernelContext* kc, const ScatterArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   const ScatterArgs& a = *args;
   return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
     T* dense = static_cast<T*>(a.dense);

@@ -19,7 +19,8 @@ using packing::Sections;
 constexpr size_t kMinGroupsPerWorker = kMinPerWorker / kPackGroup / 4;
 
 template <typename I>
-dctResult_t packList(KernelContext* ctx, PackArgs& a) {
+dctResult_t packList(KernelContext* kc, PackArgs& a) {
+  CpuContext* ctx = cpuCtx(kc);
   const I* idx = static_cast<const I*>(a.indices);
   const Layout l(a.nnz, sizeof(I));
   Sections<I> s(a.out, l);
@@ -45,7 +46,8 @@ dctResult_t packList(KernelContext* ctx, PackArgs& a) {
 }
 
 template <typename T, typename I>
-dctResult_t scatterPacked(KernelContext* ctx, const ScatterArgs& a) {
+dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
+  CpuContext* ctx = cpuCtx(kc);
   const Layout l(a.nnz, sizeof(I));
   if (a.nnz == 0) return dctSuccess;
   if (a.packedBytes < l.data || (a.packedBytes - l.data) % 8 != 0) return dctInternalError;
@@ -81,7 +83,8 @@ dctResult_t scatterPacked(KernelContext* ctx, const ScatterArgs& a) {
 
 }  // namespace
 
-dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void*) {
+dctResult_t cpuPackIndices(KernelContext* kc, PackArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   PackArgs& a = *args;
   a.bytes = 0;
   if (a.nnz == 0) return dctSuccess;
@@ -89,7 +92,8 @@ dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void*) {
   return a.indexBytes == 8 ? packList<uint64_t>(ctx, a) : packList<uint32_t>(ctx, a);
 }
 
-dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void*) {
+dctResult_t cpuScatterAddPacked(KernelContext* kc, const ScatterArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   const ScatterArgs& a = *args;
   dctResult_t res = dctSuccess;
   dctResult_t dispatched = dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {

@@ -79,7 +79,8 @@ size_t emitChunk(const SelectArgs& a, const WorkerScratch& w, size_t offset) {
 
 }  // namespace
 
-dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void*) {
+dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   SelectArgs& a = *args;
   int workers = ctx->pool.workersFor(a.n, kMinPerWorker);
   return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
@@ -128,7 +129,8 @@ void selectDenseRange(const SelectArgs& a, size_t begin, size_t end, size_t& sel
 
 }  // namespace
 
-dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void*) {
+dctResult_t cpuSelectDense(KernelContext* kc, SelectArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   SelectArgs& a = *args;
   size_t selected[kMaxWorkers] = {}, nonFinite[kMaxWorkers] = {};
   dctResult_t res = dispatchTypes(a.dtype, 4, [&]<typename T, typename>() {

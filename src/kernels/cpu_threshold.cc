@@ -24,7 +24,8 @@ double kthLargest(T* mags, size_t m, double density) {
 }
 
 template <typename T>
-double estimate(KernelContext* ctx, const ThresholdArgs& a) {
+double estimate(KernelContext* kc, const ThresholdArgs& a) {
+  CpuContext* ctx = cpuCtx(kc);
   const T* x = static_cast<const T*>(a.data);
   size_t m = a.method == dctThresholdExact ? a.n : thresholdSampleSize(a.n, a.density);
   ctx->thresholdScratch.reserve(m * sizeof(T));
@@ -42,7 +43,8 @@ double estimate(KernelContext* ctx, const ThresholdArgs& a) {
 
 }  // namespace
 
-dctResult_t cpuThreshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void*) {
+dctResult_t cpuThreshold(KernelContext* kc, const ThresholdArgs* args, double* tau, void*) {
+  CpuContext* ctx = cpuCtx(kc);
   if (args->n == 0) {
     *tau = std::numeric_limits<double>::infinity();
     return dctSuccess;

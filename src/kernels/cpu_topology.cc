@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "base/env.h"
 #include "dct_config.h"
 #include "kernels/thread_pool.h"
 #if DCT_HAVE_HWLOC
@@ -13,16 +14,11 @@
 namespace dct {
 namespace {
 
-int envInt(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : 0;
-}
-
 // Ranks on this node that share its cores (Open MPI, then PMIx/Slurm hints).
 int localRanks() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
-    int v = envInt(name);
-    if (v > 0) return v;
+    EnvValue<long long> v = envInteger(name);
+    if (v.valid() && v.value > 0) return static_cast<int>(v.value);
   }
   return 1;
 }
@@ -65,8 +61,7 @@ Topology& topology() {
 }  // namespace
 
 int defaultWorkerCount() {
-  int forced = envInt("DCT_NUM_THREADS");
-  if (forced > 0) return forced;
+  if (std::getenv("DCT_NUM_THREADS")) return static_cast<int>(envPositiveInteger("DCT_NUM_THREADS", 1));
   int cores = 0, machine = 0;
 #if DCT_HAVE_HWLOC
   cores = topology().coresInCpuset();

@@ -11,7 +11,11 @@
 
 namespace dct {
 
-struct KernelContext;  // per-twin workspace (threads' scratch, device temp storage)
+// Per-twin workspace (threads' scratch, device temp storage): each twin
+// derives its own context type from this one and downcasts what it handed out.
+struct KernelContext {
+  virtual ~KernelContext() = default;
+};
 
 // Fused error feedback + threshold select + compaction:
 //   acc = (grad ? grad : 0) + residual
@@ -106,7 +110,6 @@ struct KernelOps {
 const KernelOps& cpuKernelOps();
 #if DCT_HAVE_CUDA
 const KernelOps& cudaKernelOps();  // cuda/: the CUDA twin
-bool cudaPointerIsDevice(const void* ptr);  // device or managed memory
 #endif
 
 inline size_t dtypeSize(dctDataType_t dtype) {

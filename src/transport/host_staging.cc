@@ -1,12 +1,13 @@
 #include "transport/host_staging.h"
 
-#include "core/debug.h"
-#include "kernels/kernels.h"
+#include "base/debug.h"
+#include "base/memory_space.h"
 #include "dct_config.h"
 
 #if DCT_HAVE_CUDA
-#include <cuda_runtime.h>
 #include <mpi.h>
+
+#include "base/cuda_check.h"
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
 #endif
@@ -15,16 +16,6 @@
 namespace dct {
 
 #if DCT_HAVE_CUDA
-namespace {
-
-#define STAGECHECK(comm, call)                                                           \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess)                                                             \
-      return fail(comm, dctCudaError, "staging %s: %s", #call, cudaGetErrorString(err_)); \
-  } while (0)
-
-}  // namespace
 
 HostStaging::~HostStaging() {
   if (in_.host) cudaFreeHost(in_.host);
@@ -42,40 +33,40 @@ bool HostStaging::needed() {
 
 dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
   if (bytes <= slot.capacity) return dctSuccess;
-  if (slot.host) STAGECHECK(comm, cudaFreeHost(slot.host));
+  if (slot.host) CUDACHECK(cudaFreeHost(slot.host));
   slot = Slot{};
-  STAGECHECK(comm, cudaMallocHost(&slot.host, bytes + bytes / 2));
+  CUDACHECK(cudaMallocHost(&slot.host, bytes + bytes / 2));
   slot.capacity = bytes + bytes / 2;
   return dctSuccess;
 }
 
 dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
-  if (bytes == 0 || !cudaPointerIsDevice(ptr)) return dctSuccess;
+  if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
   // CUDA-aware MPI reads the device buffer itself, but only after the
   // stream's producers (the caller's kernels, our pack copies) are done.
   if (!needed()) {
-    STAGECHECK(comm, cudaStreamSynchronize(st));
+    CUDACHECK(cudaStreamSynchronize(st));
     return dctSuccess;
   }
   DCTCHECK(reserve(comm, in_, bytes));
-  STAGECHECK(comm, cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
-  STAGECHECK(comm, cudaStreamSynchronize(st));
+  CUDACHECK(cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
+  CUDACHECK(cudaStreamSynchronize(st));
   ptr = in_.host;
   return dctSuccess;
 }
 
 dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
   pendingDevice_ = nullptr;  // an earlier op that failed before finish() left nothing to copy
-  if (bytes == 0 || !cudaPointerIsDevice(ptr)) return dctSuccess;
+  if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
   if (!needed()) {  // queued work that still reads or writes ptr ends before MPI writes it
-    STAGECHECK(comm, cudaStreamSynchronize(st));
+    CUDACHECK(cudaStreamSynchronize(st));
     return dctSuccess;
   }
   DCTCHECK(reserve(comm, out_, bytes));
-  if (copyIn) STAGECHECK(comm, cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
-  STAGECHECK(comm, cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
+  if (copyIn) CUDACHECK(cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
+  CUDACHECK(cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
   pendingDevice_ = ptr;
   pendingBytes_ = bytes;
   ptr = out_.host;
@@ -85,8 +76,8 @@ dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool c
 dctResult_t HostStaging::finish(dctComm_t comm, void* stream) {
   if (pendingDevice_ == nullptr) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
-  STAGECHECK(comm, cudaMemcpyAsync(pendingDevice_, out_.host, pendingBytes_, cudaMemcpyHostToDevice, st));
-  STAGECHECK(comm, cudaStreamSynchronize(st));
+  CUDACHECK(cudaMemcpyAsync(pendingDevice_, out_.host, pendingBytes_, cudaMemcpyHostToDevice, st));
+  CUDACHECK(cudaStreamSynchronize(st));
   pendingDevice_ = nullptr;
   return dctSuccess;
 }

@@ -4,8 +4,8 @@
 #include <climits>
 #include <vector>
 
-#include "core/comm.h"
-#include "core/debug.h"
+#include "transport/comm.h"
+#include "base/debug.h"
 #include "dct/dct_mpi.h"
 #include "transport/host_staging.h"
 
@@ -77,22 +77,6 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   return stage.finish(comm, stream);
 }
 
-dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
-                      const size_t* sendOffsets, void* recv, const size_t* recvBytes,
-                      const size_t* recvOffsets, void* stream) {
-  std::vector<int> sc, sd, rc, rd;
-  DCTCHECK(toInts(comm, sendBytes, comm->size, sc));
-  DCTCHECK(toInts(comm, sendOffsets, comm->size, sd));
-  DCTCHECK(toInts(comm, recvBytes, comm->size, rc));
-  DCTCHECK(toInts(comm, recvOffsets, comm->size, rd));
-  HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.input(comm, send, extent(sendBytes, sendOffsets, comm->size), stream));
-  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, comm->size), false, stream));
-  MPICHECK(comm, MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(),
-                               MPI_BYTE, mpiOf(comm)));
-  return stage.finish(comm, stream);
-}
-
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
   if (datatype != dctFloat32 && datatype != dctFloat64)
@@ -129,7 +113,6 @@ constexpr Transport kMpiTransport = {
     .name = "MPI",
     .allgather = allgather,
     .allgatherv = allgatherv,
-    .alltoallv = alltoallv,
     .allreduce = allreduce,
     .destroy = destroy,
 };

@@ -7,9 +7,10 @@
 
 #include <vector>
 
-#include "core/comm.h"
-#include "core/debug.h"
-#include "kernels/kernels.h"
+#include "transport/comm.h"
+#include "base/debug.h"
+#include "base/cuda_check.h"
+#include "base/memory_space.h"
 #include "dct/dct_nccl.h"
 
 namespace dct {
@@ -35,21 +36,13 @@ dctResult_t ncclFail(dctComm_t comm, ncclResult_t res, const char* what) {
     if (nccl_res_ != ncclSuccess) return ncclFail(comm, nccl_res_, #call);  \
   } while (0)
 
-#define CUDACHECK(comm, call)                                                          \
-  do {                                                                                 \
-    cudaError_t cuda_err_ = (call);                                                    \
-    if (cuda_err_ != cudaSuccess)                                                      \
-      return fail(comm, dctCudaError, "%s: %s", #call, cudaGetErrorString(cuda_err_)); \
-  } while (0)
-
-
 dctResult_t ensureScratch(dctComm_t comm, size_t bytes) {
   NcclState* s = stateOf(comm);
   if (bytes <= s->scratchBytes) return dctSuccess;
-  if (s->scratch) CUDACHECK(comm, cudaFree(s->scratch));
+  if (s->scratch) CUDACHECK(cudaFree(s->scratch));
   s->scratch = nullptr;
   s->scratchBytes = 0;
-  CUDACHECK(comm, cudaMalloc(&s->scratch, bytes));
+  CUDACHECK(cudaMalloc(&s->scratch, bytes));
   s->scratchBytes = bytes;
   return dctSuccess;
 }
@@ -62,7 +55,7 @@ dctResult_t exchange(dctComm_t comm, const char* send, const size_t* sendBytes,
   NcclState* s = stateOf(comm);
   const int me = comm->rank;
   if (recvBytes[me])
-    CUDACHECK(comm, cudaMemcpyAsync(recv + recvOffsets[me], send + sendOffsets[me], recvBytes[me],
+    CUDACHECK(cudaMemcpyAsync(recv + recvOffsets[me], send + sendOffsets[me], recvBytes[me],
                                     cudaMemcpyDeviceToDevice, stream));
   NCCLCHECK(comm, ncclGroupStart());
   // A failed enqueue must still close the group, or the thread's later NCCL
@@ -85,7 +78,7 @@ dctResult_t exchange(dctComm_t comm, const char* send, const size_t* sendBytes,
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
   NcclState* s = stateOf(comm);
   cudaStream_t st = streamOf(stream);
-  if (cudaPointerIsDevice(recv)) {
+  if (isDeviceMemory(recv)) {
     NCCLCHECK(comm, ncclAllGather(send, recv, bytes, ncclUint8, s->comm, st));
     return dctSuccess;
   }
@@ -93,10 +86,10 @@ dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes
   const size_t total = bytes * comm->size;
   DCTCHECK(ensureScratch(comm, total + bytes));
   char* dev = static_cast<char*>(s->scratch);
-  CUDACHECK(comm, cudaMemcpyAsync(dev + total, send, bytes, cudaMemcpyHostToDevice, st));
+  CUDACHECK(cudaMemcpyAsync(dev + total, send, bytes, cudaMemcpyHostToDevice, st));
   NCCLCHECK(comm, ncclAllGather(dev + total, dev, bytes, ncclUint8, s->comm, st));
-  CUDACHECK(comm, cudaMemcpyAsync(recv, dev, total, cudaMemcpyDeviceToHost, st));
-  CUDACHECK(comm, cudaStreamSynchronize(st));
+  CUDACHECK(cudaMemcpyAsync(recv, dev, total, cudaMemcpyDeviceToHost, st));
+  CUDACHECK(cudaStreamSynchronize(st));
   return dctSuccess;
 }
 
@@ -104,13 +97,6 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
                        const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
   std::vector<size_t> sb(comm->size, sendBytes), so(comm->size, 0);
   return exchange(comm, static_cast<const char*>(send), sb.data(), so.data(),
-                  static_cast<char*>(recv), recvBytes, recvOffsets, streamOf(stream));
-}
-
-dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
-                      const size_t* sendOffsets, void* recv, const size_t* recvBytes,
-                      const size_t* recvOffsets, void* stream) {
-  return exchange(comm, static_cast<const char*>(send), sendBytes, sendOffsets,
                   static_cast<char*>(recv), recvBytes, recvOffsets, streamOf(stream));
 }
 
@@ -134,7 +120,6 @@ constexpr Transport kNcclTransport = {
     .name = "NCCL",
     .allgather = allgather,
     .allgatherv = allgatherv,
-    .alltoallv = alltoallv,
     .allreduce = allreduce,
     .destroy = destroy,
 };

@@ -15,9 +15,6 @@ struct Transport {
                            void* stream);
   dctResult_t (*allgatherv)(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                             const size_t* recvBytes, const size_t* recvOffsets, void* stream);
-  dctResult_t (*alltoallv)(dctComm_t comm, const void* send, const size_t* sendBytes,
-                           const size_t* sendOffsets, void* recv, const size_t* recvBytes,
-                           const size_t* recvOffsets, void* stream);
   dctResult_t (*allreduce)(dctComm_t comm, const void* send, void* recv, size_t count,
                            dctDataType_t datatype, void* stream);  // sum
   void (*destroy)(dctComm_t comm);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/memory_space.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 

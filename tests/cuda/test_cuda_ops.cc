@@ -29,13 +29,13 @@ TEST_CASE("cudaPointerIsDevice: device and managed yes, host (pageable or pinned
   CUDA_REQUIRE(cudaMallocHost(&pinned, 64));
   std::vector<float> heap(16);
   int stack = 0;
-  CHECK(cudaPointerIsDevice(device));
-  CHECK(cudaPointerIsDevice(static_cast<char*>(device) + 8));
-  CHECK(cudaPointerIsDevice(managed));
-  CHECK_FALSE(cudaPointerIsDevice(pinned));
-  CHECK_FALSE(cudaPointerIsDevice(heap.data()));
-  CHECK_FALSE(cudaPointerIsDevice(&stack));
-  CHECK_FALSE(cudaPointerIsDevice(nullptr));
+  CHECK(isDeviceMemory(device));
+  CHECK(isDeviceMemory(static_cast<char*>(device) + 8));
+  CHECK(isDeviceMemory(managed));
+  CHECK_FALSE(isDeviceMemory(pinned));
+  CHECK_FALSE(isDeviceMemory(heap.data()));
+  CHECK_FALSE(isDeviceMemory(&stack));
+  CHECK_FALSE(isDeviceMemory(nullptr));
   CHECK(&twinFor(device) == &cudaKernelOps());
   CHECK(&twinFor(heap.data()) == &cpuKernelOps());
   CHECK(cudaGetLastError() == cudaSuccess);  // no error left behind
@@ -53,7 +53,7 @@ TEST_CASE("allocate, copy, zero, release round-trip on a stream") {
   const size_t n = 100003;
   REQUIRE(tw.gpu.allocate(tw.gpuCtx, &a, n * sizeof(float)) == dctSuccess);
   REQUIRE(tw.gpu.allocate(tw.gpuCtx, &b, n * sizeof(float)) == dctSuccess);
-  CHECK(cudaPointerIsDevice(a));
+  CHECK(isDeviceMemory(a));
   auto x = randomVector<float>(n, 5);
   CUDA_REQUIRE(cudaMemcpy(a, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   REQUIRE(tw.gpu.copy(tw.gpuCtx, b, a, n * sizeof(float), tw.stream) == dctSuccess);

@@ -1,27 +1,24 @@
-#include "core/debug.h"
+#include "base/debug.h"
 
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "core/comm.h"
+#include "base/env.h"
 
 namespace dct {
 
 namespace {
 thread_local std::string threadLastError;
+thread_local unsigned long long threadFailures = 0;
 
 LogLevel parseLevel() {
-  const char* env = std::getenv("DCT_DEBUG");
-  if (env == nullptr) return LogLevel::None;
-  if (strcasecmp(env, "WARN") == 0) return LogLevel::Warn;
-  if (strcasecmp(env, "INFO") == 0) return LogLevel::Info;
-  if (strcasecmp(env, "TRACE") == 0) return LogLevel::Trace;
-  return LogLevel::None;
+  static const char* const names[] = {"NONE", "WARN", "INFO", "TRACE"};
+  EnvValue<int> v = envChoice("DCT_DEBUG", names, 4);
+  return v.valid() && v.value >= 0 && v.value <= 3 ? static_cast<LogLevel>(v.value) : LogLevel::None;
 }
 
 const char* levelName(LogLevel level) {
@@ -57,11 +54,13 @@ dctResult_t fail(dctComm_t comm, dctResult_t result, const char* fmt, ...) {
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   threadLastError = msg;
-  if (comm != nullptr) comm->setLastError(msg);
+  threadFailures++;
+  if (comm != nullptr) setCommLastError(comm, msg);
   logf(LogLevel::Warn, "dct", 0, "%s: %s", dctGetErrorString(result), msg);
   return result;
 }
 
 const char* threadLastErrorMessage() { return threadLastError.c_str(); }
+unsigned long long threadFailureCount() { return threadFailures; }
 
 }  // namespace dct

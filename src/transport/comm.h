@@ -1,4 +1,5 @@
-// The communicator behind dctComm_t: rank, size, a transport and its state.
+// The communicator behind dctComm_t: rank, size, a transport and its state,
+// and the last error recorded on it.
 #pragma once
 
 #include <mutex>
@@ -14,14 +15,10 @@ struct dctComm {
   const dct::Transport* transport = nullptr;
   void* transportState = nullptr;  // owned by the transport
 
-  void setLastError(const char* msg) {
-    std::lock_guard<std::mutex> lock(errorMutex);
-    lastError = msg;
-  }
-  const char* lastErrorMessage() {
-    std::lock_guard<std::mutex> lock(errorMutex);
-    return lastError.c_str();
-  }
+  void setLastError(const char* msg);
+  // A copy owned by the calling thread: stable until this thread's next
+  // call, whatever other threads record on the comm meanwhile.
+  const char* lastErrorMessage();
 
  private:
   std::mutex errorMutex;
@@ -30,5 +27,4 @@ struct dctComm {
 
 namespace dct {
 inline bool validComm(dctComm_t comm) { return comm != nullptr && comm->magic == dctComm::kMagic; }
-const char* threadLastErrorMessage();
 }  // namespace dct

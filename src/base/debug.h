@@ -1,5 +1,5 @@
 // Logging (off unless DCT_DEBUG=WARN|INFO|TRACE), error recording and the
-// DCTCHECK family. Internal functions return dctResult_t; these macros
+// DCTCHECK macro. Internal functions return dctResult_t; these macros
 // propagate it and leave a file:line breadcrumb in TRACE logs.
 #pragma once
 
@@ -18,6 +18,14 @@ void logf(LogLevel level, const char* file, int line, const char* fmt, ...)
 dctResult_t fail(dctComm_t comm, dctResult_t result, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+// This thread's last failure message (empty if none).
+const char* threadLastErrorMessage();
+// How many failures this thread has recorded (tells whether a call recorded one).
+unsigned long long threadFailureCount();
+// Stores msg as comm's last error; defined with the comm (transport/comm.cc)
+// so this layer needs no comm internals.
+void setCommLastError(dctComm_t comm, const char* msg);
+
 }  // namespace dct
 
 #define DCT_WARN(...) ::dct::logf(::dct::LogLevel::Warn, __FILE__, __LINE__, __VA_ARGS__)
@@ -30,14 +38,5 @@ dctResult_t fail(dctComm_t comm, dctResult_t result, const char* fmt, ...)
     if (dct_res_ != dctSuccess) {                                       \
       DCT_TRACE("%s -> %s", #call, dctGetErrorString(dct_res_));        \
       return dct_res_;                                                  \
-    }                                                                   \
-  } while (0)
-
-#define DCTCHECKGOTO(call, res, label)                                  \
-  do {                                                                  \
-    (res) = (call);                                                     \
-    if ((res) != dctSuccess) {                                          \
-      DCT_TRACE("%s -> %s", #call, dctGetErrorString(res));             \
-      goto label;                                                       \
     }                                                                   \
   } while (0)

@@ -1,0 +1,72 @@
+// CUDA builds only. The driver is looked up with RTLD_NOLOAD: if nothing in
+// the process has loaded it, nothing can have allocated device memory.
+#include "base/memory_space.h"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace dct {
+namespace {
+
+// The few driver entry points needed, resolved by name (libdct does not
+// link the driver, so a CUDA build still loads on machines without one).
+struct Driver {
+  int (*ctxGetCurrent)(void** ctx) = nullptr;
+  int (*deviceGetCount)(int* count) = nullptr;
+  int (*deviceGet)(int* device, int ordinal) = nullptr;
+  int (*primaryCtxGetState)(int device, unsigned* flags, int* active) = nullptr;
+  bool load() {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) return false;
+    ctxGetCurrent = reinterpret_cast<decltype(ctxGetCurrent)>(dlsym(lib, "cuCtxGetCurrent"));
+    deviceGetCount = reinterpret_cast<decltype(deviceGetCount)>(dlsym(lib, "cuDeviceGetCount"));
+    deviceGet = reinterpret_cast<decltype(deviceGet)>(dlsym(lib, "cuDeviceGet"));
+    primaryCtxGetState = reinterpret_cast<decltype(primaryCtxGetState)>(dlsym(lib, "cuDevicePrimaryCtxGetState"));
+    return ctxGetCurrent && deviceGetCount && deviceGet && primaryCtxGetState;
+  }
+};
+
+bool anyContext() {
+  static Driver driver;
+  static std::atomic<bool> loaded{false};
+  if (!loaded.load(std::memory_order_acquire)) {
+    if (!driver.load()) return false;  // driver not in the process (yet)
+    loaded.store(true, std::memory_order_release);
+  }
+  void* current = nullptr;
+  if (driver.ctxGetCurrent(&current) == 0 && current != nullptr) return true;
+  int devices = 0;
+  if (driver.deviceGetCount(&devices) != 0) return false;  // not initialised: no context
+  for (int d = 0; d < devices; d++) {
+    int dev = 0, active = 0;
+    unsigned flags = 0;
+    if (driver.deviceGet(&dev, d) == 0 && driver.primaryCtxGetState(dev, &flags, &active) == 0 && active)
+      return true;
+  }
+  return false;
+}
+
+// Sticky: once a context has existed, ask the runtime every time.
+bool deviceMemoryPossible() {
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  if (!anyContext()) return false;
+  seen.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
+bool isDeviceMemory(const void* ptr) {
+  if (ptr == nullptr || !deviceMemoryPossible()) return false;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+}  // namespace dct
