@@ -40,6 +40,12 @@ dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
   return dctSuccess;
 }
 
+dctResult_t HostStaging::prepare(dctComm_t comm, const void* sample, size_t bytes) {
+  if (bytes == 0 || !needed() || !isDeviceMemory(sample)) return dctSuccess;
+  DCTCHECK(reserve(comm, in_, bytes));
+  return reserve(comm, out_, bytes);
+}
+
 dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
   if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
@@ -87,6 +93,7 @@ dctResult_t HostStaging::finish(dctComm_t comm, void* stream) {
 HostStaging::~HostStaging() = default;
 bool HostStaging::needed() { return false; }
 dctResult_t HostStaging::reserve(dctComm_t, Slot&, size_t) { return dctSuccess; }
+dctResult_t HostStaging::prepare(dctComm_t, const void*, size_t) { return dctSuccess; }
 dctResult_t HostStaging::input(dctComm_t, const void*&, size_t, void*) { return dctSuccess; }
 dctResult_t HostStaging::output(dctComm_t, void*&, size_t, bool, void*) { return dctSuccess; }
 dctResult_t HostStaging::finish(dctComm_t, void*) { return dctSuccess; }

@@ -19,6 +19,9 @@ class HostStaging {
 
   // False when MPI can take device pointers itself (CUDA-aware MPI).
   static bool needed();
+  // Staging room for ops of up to `bytes` on buffers like `sample`, so the
+  // ops themselves allocate nothing (a no-op for host buffers).
+  dctResult_t prepare(dctComm_t comm, const void* sample, size_t bytes);
   // Replaces a device input pointer by a host copy (stream synchronised).
   dctResult_t input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream);
   // Replaces a device output pointer by a host buffer; with copyIn its

@@ -1,13 +1,16 @@
-// MPI transport: host buffers over a private duplicate of the user's comm.
+// MPI transport: host buffers (device buffers staged, or passed to
+// CUDA-aware MPI) over a private duplicate of the user's comm.
 #include <mpi.h>
 
 #include <climits>
+#include <cstring>
 #include <vector>
 
-#include "transport/comm.h"
 #include "base/debug.h"
 #include "dct/dct_mpi.h"
+#include "transport/comm.h"
 #include "transport/host_staging.h"
+#include "transport/mpi_limits.h"
 
 namespace dct {
 namespace {
@@ -34,47 +37,61 @@ dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
   return fail(comm, dctTransportError, "%s failed: %s", what, msg);
 }
 
-#define MPICHECK(comm, call)                                        \
-  do {                                                              \
-    int mpi_err_ = (call);                                          \
+#define MPICHECK(comm, call)                                            \
+  do {                                                                  \
+    int mpi_err_ = (call);                                              \
     if (mpi_err_ != MPI_SUCCESS) return mpiFail(comm, mpi_err_, #call); \
   } while (0)
 
-// MPI counts are int: convert, refusing what does not fit.
-dctResult_t toInts(dctComm_t comm, const size_t* in, int n, std::vector<int>& out) {
-  out.resize(n);
-  for (int i = 0; i < n; i++) {
-    if (in[i] > static_cast<size_t>(INT_MAX))
-      return fail(comm, dctNotSupported,
-                  "message of %zu bytes exceeds MPI's int count limit (2 GiB per rank)", in[i]);
-    out[i] = static_cast<int>(in[i]);
-  }
+// Beyond MPI's int counts and displacements: every rank's block is
+// broadcast from its owner in pieces of at most the count limit. Every rank
+// computes the same pieces from the same (agreed) sizes.
+dctResult_t allgathervLarge(dctComm_t comm, const void* send, size_t sendBytes, char* recv,
+                            const size_t* bytes, const size_t* offsets) {
+  const size_t piece = mpiCountLimit();
+  if (sendBytes && send != recv + offsets[comm->rank]) std::memcpy(recv + offsets[comm->rank], send, sendBytes);
+  for (int root = 0; root < comm->size; root++)
+    for (size_t off = 0; off < bytes[root]; off += piece) {
+      const size_t n = bytes[root] - off < piece ? bytes[root] - off : piece;
+      MPICHECK(comm, MPI_Bcast(recv + offsets[root] + off, static_cast<int>(n), MPI_BYTE, root, mpiOf(comm)));
+    }
   return dctSuccess;
-}
-
-dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
-  if (bytes * comm->size > static_cast<size_t>(INT_MAX))
-    return fail(comm, dctNotSupported, "allgather of %zu bytes per rank is too large", bytes);
-  HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.input(comm, send, bytes, stream));
-  DCTCHECK(stage.output(comm, recv, bytes * comm->size, false, stream));
-  MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv,
-                               static_cast<int>(bytes), MPI_BYTE, mpiOf(comm)));
-  return stage.finish(comm, stream);
 }
 
 dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                        const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
-  std::vector<int> counts, displs, own;
-  DCTCHECK(toInts(comm, recvBytes, comm->size, counts));
-  DCTCHECK(toInts(comm, recvOffsets, comm->size, displs));
-  DCTCHECK(toInts(comm, &sendBytes, 1, own));
+  const int P = comm->size;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.input(comm, send, sendBytes, stream));
-  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, comm->size), false, stream));
-  MPICHECK(comm, MPI_Allgatherv(send, own[0], MPI_BYTE, recv, counts.data(), displs.data(),
-                                MPI_BYTE, mpiOf(comm)));
+  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, P), false, stream));
+  std::vector<int> counts(P), displs(P);
+  bool fits = sendBytes <= mpiCountLimit();
+  for (int r = 0; r < P && fits; r++) {
+    fits = recvBytes[r] <= mpiCountLimit() && recvOffsets[r] <= mpiCountLimit();
+    counts[r] = static_cast<int>(recvBytes[r]);
+    displs[r] = static_cast<int>(recvOffsets[r]);
+  }
+  // The same decision on every rank: the sizes were agreed on.
+  if (fits)
+    MPICHECK(comm, MPI_Allgatherv(send, static_cast<int>(sendBytes), MPI_BYTE, recv, counts.data(),
+                                  displs.data(), MPI_BYTE, mpiOf(comm)));
+  else
+    DCTCHECK(allgathervLarge(comm, send, sendBytes, static_cast<char*>(recv), recvBytes, recvOffsets));
   return stage.finish(comm, stream);
+}
+
+dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
+  std::vector<size_t> sizes(comm->size, bytes), offsets(comm->size);
+  for (int r = 0; r < comm->size; r++) offsets[r] = r * bytes;
+  if (bytes * comm->size <= mpiCountLimit()) {
+    HostStaging& stage = stateOf(comm)->staging;
+    DCTCHECK(stage.input(comm, send, bytes, stream));
+    DCTCHECK(stage.output(comm, recv, bytes * comm->size, false, stream));
+    MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
+                                 MPI_BYTE, mpiOf(comm)));
+    return stage.finish(comm, stream);
+  }
+  return allgatherv(comm, send, bytes, recv, sizes.data(), offsets.data(), stream);
 }
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
@@ -87,17 +104,25 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.output(comm, recv, count * elem, inPlace, stream));
   if (!inPlace) DCTCHECK(stage.input(comm, send, count * elem, stream));
-  const void* src = inPlace ? MPI_IN_PLACE : send;
-  // Chunk so that every call's count fits an int.
-  const size_t chunk = static_cast<size_t>(INT_MAX) / 2;
-  for (size_t off = 0; off < count; off += chunk) {
-    int n = static_cast<int>(count - off < chunk ? count - off : chunk);
-    const void* s = src == MPI_IN_PLACE ? MPI_IN_PLACE
-                                        : static_cast<const char*>(send) + off * elem;
-    MPICHECK(comm, MPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, MPI_SUM,
-                                 mpiOf(comm)));
+  // Pieces whose element count fits an int.
+  const size_t piece = mpiCountLimit() / elem;
+  for (size_t off = 0; off < count; off += piece) {
+    int n = static_cast<int>(count - off < piece ? count - off : piece);
+    const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
+    MPICHECK(comm, MPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, MPI_SUM, mpiOf(comm)));
   }
   return stage.finish(comm, stream);
+}
+
+dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void*) {
+  int in = mine, out = 0;
+  MPICHECK(comm, MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, mpiOf(comm)));
+  *worst = out;
+  return dctSuccess;
+}
+
+dctResult_t prepare(dctComm_t comm, const void* sample, size_t bytes, void*) {
+  return stateOf(comm)->staging.prepare(comm, sample, bytes);
 }
 
 void destroy(dctComm_t comm) {
@@ -111,9 +136,13 @@ void destroy(dctComm_t comm) {
 
 constexpr Transport kMpiTransport = {
     .name = "MPI",
+    .hostBuffers = true,
+    .deviceBuffers = true,  // staged through pinned host memory unless CUDA-aware
+    .prepare = prepare,
     .allgather = allgather,
     .allgatherv = allgatherv,
     .allreduce = allreduce,
+    .vote = vote,
     .destroy = destroy,
 };
 

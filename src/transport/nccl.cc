@@ -109,6 +109,24 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   return dctSuccess;
 }
 
+// Host values through the device scratch (NCCL moves device memory only).
+dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
+  NcclState* s = stateOf(comm);
+  cudaStream_t st = streamOf(stream);
+  int32_t* dev = static_cast<int32_t*>(s->scratch);
+  CUDACHECK(cudaMemcpyAsync(dev, &mine, sizeof(mine), cudaMemcpyHostToDevice, st));
+  NCCLCHECK(comm, ncclAllReduce(dev, dev, 1, ncclInt32, ncclMax, s->comm, st));
+  CUDACHECK(cudaMemcpyAsync(worst, dev, sizeof(*worst), cudaMemcpyDeviceToHost, st));
+  CUDACHECK(cudaStreamSynchronize(st));
+  return dctSuccess;
+}
+
+// Device buffers need no staging; host data (headers) goes through the
+// scratch, grown here so that the ops allocate nothing.
+dctResult_t prepare(dctComm_t comm, const void*, size_t bytes, void*) {
+  return ensureScratch(comm, bytes);
+}
+
 void destroy(dctComm_t comm) {
   NcclState* s = stateOf(comm);
   if (s->scratch) cudaFree(s->scratch);
@@ -118,9 +136,13 @@ void destroy(dctComm_t comm) {
 
 constexpr Transport kNcclTransport = {
     .name = "NCCL",
+    .hostBuffers = false,
+    .deviceBuffers = true,
+    .prepare = prepare,
     .allgather = allgather,
     .allgatherv = allgatherv,
     .allreduce = allreduce,
+    .vote = vote,
     .destroy = destroy,
 };
 
@@ -150,6 +172,13 @@ extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
   comm->size = size;
   comm->transport = &kNcclTransport;
   comm->transportState = state;
+  // The vote must never need memory it cannot get: its scratch exists
+  // before any step.
+  if (dctResult_t r = ensureScratch(comm, 256); r != dctSuccess) {
+    destroy(comm);
+    delete comm;
+    return r;
+  }
   *out = comm;
   return dctSuccess;
 }

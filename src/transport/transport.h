@@ -1,9 +1,17 @@
-// A transport is a struct of function pointers (MPI now, NCCL later). All
-// sizes are in bytes except allreduce's element count; all calls are
-// collective over the comm and stream-ordered where the backend has streams.
+// A transport is a struct of function pointers (MPI, NCCL). All sizes are
+// in bytes except allreduce's element count; every call is collective over
+// the comm and stream-ordered where the backend has streams. No size limit
+// leaks through: messages past a backend's int counts are split.
+//
+// Failure contract (what lets a step fail on every rank at once):
+//  * prepare() does everything that can fail locally (staging memory) ahead
+//    of the step's agreement, so the data ops themselves allocate nothing;
+//  * a rank that fails a data op has still taken part in it, so no peer is
+//    left waiting; the outcome reaches every rank through vote().
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "dct/dct.h"
 
@@ -11,12 +19,19 @@ namespace dct {
 
 struct Transport {
   const char* name;
+  bool hostBuffers;    // data ops take host buffers
+  bool deviceBuffers;  // data ops take device buffers
+  // Room for data ops of up to `bytes` on buffers like `sample` (staging).
+  dctResult_t (*prepare)(dctComm_t comm, const void* sample, size_t bytes, void* stream);
   dctResult_t (*allgather)(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank,
                            void* stream);
   dctResult_t (*allgatherv)(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                             const size_t* recvBytes, const size_t* recvOffsets, void* stream);
   dctResult_t (*allreduce)(dctComm_t comm, const void* send, void* recv, size_t count,
                            dctDataType_t datatype, void* stream);  // sum
+  // *worst = max over ranks of `mine` (a dctResult_t; 0 is success). Host
+  // values; called by every rank whatever happened before in the step.
+  dctResult_t (*vote)(dctComm_t comm, int32_t mine, int32_t* worst, void* stream);
   void (*destroy)(dctComm_t comm);
 };
 
