@@ -45,6 +45,8 @@ struct CudaContext final : KernelContext {
   DeviceScratch scratch;  // threshold magnitudes (two buffers)
   Counters* device = nullptr;
   Counters* host = nullptr;  // pinned
+  cudaEvent_t lastCall = nullptr;  // end of the previous call's work (streamEnd)
+  bool callPending = false;
 };
 
 inline CudaContext* cudaCtx(KernelContext* ctx) { return static_cast<CudaContext*>(ctx); }

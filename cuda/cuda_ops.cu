@@ -33,6 +33,7 @@ void destroyContext(KernelContext* ctx) {
   c->scratch.release();
   if (c->device) (void)cudaFree(c->device);
   if (c->host) (void)cudaFreeHost(c->host);
+  if (c->lastCall) (void)cudaEventDestroy(c->lastCall);
   delete c;
 }
 
@@ -42,6 +43,7 @@ dctResult_t createContext(KernelContext** ctx) {
   if (c == nullptr) return dctOutOfMemory;
   cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&c->device), sizeof(Counters));
   if (err == cudaSuccess) err = cudaMallocHost(reinterpret_cast<void**>(&c->host), sizeof(Counters));
+  if (err == cudaSuccess) err = cudaEventCreateWithFlags(&c->lastCall, cudaEventDisableTiming);
   if (err != cudaSuccess) {
     destroyContext(c);
     return ::dct::cudaFail(err, "CUDA twin workspace", __FILE__, __LINE__);
@@ -76,6 +78,19 @@ dctResult_t synchronize(KernelContext*, void* stream) {
   return dctSuccess;
 }
 
+dctResult_t streamBegin(KernelContext* ctx, void* stream) {
+  CudaContext* c = cudaCtx(ctx);
+  if (c->callPending) CUDACHECK(cudaStreamWaitEvent(cudaStreamOf(stream), c->lastCall, 0));
+  return dctSuccess;
+}
+
+dctResult_t streamEnd(KernelContext* ctx, void* stream) {
+  CudaContext* c = cudaCtx(ctx);
+  CUDACHECK(cudaEventRecord(c->lastCall, cudaStreamOf(stream)));
+  c->callPending = true;
+  return dctSuccess;
+}
+
 dctResult_t zero(KernelContext*, void* data, size_t bytes, void* stream) {
   if (bytes == 0) return dctSuccess;
   CUDACHECK(cudaMemsetAsync(data, 0, bytes, cudaStreamOf(stream)));
@@ -95,6 +110,8 @@ const KernelOps& cudaKernelOps() {
       .release = gpu::release,
       .copy = gpu::copy,
       .synchronize = gpu::synchronize,
+      .streamBegin = gpu::streamBegin,
+      .streamEnd = gpu::streamEnd,
       .accumulate = gpu::accumulate,
       .selectCompact = gpu::selectCompact,
       .selectDense = gpu::selectDense,

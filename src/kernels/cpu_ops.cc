@@ -31,6 +31,7 @@ dctResult_t copy(KernelContext*, void* dst, const void* src, size_t bytes, void*
 }
 
 dctResult_t synchronize(KernelContext*, void*) { return dctSuccess; }
+dctResult_t streamOrder(KernelContext*, void*) { return dctSuccess; }
 
 dctResult_t accumulate(KernelContext* kc, void* residual, const void* grad, size_t n,
                        dctDataType_t dtype, void*) {
@@ -101,6 +102,8 @@ const KernelOps& cpuKernelOps() {
       .release = release,
       .copy = copy,
       .synchronize = synchronize,
+      .streamBegin = streamOrder,
+      .streamEnd = streamOrder,
       .accumulate = accumulate,
       .selectCompact = cpuSelectCompact,
       .selectDense = cpuSelectDense,

@@ -83,6 +83,12 @@ struct KernelOps {
   void (*release)(KernelContext* ctx, void* ptr);
   dctResult_t (*copy)(KernelContext* ctx, void* dst, const void* src, size_t bytes, void* stream);
   dctResult_t (*synchronize)(KernelContext* ctx, void* stream);
+  // Ordering across calls: the context's buffers are reused every call, so
+  // a call on `stream` first waits for what the previous call queued on its
+  // stream (streamBegin), and marks its own end (streamEnd). The CPU twin
+  // runs synchronously: nothing to order.
+  dctResult_t (*streamBegin)(KernelContext* ctx, void* stream);
+  dctResult_t (*streamEnd)(KernelContext* ctx, void* stream);
   // residual += grad
   dctResult_t (*accumulate)(KernelContext* ctx, void* residual, const void* grad, size_t n,
                             dctDataType_t dtype, void* stream);
