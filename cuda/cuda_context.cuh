@@ -22,6 +22,7 @@ struct Counters {
   int64_t selected;             // CUB DeviceSelect's count (its offsets are int64)
   unsigned long long nonFinite; // atomics
   unsigned long long hits;      // atomics (dense select)
+  unsigned long long malformed; // atomics: malformed groups of a packed list
   uint64_t kth;                 // threshold: bits of the k-th largest magnitude
   uint32_t packedWords;         // packIndices: data words of the packed list
 };
@@ -96,6 +97,8 @@ dctResult_t threshold(KernelContext* ctx, const ThresholdArgs* args, double* tau
 dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream);
 dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
+dctResult_t add(KernelContext* ctx, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,
+                void* stream);
 dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
                        dctDataType_t dtype, void* stream);
 dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,

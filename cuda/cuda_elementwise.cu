@@ -1,4 +1,4 @@
-// CUDA twin: the streaming element-wise ops (residual += grad, x *= factor).
+// CUDA twin: the streaming element-wise ops (residual += grad, out = a + b, x *= factor).
 // Entry (type dispatch) -> launch -> grid-stride kernel.
 #include "cuda_device.cuh"
 
@@ -8,6 +8,12 @@ namespace {
 template <typename T>
 __global__ void accumulateKernel(T* __restrict__ residual, const T* __restrict__ grad, size_t n) {
   DCT_GRID_STRIDE(i, n) residual[i] += grad[i];
+}
+
+// out may alias a or b: each element is read before it is written.
+template <typename T>
+__global__ void addKernel(T* out, const T* a, const T* b, size_t n) {
+  DCT_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
 }
 
 template <typename T>
@@ -23,6 +29,17 @@ dctResult_t accumulate(KernelContext*, void* residual, const void* grad, size_t 
     if (n == 0) return dctSuccess;
     accumulateKernel<T><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
         static_cast<T*>(residual), static_cast<const T*>(grad), n);
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+dctResult_t add(KernelContext*, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,
+                void* stream) {
+  return dispatchValue(dtype, [&]<typename T>() -> dctResult_t {
+    if (n == 0) return dctSuccess;
+    addKernel<T><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
+        static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

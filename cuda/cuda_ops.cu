@@ -113,6 +113,7 @@ const KernelOps& cudaKernelOps() {
       .streamBegin = gpu::streamBegin,
       .streamEnd = gpu::streamEnd,
       .accumulate = gpu::accumulate,
+      .add = gpu::add,
       .selectCompact = gpu::selectCompact,
       .selectDense = gpu::selectDense,
       .threshold = gpu::threshold,

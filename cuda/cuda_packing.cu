@@ -5,7 +5,8 @@
 //            the total word count back to the host (the caller sizes its
 //            exchange with it)
 //   kernels  one thread per group, running the per-group functions the CPU
-//            twin runs, so both twins write the same bytes
+//            twin runs, so both twins write the same bytes and accept and
+//            reject the same lists (scatterAddPacked validates them first)
 //
 // A group is 128 entries; a message of k entries is k / 128 threads, small
 // next to the select pass over n, so thread-per-group is enough here.
@@ -41,20 +42,25 @@ __global__ void encodeGroups(const I* __restrict__ idx, size_t nnz, Sections<I> 
                          s.data + s.offsets[g]);
 }
 
+// Counts the malformed groups (packing::validGroup, the CPU twin's rule).
+// Every thread reaches addBlockCount (it synchronizes the block).
+template <typename I>
+__global__ void validateGroups(Sections<I> s, size_t groups, size_t nnz, uint64_t n, size_t words,
+                               unsigned long long* malformed) {
+  unsigned long long bad = 0;
+  DCT_GRID_STRIDE(g, groups) bad += !packing::validGroup<I>(s, g, groups, nnz, n, words);
+  addBlockCount(bad, malformed);
+}
+
+// Runs only on a validated list: groups cover disjoint ascending ranges, so
+// no two threads share a target. decodeGroup still bounds every access.
 template <typename T, typename I>
 __global__ void scatterGroups(T* __restrict__ dense, uint64_t n, Sections<I> s, size_t groups,
-                              size_t nnz, size_t words, const T* __restrict__ values) {
+                              size_t nnz, const T* __restrict__ values) {
   DCT_GRID_STRIDE(g, groups) {
-    const uint32_t begin = s.offsets[g], end = s.offsets[g + 1];
-    if (end < begin || end > words) continue;  // malformed: skipped, never read past
     const T* val = values + g * kPackGroup;
-    const size_t count = packing::groupSize(nnz, g);
-    // Validate the whole group first (decoding is cheap), as the CPU twin
-    // does: a malformed group writes nothing.
-    if (!packing::decodeGroup<I>(s.bases[g], s.data + begin, end - begin, s.widths[g], count, n,
-                                 [](size_t, I) {}))
-      continue;
-    packing::decodeGroup<I>(s.bases[g], s.data + begin, end - begin, s.widths[g], count, n,
+    packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g],
+                            s.widths[g], packing::groupSize(nnz, g), n,
                             [&](size_t j, I i) { dense[i] += val[j]; });
   }
 }
@@ -95,17 +101,29 @@ dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream) {
   return a.indexBytes == 8 ? packList<uint64_t>(c, a, s) : packList<uint32_t>(c, a, s);
 }
 
-dctResult_t scatterAddPacked(KernelContext*, const ScatterArgs* args, void* stream) {
+// Validates the whole list on the device, reads the count back, and
+// scatters only a list with no malformed group: like the CPU twin, a
+// malformed list writes nothing and returns dctInternalError. The round trip
+// costs one stream synchronisation per message.
+dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream) {
   const ScatterArgs& a = *args;
+  CudaContext* c = cudaCtx(ctx);
   cudaStream_t st = cudaStreamOf(stream);
   return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() -> dctResult_t {
     const Layout l(a.nnz, sizeof(I));
     if (a.nnz == 0) return dctSuccess;
-    if (a.packedBytes < l.data) return dctInternalError;
+    if (!packing::validSize(l, a.packedBytes)) return dctInternalError;
     Sections<I> s(const_cast<void*>(a.indices), l);
-    scatterGroups<T, I><<<gridFor(l.groups), kThreads, 0, st>>>(
-        static_cast<T*>(a.dense), a.n, s, l.groups, a.nnz, (a.packedBytes - l.data) / 8,
-        static_cast<const T*>(a.values));
+    const size_t words = (a.packedBytes - l.data) / 8;
+    CUDACHECK(resetCounters(c, st));
+    validateGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(s, l.groups, a.nnz, a.n, words,
+                                                               &c->device->malformed);
+    CUDACHECK_LAUNCH();
+    CUDACHECK(fetchCounters(c, st));
+    if (c->host->malformed != 0) return dctInternalError;
+    scatterGroups<T, I><<<gridFor(l.groups), kThreads, 0, st>>>(static_cast<T*>(a.dense), a.n, s,
+                                                                 l.groups, a.nnz,
+                                                                 static_cast<const T*>(a.values));
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

@@ -3,9 +3,14 @@
 // Strictly ascending (unique) indices never share a target, so one thread per
 // entry is race-free and each target sees exactly one add: bit-identical to
 // the CPU twin. Repeated indices must be added in j order to match the CPU
-// twin's sequential loop bit for bit; that path runs as one sequential
-// thread. Every libdct device path scatters sorted unique messages; the
-// ordered path exists for completeness (and for user-supplied indices).
+// twin's sequential loop bit for bit: a stable radix sort of (index, j) by
+// index puts each target's entries together, still in j order, and one
+// thread per distinct index then adds its run in that order - for every
+// target, the CPU's exact sequence of adds. Every libdct device path
+// scatters sorted unique messages; the sorted path serves user indices
+// (dctScatterAdd).
+#include <cub/device/device_radix_sort.cuh>
+
 #include "cuda_device.cuh"
 
 namespace dct::gpu {
@@ -17,24 +22,65 @@ __global__ void scatterUnique(T* __restrict__ dense, const I* __restrict__ indic
   DCT_GRID_STRIDE(j, nnz) dense[indices[j]] += values[j];
 }
 
-template <typename T, typename I>
-__global__ void scatterInOrder(T* __restrict__ dense, const I* __restrict__ indices,
-                               const T* __restrict__ values, size_t nnz) {
-  for (size_t j = 0; j < nnz; j++) dense[indices[j]] += values[j];
+template <typename J>
+__global__ void iota(J* __restrict__ out, size_t nnz) {
+  DCT_GRID_STRIDE(j, nnz) out[j] = static_cast<J>(j);
+}
+
+// keys: the indices sorted (all bits, so equal keys are adjacent); order:
+// their original positions j. The thread at the first entry of a run of
+// equal keys adds the whole run, in j order. Keys >= n write nothing.
+template <typename T, typename I, typename J>
+__global__ void scatterRuns(T* __restrict__ dense, uint64_t n, const I* __restrict__ keys,
+                            const J* __restrict__ order, const T* __restrict__ values, size_t nnz) {
+  DCT_GRID_STRIDE(k, nnz) {
+    const I target = keys[k];
+    if ((k > 0 && keys[k - 1] == target) || target >= n) continue;
+    T sum = dense[target];
+    for (size_t e = k; e < nnz && keys[e] == target; e++) sum += values[order[e]];
+    dense[target] = sum;
+  }
+}
+
+constexpr size_t align256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
+
+// Sorts (indices, j) by index into scratch, scatters the runs, and waits for
+// the stream: scratch and temp are free again when it returns.
+template <typename T, typename I, typename J>
+dctResult_t scatterSorted(CudaContext* c, const ScatterArgs& a, cudaStream_t s) {
+  const size_t keyBytes = align256(a.nnz * sizeof(I)), orderBytes = align256(a.nnz * sizeof(J));
+  DCTCHECK(c->scratch.reserve(keyBytes + 2 * orderBytes));
+  I* keys = c->scratch.as<I>();
+  J* orderIn = c->scratch.as<J>(keyBytes);
+  J* orderOut = c->scratch.as<J>(keyBytes + orderBytes);
+  const I* idx = static_cast<const I*>(a.indices);
+  iota<J><<<gridFor(a.nnz), kThreads, 0, s>>>(orderIn, a.nnz);
+  CUDACHECK_LAUNCH();
+  size_t bytes = 0;
+  CUDACHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, idx, keys, orderIn, orderOut, a.nnz, 0,
+                                            int(8 * sizeof(I)), s));
+  DCTCHECK(c->temp.reserve(bytes));
+  CUDACHECK(cub::DeviceRadixSort::SortPairs(c->temp.ptr, bytes, idx, keys, orderIn, orderOut, a.nnz,
+                                            0, int(8 * sizeof(I)), s));
+  scatterRuns<T, I, J><<<gridFor(a.nnz), kThreads, 0, s>>>(
+      static_cast<T*>(a.dense), a.n, keys, orderOut, static_cast<const T*>(a.values), a.nnz);
+  CUDACHECK_LAUNCH();
+  CUDACHECK(cudaStreamSynchronize(s));
+  return dctSuccess;
 }
 
 }  // namespace
 
-dctResult_t scatterAdd(KernelContext*, const ScatterArgs* args, void* stream) {
+dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream) {
   const ScatterArgs& a = *args;
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() -> dctResult_t {
     if (a.nnz == 0) return dctSuccess;
-    T* dense = static_cast<T*>(a.dense);
-    const I* idx = static_cast<const I*>(a.indices);
-    const T* val = static_cast<const T*>(a.values);
-    if (a.sortedUnique) scatterUnique<T, I><<<gridFor(a.nnz), kThreads, 0, s>>>(dense, idx, val, a.nnz);
-    else scatterInOrder<T, I><<<1, 1, 0, s>>>(dense, idx, val, a.nnz);
+    if (!a.sortedUnique)
+      return a.nnz <= UINT32_MAX ? scatterSorted<T, I, uint32_t>(cudaCtx(ctx), a, s)
+                                 : scatterSorted<T, I, uint64_t>(cudaCtx(ctx), a, s);
+    scatterUnique<T, I><<<gridFor(a.nnz), kThreads, 0, s>>>(
+        static_cast<T*>(a.dense), static_cast<const I*>(a.indices), static_cast<const T*>(a.values), a.nnz);
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

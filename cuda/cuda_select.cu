@@ -95,8 +95,10 @@ dctResult_t selectCompact(KernelContext* ctx, SelectArgs* args, void* stream) {
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() -> dctResult_t {
     if (a.n == 0) return dctSuccess;
-    // Error feedback first: the residual becomes acc (grad + residual).
-    if (a.grad) DCTCHECK(accumulate(ctx, a.residual, a.grad, a.n, a.dtype, stream));
+    // Error feedback first: the residual becomes acc (grad + the old residual).
+    if (a.grad) DCTCHECK(add(ctx, a.residual, a.in(), a.grad, a.n, a.dtype, stream));
+    else if (a.in() != a.residual)
+      CUDACHECK(cudaMemcpyAsync(a.residual, a.in(), a.n * sizeof(T), cudaMemcpyDeviceToDevice, s));
     DCTCHECK((compactSelected<T, I>(c, a, s)));
     a.selected = static_cast<size_t>(c->host->selected);
     a.nnz = a.selected < a.capacity ? a.selected : a.capacity;

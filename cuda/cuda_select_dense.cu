@@ -7,11 +7,11 @@ namespace dct::gpu {
 namespace {
 
 template <typename T>
-__global__ void selectDenseKernel(const T* grad, T* __restrict__ residual,
+__global__ void selectDenseKernel(const T* grad, const T* in, T* residual,
                                   T* out, size_t n, T tau, Counters* counters) {
   unsigned long long hits = 0, nonFinite = 0;
   DCT_GRID_STRIDE(i, n) {
-    T acc = residual[i];
+    T acc = in[i];  // in may be residual: read before written
     if (grad) acc += grad[i];
     const bool take = taken(acc, tau);
     out[i] = take ? acc : T(0);
@@ -34,7 +34,8 @@ dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream) {
     if (a.n == 0) return dctSuccess;
     CUDACHECK(resetCounters(c, s));
     selectDenseKernel<T><<<gridFor(a.n), kThreads, 0, s>>>(
-        static_cast<const T*>(a.grad), static_cast<T*>(a.residual), static_cast<T*>(a.outValues),
+        static_cast<const T*>(a.grad), static_cast<const T*>(a.in()), static_cast<T*>(a.residual),
+        static_cast<T*>(a.outValues),
         a.n, static_cast<T>(a.tau), c->device);
     CUDACHECK_LAUNCH();
     CUDACHECK(fetchCounters(c, s));

@@ -1,19 +1,17 @@
 #include "algo/agree.h"
 
-#include "transport/comm.h"
 #include "base/debug.h"
+#include "transport/comm.h"
 
 namespace dct {
 
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                  const char* fn) {
-  all.assign(comm->size, CallHeader{});
-  DCTCHECK(comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), stream));
+dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vector<CallHeader>& all,
+                         const char* fn) {
   if (mine.localError != dctSuccess) return static_cast<dctResult_t>(mine.localError);
   for (int r = 0; r < comm->size; r++) {
     const CallHeader& h = all[r];
     if (h.localError != dctSuccess)
-      return fail(comm, dctInvalidUsage, "%s: rank %d rejected its arguments (%s)", fn, r,
+      return fail(comm, dctInvalidUsage, "%s: rank %d rejected its arguments or failed its local work (%s)", fn, r,
                   dctGetErrorString(static_cast<dctResult_t>(h.localError)));
     const char* what = h.count != mine.count         ? "count"
                        : h.datatype != mine.datatype   ? "datatype"
@@ -28,6 +26,31 @@ dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader
                   (unsigned long long)mine.count);
   }
   return dctSuccess;
+}
+
+dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
+                            void* stream, const char* fn) {
+  all.assign(comm->size, CallHeader{});
+  dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), stream);
+  if (res != dctSuccess) return res;
+  return checkHeaders(comm, mine, all, fn);
+}
+
+dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
+                  const char* fn) {
+  return agree(comm, mine, all, stream, fn, [] { return dctSuccess; });
+}
+
+dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn, const char* phase) {
+  if (comm->size == 1) return mine;
+  int32_t worst = 0;
+  dctResult_t res = comm->transport->vote(comm, static_cast<int32_t>(mine), &worst, stream);
+  if (mine != dctSuccess) return mine;
+  if (res != dctSuccess) return res;
+  if (worst == dctSuccess) return dctSuccess;
+  const auto other = worst > 0 && worst < dctNumResults ? static_cast<dctResult_t>(worst) : dctInternalError;
+  return fail(comm, other, "%s: another rank failed during the %s (%s); nothing was committed on any rank",
+              fn, phase, dctGetErrorString(other));
 }
 
 }  // namespace dct

@@ -1,7 +1,9 @@
-// Collective argument agreement. Each collective first allgathers a small
-// header; if any rank saw a bad argument, or the ranks disagree on what they
-// were asked to do, every rank returns an error instead of some ranks
-// waiting forever in a mismatched exchange.
+// Collective agreement. Each collective allgathers a small header and then
+// votes: if any rank saw a bad argument, failed its local work, or the
+// ranks disagree on what they were asked to do, every rank returns an error
+// instead of some ranks waiting forever in a mismatched exchange. A second
+// vote after the exchange makes a failure there reach every rank too, so a
+// step either commits everywhere or nowhere.
 #pragma once
 
 #include <cstdint>
@@ -12,22 +14,49 @@
 namespace dct {
 
 struct CallHeader {
-  uint64_t count = 0;     // must match
-  uint64_t nnz = 0;       // per rank (allgather)
-  uint64_t capacity = 0;  // per rank (allgather receive capacity)
-  int32_t datatype = 0;   // must match
-  int32_t op = 0;         // must match
-  int32_t algorithm = 0;  // must match
-  int32_t mode = 0;       // must match (warm-up vs sparse, query vs fetch)
-  int32_t localError = 0; // dctResult_t of this rank's own argument checks
+  uint64_t count = 0;       // must match
+  uint64_t nnz = 0;         // per rank
+  uint64_t capacity = 0;    // per rank (allgather receive capacity)
+  uint64_t bytes = 0;       // per rank: message bytes on the wire (allreduce)
+  uint64_t lastStepNs = 0;  // per rank: wall time of its previous step (auto)
+  int32_t datatype = 0;     // must match
+  int32_t op = 0;           // must match
+  int32_t algorithm = 0;    // must match
+  int32_t mode = 0;         // must match (warm-up vs sparse, query vs fetch)
+  int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
   int32_t pad = 0;
 };
 
-// On success `all` holds every rank's header. On failure returns
-// `localError` on the rank that had one and dctInvalidUsage elsewhere, with
-// a message naming the first offending rank. The exchange runs on the
-// call's stream (NCCL: no legacy-default-stream sync).
+// Checks every rank's header against this rank's. Returns `localError` on
+// the rank that had one and dctInvalidUsage elsewhere, with a message
+// naming the first offending rank.
+dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vector<CallHeader>& all,
+                         const char* fn);
+
+// Header allgather + check + vote: on success `all` holds every rank's
+// header and every rank goes on; otherwise every rank returns an error.
+// `ready` runs between the check and the vote (reservations sized by the
+// headers), so its failure on one rank fails every rank.
+template <typename Ready>
+dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
+                  const char* fn, Ready&& ready);
 dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                   const char* fn);
+
+// Every rank passes its status (dctSuccess or its error) and learns whether
+// all succeeded: returns its own error, or the worst other one (with a
+// message saying so), or dctSuccess everywhere.
+dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn, const char* phase);
+
+dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
+                            void* stream, const char* fn);
+
+template <typename Ready>
+dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
+                  const char* fn, Ready&& ready) {
+  dctResult_t res = exchangeHeaders(comm, mine, all, stream, fn);
+  if (res == dctSuccess) res = ready();
+  return vote(comm, res, stream, fn, "agreement");
+}
 
 }  // namespace dct

@@ -1,5 +1,6 @@
-// Collective algorithms. Arguments have been checked and agreed on by every
-// rank (api/ + algo/agree) before any of these runs.
+// Collective algorithms. Arguments have been checked locally (api/); the
+// algorithms run the agreement themselves (algo/agree.h) so that local work
+// that fails on one rank fails every rank.
 #pragma once
 
 #include <cstdint>
@@ -13,19 +14,21 @@ namespace dct {
 // The algorithm this step will use: the configured one, or auto's choice
 // from last step's global counts (k per rank before the first step). Every
 // rank computes the same plan; the agreement header double-checks it.
-dctAlgorithm_t planAlgorithm(dctCompressor_t c, dctComm_t comm);
+// Planning has no side effect: the decision is committed with the step.
+struct Plan {
+  dctAlgorithm_t algorithm = dctAlgoDense;
+  AutoTuner::Decision decision;  // auto's bookkeeping, applied on commit
+};
+Plan planAlgorithm(dctCompressor_t c, dctComm_t comm);
 
-// DCT-DP sparse allreduce: compress (COO, or densely for the dense plan),
-// exchange, reduce.
-dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
-                            dctAlgorithm_t plan, dctCompressor_t c, dctComm_t comm,
-                            void* stream);
-
-// Allgather exchange of this rank's packed message in c->wire, then the
-// rank-order scatter-add of all messages into recvbuf.
-dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm,
-                               const std::vector<RankMessage>& messages, void* recvbuf,
-                               size_t& bytesReceived, void* stream);
+// DCT-DP sparse allreduce as one transaction: local work (compress, pack,
+// reserve), header agreement + vote, exchange + reduce, vote, commit. On any
+// failure on any rank, every rank returns an error and no compressor state
+// changes (sendbuf is untouched, recvbuf undefined): retrying the call is
+// correct. `localError` is this rank's argument check (count 0: agreement only).
+dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
+                            dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream,
+                            dctResult_t localError, const char* fn);
 
 // Sparse allgather of explicit COO into caller buffers; nnz per rank known.
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,

@@ -1,165 +1,190 @@
-// DCT-DP sparse allreduce driver: plan, warm-up or compress, exchange.
+// DCT-DP sparse allreduce as a transaction over every rank:
+//
+//   local work   plan, compress into the spare residual, pack, reserve
+//   agreement    header allgather (args, counts, sizes, timing), reserve the
+//                gather buffer for the agreed sizes, vote
+//   exchange     allgatherv + rank-order scatter, or dense allreduce, into
+//                the step's target (recvbuf; a staging buffer when in place,
+//                so sendbuf survives a failed step), vote
+//   commit       residual swap, tau, stats, auto's bookkeeping; in-place
+//                results copied out
+//
+// A rank that fails anywhere still takes part in every collective of the
+// step (transport.h's contract), so nobody waits; the votes carry the
+// failure to every rank and nothing is committed anywhere.
 #include <chrono>
 
+#include "algo/agree.h"
 #include "algo/algorithms.h"
-#include "transport/comm.h"
-#include "core/cost_model.h"
 #include "base/debug.h"
 #include "kernels/index_packing.h"
+#include "transport/comm.h"
 
 namespace dct {
 namespace {
+
+struct Step {
+  const void* send;
+  void* recv;
+  void* target;  // where the result is built (recv, or c->staged in place)
+  dctRedOp_t op;
+  dctCompressor_t c;
+  dctComm_t comm;
+  void* stream;
+  Plan plan;
+  bool plain = false;  // dense plan with nothing to select: send the gradient as is
+  StepDraft draft;
+  Message msg;
+  size_t bytes = 0;     // this rank's message on the wire
+  size_t received = 0;  // bytes from other ranks
+};
+
+size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->dtype); }
 
 // Lays the selection out in `wire` as one contiguous message: the indices
 // delta bit-packed (kernels/index_packing.h: ~1.3 bytes each at density 1%
 // instead of 4), then the values, padded to 8 bytes so the next rank's
 // message in the gathered buffer stays aligned for 64-bit loads (the GPU
-// faults on misaligned ones). Returns the message's bytes.
-dctResult_t pack(dctCompressor_t c, const Message& msg, size_t& bytes, void* stream) {
+// faults on misaligned ones).
+dctResult_t pack(Step& s) {
+  dctCompressor_t c = s.c;
+  const Message& msg = s.msg;
   const size_t valueBytes = msg.nnz * dtypeSize(c->dtype), padded = packing::pad8(valueBytes);
   DCTCHECK(c->wire.reserve(packing::maxPackedBytes(msg.nnz, c->indexBytes) + padded));
   char* wire = c->wire.as<char>();
   PackArgs packed{msg.indices, msg.nnz, c->indexBytes, wire};
-  DCTCHECK(c->ops->packIndices(c->kernels, &packed, stream));
-  DCTCHECK(c->ops->copy(c->kernels, wire + packed.bytes, msg.values, valueBytes, stream));
-  if (padded > valueBytes) DCTCHECK(c->ops->zero(c->kernels, wire + packed.bytes + valueBytes, padded - valueBytes, stream));
-  bytes = packed.bytes + padded;  // packed.bytes is a multiple of 8
+  DCTCHECK(c->ops->packIndices(c->kernels, &packed, s.stream));
+  DCTCHECK(c->ops->copy(c->kernels, wire + packed.bytes, msg.values, valueBytes, s.stream));
+  if (padded > valueBytes)
+    DCTCHECK(c->ops->zero(c->kernels, wire + packed.bytes + valueBytes, padded - valueBytes, s.stream));
+  s.bytes = packed.bytes + padded;  // packed.bytes is a multiple of 8
   return dctSuccess;
 }
 
-dctResult_t warmupStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dctComm_t comm,
-                       void* stream) {
-  DCTCHECK(accumulateDense(c, sendbuf, stream));
-  DCTCHECK(comm->transport->allreduce(comm, c->residual.as(), recvbuf, c->count, c->dtype, stream));
-  DCTCHECK(clearResidual(c, stream));
-  c->stats.nnz = c->count;
-  c->stats.nonFinite = 0;
-  c->stats.threshold = 0;
-  size_t bytes = c->count * dtypeSize(c->dtype);
-  finishStep(c, bytes, bytes, dctAlgoDense);
-  return dctSuccess;
-}
-
-// Every rank's message size, and the slowest rank's time of the previous
-// step for auto's tuner (the same numbers on every rank).
-dctResult_t gatherMessages(dctCompressor_t c, dctComm_t comm, uint64_t nnz, uint64_t bytes,
-                           void* stream) {
-  RankMessage mine{nnz, bytes, c->lastStepNs};
-  c->lastMessages.resize(comm->size);
-  DCTCHECK(comm->transport->allgather(comm, &mine, c->lastMessages.data(), sizeof(mine), stream));
-  uint64_t slowest = 0;
-  for (const RankMessage& m : c->lastMessages) slowest = m.lastStepNs > slowest ? m.lastStepNs : slowest;
-  c->tuner.learn(static_cast<double>(slowest) * 1e-3);
-  return dctSuccess;
-}
-
-// Dense: the selection written densely straight into recvbuf (one fused
-// pass, no compaction, no scatter), then the transport's dense allreduce.
-dctResult_t denseStep(const void* sendbuf, void* recvbuf, dctCompressor_t c, dctComm_t comm,
-                      void* stream) {
-  // Density 1 selects every nonzero: the residual stays zero and the step is
-  // exactly a dense allreduce of the gradient, so skip the pass altogether.
-  if (c->config.density >= 1.0) {
-    DCTCHECK(comm->transport->allreduce(comm, sendbuf, recvbuf, c->count, c->dtype, stream));
-    c->stats.nnz = c->count;
-    c->stats.nonFinite = 0;
-    c->stats.threshold = 0;
-    size_t bytes = c->count * dtypeSize(c->dtype);
-    if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherMessages(c, comm, c->count, bytes, stream));
-    finishStep(c, bytes, bytes, dctAlgoDense);
+// Everything this rank can do (and fail at) before talking to the others.
+dctResult_t localWork(Step& s) {
+  dctCompressor_t c = s.c;
+  DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
+  DCTCHECK(s.comm->transport->prepare(s.comm, s.target, denseBytes(s), s.stream));
+  if (s.plain) {
+    s.draft = StepDraft{};
+    s.draft.tau = c->tau;
+    s.draft.nnz = c->count;
+    s.bytes = denseBytes(s);
     return dctSuccess;
   }
-  Message msg;
-  msg.dense = recvbuf;
-  DCTCHECK(compressStep(c, sendbuf, msg, stream));
-  size_t bytes = c->count * dtypeSize(c->dtype);
-  // Auto forecasts the next step from everyone's counts.
-  if (c->config.algorithm == dctAlgoAuto) DCTCHECK(gatherMessages(c, comm, msg.nnz, 0, stream));
-  DCTCHECK(comm->transport->allreduce(comm, recvbuf, recvbuf, c->count, c->dtype, stream));
-  finishStep(c, bytes, bytes, dctAlgoDense);
+  if (s.plan.algorithm == dctAlgoDense) {
+    s.msg.dense = s.target;  // the selection, written densely where the sum goes
+    DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
+    s.bytes = denseBytes(s);
+    return dctSuccess;
+  }
+  s.msg.storage = &c->selection;
+  DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
+  return pack(s);
+}
+
+// After the headers: room for every rank's message, sized by the agreement.
+dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
+  if (s.plan.algorithm != dctAlgoAllgather) return dctSuccess;
+  size_t total = 0;
+  for (const CallHeader& h : all) total += h.bytes;
+  DCTCHECK(s.c->gathered.reserve(total));
+  return s.comm->transport->prepare(s.comm, s.c->gathered.as(), total, s.stream);
+}
+
+// Allgather exchange of every rank's packed message, then the rank-order
+// scatter-add of all of them into the target: bit-identical on every rank.
+dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = s.c;
+  const int P = s.comm->size;
+  std::vector<size_t> bytes(P), offsets(P);
+  size_t total = 0;
+  for (int r = 0; r < P; r++) {
+    offsets[r] = total;
+    bytes[r] = all[r].bytes;
+    total += bytes[r];
+  }
+  char* gathered = c->gathered.as<char>();
+  DCTCHECK(s.comm->transport->allgatherv(s.comm, c->wire.as(), s.bytes, gathered, bytes.data(), offsets.data(),
+                                         s.stream));
+  DCTCHECK(c->ops->zero(c->kernels, s.target, denseBytes(s), s.stream));
+  for (int r = 0; r < P; r++) {
+    const size_t nnz = all[r].nnz, packed = bytes[r] - packing::pad8(nnz * dtypeSize(c->dtype));
+    char* base = gathered + offsets[r];
+    ScatterArgs add{s.target, c->count, c->dtype, c->indexBytes, base, base + packed, nnz, true, packed};
+    if (dctResult_t res = c->ops->scatterAddPacked(c->kernels, &add, s.stream); res != dctSuccess)
+      return fail(s.comm, res, "dctSparseAllreduce: malformed message from rank %d (%llu entries, %zu bytes)", r,
+                  static_cast<unsigned long long>(nnz), bytes[r]);
+  }
+  s.received = total - bytes[s.comm->rank];
   return dctSuccess;
 }
 
-dctResult_t allgatherStep(const void* sendbuf, void* recvbuf, dctCompressor_t c,
-                          dctComm_t comm, void* stream) {
-  Message msg;
-  msg.storage = &c->selection;
-  DCTCHECK(compressStep(c, sendbuf, msg, stream));
-  size_t bytes = 0;
-  DCTCHECK(pack(c, msg, bytes, stream));
-  DCTCHECK(gatherMessages(c, comm, msg.nnz, bytes, stream));
-  size_t received = 0;
-  DCTCHECK(allreduceAllgather(c, comm, c->lastMessages, recvbuf, received, stream));
-  finishStep(c, bytes, received, dctAlgoAllgather);
+dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = s.c;
+  if (s.plan.algorithm == dctAlgoAllgather) DCTCHECK(exchangeAllgather(s, all));
+  else {
+    const void* from = s.plain ? s.send : s.target;  // the selection is already in the target
+    DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->dtype, s.stream));
+    s.received = denseBytes(s);
+  }
+  if (s.op == dctAvg && s.comm->size > 1)
+    DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.comm->size, s.stream));
   return dctSuccess;
+}
+
+void commit(Step& s, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = s.c;
+  uint64_t slowest = 0;
+  c->lastMessages.resize(all.size());
+  for (size_t r = 0; r < all.size(); r++) {
+    c->lastMessages[r] = RankMessage{all[r].nnz, all[r].bytes, all[r].lastStepNs};
+    slowest = all[r].lastStepNs > slowest ? all[r].lastStepNs : slowest;
+  }
+  c->tuner.commit(s.plan.decision, static_cast<double>(slowest) * 1e-3, c->stats.step);
+  commitStep(c, s.draft, s.bytes, s.received, s.plan.algorithm);
 }
 
 }  // namespace
 
-dctAlgorithm_t planAlgorithm(dctCompressor_t c, dctComm_t comm) {
-  if (inWarmup(c)) return dctAlgoDense;
-  // Packed lists have uint32 word offsets: past that size, stay dense.
-  if (!packing::fitsOffsets(c->count, c->indexBytes)) return dctAlgoDense;
-  auto algo = static_cast<dctAlgorithm_t>(c->config.algorithm);
-  if (algo != dctAlgoAuto) return algo;
-  // Forecast this step's counts: last step's (identical on every rank), or
-  // k per rank before the first exchange.
-  std::vector<uint64_t> forecast(comm->size, targetNnz(c));
-  if (c->lastMessages.size() == forecast.size())
-    for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
-  CostInputs in{comm->size, c->count, dtypeSize(c->dtype), static_cast<size_t>(c->indexBytes),
-                forecast.data()};
-  const CostParams params = costParamsFromEnv();
-  if (comm->size == 1) return chooseAlgorithm(params, in);
-  return c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), c->stats.step);
-}
-
-dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, dctRedOp_t op,
-                            dctAlgorithm_t plan, dctCompressor_t c, dctComm_t comm,
-                            void* stream) {
+dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
+                            dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream,
+                            dctResult_t localError, const char* fn) {
   const auto start = std::chrono::steady_clock::now();
-  if (inWarmup(c)) DCTCHECK(warmupStep(sendbuf, recvbuf, c, comm, stream));
-  else if (plan == dctAlgoDense) DCTCHECK(denseStep(sendbuf, recvbuf, c, comm, stream));
-  else DCTCHECK(allgatherStep(sendbuf, recvbuf, c, comm, stream));
+  CallHeader mine;
+  mine.localError = localError;
+  mine.count = count;
+  mine.datatype = static_cast<int32_t>(dtype);
+  mine.op = static_cast<int32_t>(op);
+  std::vector<CallHeader> all;
+  if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
+
+  Step s{sendbuf, recvbuf, recvbuf, op, c, comm, stream, planAlgorithm(c, comm)};
+  if (sendbuf == recvbuf) s.target = nullptr;  // set once staged exists
+  s.plain = s.plan.algorithm == dctAlgoDense && sendsAll(c) && c->residualZero;
+  mine.algorithm = s.plan.algorithm;
+  mine.mode = inWarmup(c) ? 1 : 0;
+  mine.lastStepNs = c->lastStepNs;
+  if (s.target == nullptr) {
+    mine.localError = c->staged.reserve(count * dtypeSize(dtype));
+    s.target = c->staged.as();
+  }
+  if (mine.localError == dctSuccess) mine.localError = localWork(s);
+  mine.nnz = s.draft.nnz;
+  mine.bytes = s.bytes;
+  DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
+  DCTCHECK(vote(comm, exchange(s, all), stream, fn, "exchange"));
+
+  commit(s, all);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d", (unsigned long long)c->stats.step,
-            (unsigned long long)c->stats.nnz, c->tau, static_cast<int>(plan));
-  if (op == dctAvg && comm->size > 1)
-    DCTCHECK(c->ops->scale(c->kernels, recvbuf, c->count, c->dtype, 1.0 / comm->size, stream));
+            (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm));
+  if (s.target != recvbuf) DCTCHECK(c->ops->copy(c->kernels, recvbuf, s.target, count * dtypeSize(dtype), stream));
+  DCTCHECK(c->ops->streamEnd(c->kernels, stream));
   // Device work is stream-ordered: wait for it so the time is the step's.
   if (c->config.algorithm == dctAlgoAuto && c->ops->device) DCTCHECK(c->ops->synchronize(c->kernels, stream));
   c->lastStepNs = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-  c->tuner.endStep();
-  return dctSuccess;
-}
-
-dctResult_t allreduceAllgather(dctCompressor_t c, dctComm_t comm,
-                               const std::vector<RankMessage>& messages, void* recvbuf,
-                               size_t& bytesReceived, void* stream) {
-  const size_t valueBytes = dtypeSize(c->dtype);
-  std::vector<size_t> bytes(comm->size), offsets(comm->size);
-  size_t total = 0;
-  for (int r = 0; r < comm->size; r++) {
-    offsets[r] = total;
-    bytes[r] = messages[r].bytes;
-    total += bytes[r];
-  }
-  DCTCHECK(c->gathered.reserve(total));
-  char* all = c->gathered.as<char>();
-  DCTCHECK(comm->transport->allgatherv(comm, c->wire.as(), bytes[comm->rank], all, bytes.data(),
-                                       offsets.data(), stream));
-  DCTCHECK(c->ops->zero(c->kernels, recvbuf, c->count * valueBytes, stream));
-  // Rank order, same on every rank: bit-identical sums everywhere.
-  for (int r = 0; r < comm->size; r++) {
-    const size_t nnz = messages[r].nnz, packed = bytes[r] - packing::pad8(nnz * valueBytes);
-    char* base = all + offsets[r];
-    ScatterArgs add{recvbuf, c->count, c->dtype, c->indexBytes, base, base + packed, nnz, true, packed};
-    dctResult_t res = c->ops->scatterAddPacked(c->kernels, &add, stream);
-    if (res != dctSuccess)
-      return fail(comm, res, "dctSparseAllreduce: malformed message from rank %d (%llu entries, %zu bytes)",
-                  r, static_cast<unsigned long long>(nnz), bytes[r]);
-  }
-  bytesReceived = total - bytes[comm->rank];
   return dctSuccess;
 }
 

@@ -27,6 +27,7 @@ dctResult_t checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, con
   DCTCHECK(checkBuffer(comm, recvbuf, count, es, "recvbuf", fn));
   if (&twinFor(sendbuf) != &twinFor(recvbuf))
     return fail(comm, dctInvalidArgument, "%s: sendbuf and recvbuf are in different memory spaces", fn);
+  DCTCHECK(checkTransportSpace(comm, sendbuf, fn));
   return bindTwin(c, sendbuf, fn);
 }
 
@@ -39,21 +40,8 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
   const char* fn = "dctSparseAllreduce";
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
   return guarded(comm, fn, [&] {
-    CallHeader mine;
-    mine.localError = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
-    mine.count = count;
-    mine.datatype = rawEnum(datatype);
-    mine.op = rawEnum(op);
-    dctAlgorithm_t plan = dctAlgoDense;
-    if (mine.localError == dctSuccess && count > 0) {
-      plan = planAlgorithm(compressor, comm);
-      mine.algorithm = plan;
-      mine.mode = inWarmup(compressor) ? 1 : 0;
-    }
-    std::vector<CallHeader> all;
-    DCTCHECK(agree(comm, mine, all, stream, fn));
-    if (count == 0) return dctSuccess;
-    return sparseAllreduce(sendbuf, recvbuf, op, plan, compressor, comm, stream);
+    dctResult_t local = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
+    return sparseAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
   });
 }
 
@@ -78,6 +66,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
         if ((recvValues == nullptr) != (recvIndices == nullptr))
           return fail(comm, dctInvalidArgument, "%s: give both receive buffers or neither", fn);
       }
+      DCTCHECK(checkTransportSpace(comm, query ? values : recvValues, fn));
       return checkIndices(comm, indices, nnz, count, fn, stream);
     };
     CallHeader mine;
@@ -102,8 +91,10 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
         return fail(comm, r == comm->rank ? dctInvalidArgument : dctInvalidUsage,
                     "%s: rank %d's recvCapacity %llu < total %zu", fn, r,
                     (unsigned long long)all[r].capacity, sum);
-    DCTCHECK(sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues,
-                             recvIndices, stream));
+    DCTCHECK(vote(comm,
+                  sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues, recvIndices,
+                                  stream),
+                  stream, fn, "exchange"));
     for (int r = 0; r < comm->size; r++) recvCounts[r] = counts[r];
     *total = sum;
     return dctSuccess;

@@ -63,9 +63,10 @@ extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void*
       return fail(comm, dctInvalidArgument, "%s: sendbuf, indices and values are in different memory spaces", fn);
     DCTCHECK(bindTwin(c, sendbuf, fn));
     Message msg{indices, values, capacity, 0, nullptr};
-    DCTCHECK(compressStep(c, sendbuf, msg, stream));
+    StepDraft draft;
+    DCTCHECK(compressStep(c, sendbuf, msg, draft, stream));
     *nnz = msg.nnz;
-    finishStep(c, msg.nnz * (c->indexBytes + es), 0, static_cast<dctAlgorithm_t>(c->config.algorithm));
+    commitStep(c, draft, msg.nnz * (c->indexBytes + es), 0, static_cast<dctAlgorithm_t>(c->config.algorithm));
     return dctSuccess;
   });
 }
@@ -83,13 +84,12 @@ extern "C" dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* 
     const KernelOps& ops = twinFor(dense);
     if (nnz > 0 && (twinFor(indices).device != ops.device || twinFor(values).device != ops.device))
       return fail(nullptr, dctInvalidArgument, "%s: dense, indices and values must all be host or all device memory", fn);
-    DCTCHECK(checkIndices(nullptr, indices, nnz, count, fn, stream));
+    // Strictly ascending indices (seen by the check) take both twins'
+    // parallel path; others keep j order for repeated indices.
+    bool ascending = false;
+    DCTCHECK(checkIndices(nullptr, indices, nnz, count, fn, stream, &ascending));
     if (nnz == 0) return dctSuccess;
-    KernelContext* ctx = nullptr;
-    DCTCHECK(ops.createContext(&ctx));
-    ScatterArgs args{dense, count, datatype, 4, indices, values, nnz, false};
-    dctResult_t res = ops.scatterAdd(ctx, &args, stream);
-    ops.destroyContext(ctx);
-    return res;
+    ScatterArgs args{dense, count, datatype, 4, indices, values, nnz, ascending};
+    return withLocalContext(ops, [&](KernelContext* ctx) { return ops.scatterAdd(ctx, &args, stream); });
   });
 }

@@ -6,13 +6,19 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <vector>
 
 #include "core/compressor.h"
 #include "base/debug.h"
+#include "transport/comm.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
+
+#if DCT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace dct {
 
@@ -50,27 +56,76 @@ inline dctResult_t checkBuffer(dctComm_t comm, const void* p, size_t elems, size
   return dctSuccess;
 }
 
+// The comm's transport must move buffers of this memory space.
+inline dctResult_t checkTransportSpace(dctComm_t comm, const void* buf, const char* fn) {
+  if (buf == nullptr) return dctSuccess;  // nothing to move
+  const bool device = twinFor(buf).device;
+  if (device ? comm->transport->deviceBuffers : comm->transport->hostBuffers) return dctSuccess;
+  return fail(comm, dctInvalidArgument, "%s: the %s transport cannot move %s buffers", fn, comm->transport->name,
+              device ? "device" : "host");
+}
+
+// One kernel context per twin (per device for the CUDA twin) for the local
+// entry points, created on first use and never destroyed: a static
+// destructor could call CUDA after the driver unloaded. Contexts are not
+// thread-safe, so fn runs under the slot's mutex.
+struct LocalContextSlot {
+  std::mutex mutex;
+  KernelContext* ctx = nullptr;
+};
+constexpr int kLocalContextDevices = 64;  // more devices: a context per call
+
+inline LocalContextSlot* localContextSlot(const KernelOps& twin) {
+  static LocalContextSlot* const slots = new LocalContextSlot[1 + kLocalContextDevices];
+  if (!twin.device) return &slots[0];
+  int device = -1;
+#if DCT_HAVE_CUDA
+  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
+#endif
+  return device >= 0 && device < kLocalContextDevices ? &slots[1 + device] : nullptr;
+}
+
+template <typename Fn>
+dctResult_t withLocalContext(const KernelOps& twin, Fn&& fn) {
+  LocalContextSlot* slot = localContextSlot(twin);
+  if (slot == nullptr) {
+    KernelContext* ctx = nullptr;
+    DCTCHECK(twin.createContext(&ctx));
+    dctResult_t res = fn(ctx);
+    twin.destroyContext(ctx);
+    return res;
+  }
+  std::lock_guard<std::mutex> lock(slot->mutex);
+  if (slot->ctx == nullptr) DCTCHECK(twin.createContext(&slot->ctx));
+  return fn(slot->ctx);
+}
+
+// Range check of uint32 indices; *ascending (when given) tells whether they
+// are strictly ascending, which lets scatter-add split them in parallel.
 // Device-resident indices are copied to the host (after the caller's stream)
 // to be checked there; a device-side check would save the copy, but these
 // entry points are not on the DCT-DP fast path.
 inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz, size_t count,
-                                const char* fn, void* stream) {
+                                const char* fn, void* stream, bool* ascending = nullptr) {
   std::vector<uint32_t> staged;
   const KernelOps& twin = twinFor(idx);
   if (twin.device && nnz > 0) {
     staged.resize(nnz);
-    KernelContext* ctx = nullptr;
-    dctResult_t res = twin.createContext(&ctx);
-    if (res == dctSuccess) res = twin.copy(ctx, staged.data(), idx, nnz * sizeof(uint32_t), stream);
-    if (res == dctSuccess) res = twin.synchronize(ctx, stream);
-    if (ctx) twin.destroyContext(ctx);
+    dctResult_t res = withLocalContext(twin, [&](KernelContext* ctx) {
+      dctResult_t r = twin.copy(ctx, staged.data(), idx, nnz * sizeof(uint32_t), stream);
+      return r == dctSuccess ? twin.synchronize(ctx, stream) : r;
+    });
     if (res != dctSuccess) return fail(comm, res, "%s: cannot read the device indices to check them", fn);
     idx = staged.data();
   }
-  for (size_t j = 0; j < nnz; j++)
+  bool up = true;
+  for (size_t j = 0; j < nnz; j++) {
     if (idx[j] >= count)
       return fail(comm, dctInvalidArgument, "%s: indices[%zu] = %u is out of range (count %zu)", fn, j,
                   idx[j], count);
+    if (j > 0 && idx[j] <= idx[j - 1]) up = false;
+  }
+  if (ascending) *ascending = up;
   return dctSuccess;
 }
 

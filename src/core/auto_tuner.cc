@@ -2,7 +2,7 @@
 
 namespace dct {
 
-dctAlgorithm_t AutoTuner::plan(double allgatherUs, double denseUs, uint64_t step) {
+AutoTuner::Decision AutoTuner::plan(double allgatherUs, double denseUs, uint64_t step) const {
   const double model[2] = {allgatherUs, denseUs};
   const double cost[2] = {allgatherUs * tracks_[0].scale, denseUs * tracks_[1].scale};
   int best = cost[0] <= cost[1] ? 0 : 1;
@@ -11,26 +11,22 @@ dctAlgorithm_t AutoTuner::plan(double allgatherUs, double denseUs, uint64_t step
   const bool close = cost[other] < kReprobeBand * cost[best];
   const bool due = o.measured < 2 || step + 1 - o.lastStep >= kReprobeSteps;
   if (close && due) best = other;
-  tracks_[best].lastStep = step + 1;
-  current_ = best;
-  currentModelUs_ = model[best];
-  return best == 1 ? dctAlgoDense : dctAlgoAllgather;
+  return Decision{best, model[best]};
+}
+
+void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step) {
+  learn(slowestPrevUs);
+  if (d.slot >= 0) tracks_[d.slot].lastStep = step + 1;
+  pending_ = d;
 }
 
 void AutoTuner::learn(double slowestUs) {
-  if (pending_ < 0 || slowestUs <= 0 || pendingModelUs_ <= 0) return;
-  Track& t = tracks_[pending_];
+  if (pending_.slot < 0 || slowestUs <= 0 || pending_.modelUs <= 0) return;
+  Track& t = tracks_[pending_.slot];
   // The first run pays first-touch costs (buffers, MPI internals): skip it.
   if (++t.measured == 1) return;
-  const double ratio = slowestUs / pendingModelUs_;
+  const double ratio = slowestUs / pending_.modelUs;
   t.scale = t.measured == 2 ? ratio : 0.5 * t.scale + 0.5 * ratio;
-  pending_ = -1;
-}
-
-void AutoTuner::endStep() {
-  pending_ = current_;
-  pendingModelUs_ = currentModelUs_;
-  current_ = -1;
 }
 
 }  // namespace dct

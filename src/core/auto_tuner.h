@@ -18,12 +18,17 @@ namespace dct {
 
 class AutoTuner {
  public:
+  // A plan and what the model predicted for it; planning changes nothing.
+  struct Decision {
+    int slot = -1;  // -1: not an auto step
+    double modelUs = 0;
+    dctAlgorithm_t algorithm() const { return slot == 1 ? dctAlgoDense : dctAlgoAllgather; }
+  };
   // The plan for this step from the model's costs of the two algorithms.
-  dctAlgorithm_t plan(double allgatherUs, double denseUs, uint64_t step);
-  // The slowest rank's wall time of the previous step (0: unknown).
-  void learn(double slowestUs);
-  // Call once per step, planned or not: this step's plan awaits its time.
-  void endStep();
+  Decision plan(double allgatherUs, double denseUs, uint64_t step) const;
+  // A step committed: learn the slowest rank's wall time of the previous
+  // step (0: unknown), then remember this step's decision to learn its time.
+  void commit(const Decision& d, double slowestPrevUs, uint64_t step);
   double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale; }
 
   // Re-measure the other algorithm every kReprobeSteps while its scaled cost
@@ -39,8 +44,8 @@ class AutoTuner {
   };
   static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : 0; }
   Track tracks_[2];
-  int current_ = -1, pending_ = -1;  // slot planned this step / last step
-  double currentModelUs_ = 0, pendingModelUs_ = 0;
+  void learn(double slowestUs);
+  Decision pending_;  // last committed step's decision, awaiting its time
 };
 
 }  // namespace dct

@@ -23,14 +23,31 @@ uint64_t sampleSeed(dctCompressor_t c) {
   return splitmix64(s);
 }
 
-dctResult_t estimateTau(dctCompressor_t c, void* stream) {
-  ThresholdArgs args{c->residual.as(), c->count, c->dtype, c->config.density,
+// Drift: count outside [k / band, k * band]. An accepted tie count gets
+// its own band (TauState::acceptedCount).
+bool drifted(const TauState& t, double selected, size_t k, bool tauAtFloor) {
+  auto outside = [&](double target) {
+    return (selected < target / kDriftBand && !tauAtFloor) || selected > target * kDriftBand;
+  };
+  if (!outside(static_cast<double>(k))) return false;
+  return t.acceptedCount == 0 || outside(static_cast<double>(t.acceptedCount));
+}
+
+// acc = grad + committed residual, materialised in the spare residual.
+dctResult_t materialise(dctCompressor_t c, const void* grad, void* stream) {
+  return c->ops->add(c->kernels, c->spareResidual(), c->residual(), grad, c->count, c->dtype, stream);
+}
+
+// tau from the accumulator in the spare residual.
+dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
+  ThresholdArgs args{c->spareResidual(), c->count, c->dtype, c->config.density,
                      static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), sampleSeed(c)};
-  DCTCHECK(c->ops->threshold(c->kernels, &args, &c->tau, stream));
-  c->haveTau = true;
-  c->lastEstimateStep = c->stats.step;
-  c->stats.thresholdEstimates++;
-  DCT_INFO("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, c->tau);
+  DCTCHECK(c->ops->threshold(c->kernels, &args, &d.tau.tau, stream));
+  d.tau.have = true;
+  d.tau.lastEstimateStep = c->stats.step;
+  d.tau.acceptedCount = 0;
+  d.estimates++;
+  DCT_INFO("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, d.tau.tau);
   return dctSuccess;
 }
 
@@ -43,28 +60,24 @@ dctResult_t layOut(dctCompressor_t c, Message& msg, size_t capacity) {
   return dctSuccess;
 }
 
-dctResult_t select(dctCompressor_t c, const void* grad, Message& msg, SelectArgs& args,
+// Selects from acc into msg and the spare residual. With grad, acc is
+// grad + committed residual (the originals are never modified, so a select
+// can always be redone); without, acc is already in the spare residual.
+dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg, SelectArgs& args,
                    void* stream) {
+  void* out = c->spareResidual();
+  const void* in = grad ? c->residual() : out;
   if (msg.dense) {
-    args = SelectArgs{grad, c->residual.as(), c->count, c->dtype, c->indexBytes,
-                      c->tau, c->count, nullptr, msg.dense};
+    args = SelectArgs{grad, out, c->count, c->dtype, c->indexBytes, tau, c->count, nullptr, msg.dense};
+    args.residualIn = in;
     DCTCHECK(c->ops->selectDense(c->kernels, &args, stream));
   } else {
-    args = SelectArgs{grad, c->residual.as(), c->count, c->dtype, c->indexBytes,
-                      c->tau, msg.capacity, msg.indices, msg.values};
+    args = SelectArgs{grad, out, c->count, c->dtype, c->indexBytes, tau, msg.capacity, msg.indices, msg.values};
+    args.residualIn = in;
     DCTCHECK(c->ops->selectCompact(c->kernels, &args, stream));
   }
   msg.nnz = args.nnz;
   return dctSuccess;
-}
-
-// Puts the written entries back (their residual slots were zeroed), so the
-// residual holds this step's full accumulator again.
-dctResult_t undo(dctCompressor_t c, const Message& msg, void* stream) {
-  if (msg.dense) return c->ops->accumulate(c->kernels, c->residual.as(), msg.dense, c->count, c->dtype, stream);
-  ScatterArgs back{c->residual.as(), c->count, c->dtype, c->indexBytes,
-                   msg.indices, msg.values, msg.nnz, true};
-  return c->ops->scatterAdd(c->kernels, &back, stream);
 }
 
 }  // namespace
@@ -73,62 +86,66 @@ bool inWarmup(dctCompressor_t c) {
   return c->stats.step < static_cast<uint64_t>(c->config.warmupSteps);
 }
 
+bool sendsAll(dctCompressor_t c) { return inWarmup(c) || c->config.density >= 1.0; }
+
 size_t targetNnz(dctCompressor_t c) {
   double k = std::round(c->config.density * static_cast<double>(c->count));
   return k < 1.0 ? 1 : static_cast<size_t>(k);
 }
 
-dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void* stream) {
+dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, StepDraft& d, void* stream) {
   const size_t k = targetNnz(c);
   const double tauFloor = c->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()
                                                  : std::numeric_limits<float>::denorm_min();
-  bool estimated = false;
-  const bool sendAll = inWarmup(c) || c->config.density >= 1.0;
+  d = StepDraft{};
+  d.tau = c->tau;
+  const bool sendAll = sendsAll(c);
+  const void* from = grad;  // select from grad + residual, or from the materialised acc
   if (sendAll) {
-    c->tau = tauFloor;  // every nonzero entry goes
-  } else if (!c->haveTau ||
-             c->stats.step - c->lastEstimateStep >= static_cast<uint64_t>(c->config.thresholdInterval)) {
-    DCTCHECK(c->ops->accumulate(c->kernels, c->residual.as(), grad, c->count, c->dtype, stream));
-    grad = nullptr;  // the residual now holds the accumulator
-    DCTCHECK(estimateTau(c, stream));
-    estimated = true;
+    d.tau.tau = tauFloor;  // every nonzero entry goes
+  } else if (!d.tau.have ||
+             c->stats.step - d.tau.lastEstimateStep >= static_cast<uint64_t>(c->config.thresholdInterval)) {
+    DCTCHECK(materialise(c, grad, stream));
+    DCTCHECK(estimateTau(c, d, stream));
+    from = nullptr;
   }
   if (msg.storage) DCTCHECK(layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64));
   SelectArgs args;
-  DCTCHECK(select(c, grad, msg, args, stream));
-  // Drift: the count left the band around k since tau was set.
-  const double selected = static_cast<double>(args.selected);
-  bool tooFew = selected < k / kDriftBand && c->tau > tauFloor;
-  bool tooMany = selected > k * kDriftBand;
-  if (!estimated && !sendAll && (tooFew || tooMany)) {
-    DCTCHECK(undo(c, msg, stream));
-    DCTCHECK(estimateTau(c, stream));
-    DCTCHECK(select(c, nullptr, msg, args, stream));
+  DCTCHECK(select(c, from, d.tau.tau, msg, args, stream));
+  if (from != nullptr && !sendAll && drifted(d.tau, static_cast<double>(args.selected), k, d.tau.tau <= tauFloor)) {
+    DCTCHECK(materialise(c, grad, stream));
+    DCTCHECK(estimateTau(c, d, stream));
+    DCTCHECK(select(c, nullptr, d.tau.tau, msg, args, stream));
+    // Still outside: a tie no tau splits. Accept it rather than
+    // re-estimating every step.
+    if (drifted(TauState{}, static_cast<double>(args.selected), k, d.tau.tau <= tauFloor))
+      d.tau.acceptedCount = args.selected > 0 ? args.selected : 1;
   }
-  // Growable messages hold everything selected: make room and select again.
+  // Growable messages hold everything selected: make room and select again
+  // from the untouched originals.
   if (msg.storage && args.selected > msg.nnz) {
-    DCTCHECK(undo(c, msg, stream));
     DCTCHECK(layOut(c, msg, args.selected));
-    DCTCHECK(select(c, nullptr, msg, args, stream));
+    DCTCHECK(select(c, grad, d.tau.tau, msg, args, stream));
   }
-  if (!c->config.errorFeedback)
-    DCTCHECK(c->ops->zero(c->kernels, c->residual.as(), c->count * dtypeSize(c->dtype), stream));
-  c->stats.nnz = msg.nnz;
-  c->stats.nonFinite = args.nonFinite;
-  c->stats.threshold = sendAll ? 0.0 : c->tau;
+  d.newResidual = c->config.errorFeedback != 0;  // without EF the zero residual stays
+  d.nnz = msg.nnz;
+  d.nonFinite = args.nonFinite;
+  d.threshold = sendAll ? 0.0 : d.tau.tau;
   return dctSuccess;
 }
 
-dctResult_t accumulateDense(dctCompressor_t c, const void* grad, void* stream) {
-  return c->ops->accumulate(c->kernels, c->residual.as(), grad, c->count, c->dtype, stream);
-}
-
-dctResult_t clearResidual(dctCompressor_t c, void* stream) {
-  return c->ops->zero(c->kernels, c->residual.as(), c->count * dtypeSize(c->dtype), stream);
-}
-
-void finishStep(dctCompressor_t c, size_t bytesSent, size_t bytesReceived, dctAlgorithm_t algo) {
+void commitStep(dctCompressor_t c, const StepDraft& d, size_t bytesSent, size_t bytesReceived,
+                dctAlgorithm_t algo) {
+  if (d.newResidual) {
+    c->committed = 1 - c->committed;
+    c->residualZero = false;
+  }
+  c->tau = d.tau;
   dctStats_t& s = c->stats;
+  s.thresholdEstimates += d.estimates;
+  s.nnz = d.nnz;
+  s.nonFinite = d.nonFinite;
+  s.threshold = d.threshold;
   s.step++;
   s.bytesSent = bytesSent;
   s.bytesReceived = bytesReceived;
@@ -147,21 +164,36 @@ const KernelOps& twinFor(const void* ptr) {
   return cpuKernelOps();
 }
 
-dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
-  const KernelOps& twin = twinFor(buf);
-  if (c->ops == &twin) return dctSuccess;
-  if (c->ops != nullptr)
-    return fail(c->comm, dctInvalidArgument, "%s: buffers are in %s memory but this compressor's state is in %s memory",
-                fn, twin.device ? "device" : "host", c->ops->device ? "device" : "host");
+dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&c->kernels);
   if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
   c->ops = &twin;
-  for (TwinBuffer* b : {&c->residual, &c->selection, &c->wire, &c->gathered}) b->bind(c->ops, c->kernels);
-  res = c->residual.reserve(c->count * dtypeSize(c->dtype));
-  if (res == dctSuccess) res = clearResidual(c, nullptr);
+  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged})
+    b->bind(c->ops, c->kernels);
+  const size_t bytes = c->count * dtypeSize(c->dtype);
+  res = c->residuals[0].reserve(bytes);
+  if (res == dctSuccess) res = c->residuals[1].reserve(bytes);
+  if (res == dctSuccess) res = c->ops->zero(c->kernels, c->residual(), bytes, nullptr);
   if (res == dctSuccess) res = c->ops->synchronize(c->kernels, nullptr);
-  if (res != dctSuccess) return fail(c->comm, res, "%s: cannot allocate the %zu-element residual", fn, c->count);
+  if (res != dctSuccess) {
+    // Unbound again: a later call retries from scratch.
+    for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1]}) b->reset();
+    c->ops->destroyContext(c->kernels);
+    c->kernels = nullptr;
+    c->ops = nullptr;
+    return fail(c->comm, res, "%s: cannot allocate the 2 x %zu-element residual", fn, c->count);
+  }
+  c->residualZero = true;
   return dctSuccess;
+}
+
+dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
+  const KernelOps& twin = twinFor(buf);
+  if (c->ops != nullptr && c->ops->device == twin.device) return dctSuccess;
+  if (c->ops != nullptr)
+    return fail(c->comm, dctInvalidArgument, "%s: buffers are in %s memory but this compressor's state is in %s memory",
+                fn, twin.device ? "device" : "host", c->ops->device ? "device" : "host");
+  return bindOps(c, twin, fn);
 }
 
 dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
@@ -181,7 +213,8 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
 }
 
 void compressorDestroy(dctCompressor_t c) {
-  for (TwinBuffer* b : {&c->residual, &c->selection, &c->wire, &c->gathered}) b->reset();
+  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged})
+    b->reset();
   if (c->kernels) c->ops->destroyContext(c->kernels);
   c->magic = 0;
   delete c;

@@ -36,6 +36,32 @@ struct RankMessage {
 
 }  // namespace dct
 
+namespace dct {
+
+// The threshold schedule's state.
+struct TauState {
+  double tau = 0;
+  bool have = false;
+  uint64_t lastEstimateStep = 0;
+  // Ties: when a fresh estimate still leaves the count outside the drift
+  // band (many equal magnitudes, a tie no tau can split), that count is
+  // accepted and drift re-estimates stop until the count leaves the band
+  // around it, or the next scheduled estimate.
+  uint64_t acceptedCount = 0;
+};
+
+// What one step would change, held aside until every rank has succeeded
+// (commitStep); a failed step drops it and leaves the compressor as before.
+struct StepDraft {
+  TauState tau;
+  uint64_t estimates = 0;  // tau estimates made
+  uint64_t nnz = 0, nonFinite = 0;
+  double threshold = 0;
+  bool newResidual = false;  // the spare residual holds this step's residual
+};
+
+}  // namespace dct
+
 struct dctCompressor {
   static constexpr unsigned kMagic = 0xdc7c0cc1u;
   unsigned magic = kMagic;
@@ -48,17 +74,24 @@ struct dctCompressor {
   // state then stays in that memory space.
   const dct::KernelOps* ops = nullptr;
   dct::KernelContext* kernels = nullptr;
-  dct::TwinBuffer residual;   // count elements; holds acc between the passes of a step
+  // Two residuals: a step reads the committed one and writes the spare
+  // (same memory traffic as in place), so a failed step leaves the
+  // committed residual untouched and commit is a swap.
+  dct::TwinBuffer residuals[2];
+  int committed = 0;
+  bool residualZero = true;   // the committed residual is all zeros
   dct::TwinBuffer selection;  // this step's COO (allreduce)
   dct::TwinBuffer wire;       // the same, packed for the wire
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
+  dct::TwinBuffer staged;     // in-place calls: the result until the step commits
   std::vector<dct::RankMessage> lastMessages;  // every rank's, last step (auto's forecast)
   dct::AutoTuner tuner;     // auto: measured correction of the cost model
   uint64_t lastStepNs = 0;  // wall time of this rank's previous step
-  double tau = 0;
-  bool haveTau = false;
-  uint64_t lastEstimateStep = 0;
+  dct::TauState tau;
   dctStats_t stats{};
+
+  void* residual() const { return residuals[committed].as(); }
+  void* spareResidual() const { return residuals[1 - committed].as(); }
 };
 
 namespace dct {
@@ -74,22 +107,24 @@ void compressorDestroy(dctCompressor_t c);
 // Binds the compressor to the twin that owns `buf` (first call allocates and
 // zeroes the residual there); dctInvalidArgument if buf lives elsewhere.
 dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn);
+// Binds to an explicit ops table (tests: fault-injecting twins).
+dctResult_t bindOps(dctCompressor_t c, const KernelOps& ops, const char* fn);
 // The twin that owns ptr's memory: CUDA for device pointers, else CPU.
 const KernelOps& twinFor(const void* ptr);
 
 bool inWarmup(dctCompressor_t c);
+// Every nonzero entry is sent this step (warm-up, density 1).
+bool sendsAll(dctCompressor_t c);
 // The selection size the density asks for: k = max(1, round(density * count)).
 size_t targetNnz(dctCompressor_t c);
 
 // One DCT-DP step of grad into msg (at most msg.capacity entries; entries
-// that do not fit stay in the residual). Updates tau and stats.nnz,
-// stats.nonFinite, stats.threshold; does not advance the step counter.
-dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, void* stream);
-// Warm-up: residual += grad (the caller sends the residual densely, then
-// calls clearResidual).
-dctResult_t accumulateDense(dctCompressor_t c, const void* grad, void* stream);
-dctResult_t clearResidual(dctCompressor_t c, void* stream);
-// Ends a step: step counter, byte counters, algorithm.
-void finishStep(dctCompressor_t c, size_t bytesSent, size_t bytesReceived, dctAlgorithm_t algo);
+// that do not fit stay in the residual). Reads the committed state only and
+// writes the spare residual and `draft`; nothing is committed.
+dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, StepDraft& draft, void* stream);
+// Makes a step's draft the compressor's state and ends the step (counter,
+// byte counters, algorithm).
+void commitStep(dctCompressor_t c, const StepDraft& draft, size_t bytesSent, size_t bytesReceived,
+                dctAlgorithm_t algo);
 
 }  // namespace dct

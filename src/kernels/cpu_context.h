@@ -10,9 +10,34 @@
 
 namespace dct {
 
+// One worker's compacted entries of a select call. It grows to what a call
+// needs; after a spike (one step selecting far more than usual) it gives the
+// memory back once it holds more than 4x what any of the last kHistory calls
+// needed (buffers under kShrinkFloor bytes are kept: not worth the churn).
 struct WorkerScratch {
+  static constexpr int kHistory = 4;
+  static constexpr size_t kShrinkFloor = size_t(1) << 16;
   Buffer indices, values;
   size_t count = 0, nonFinite = 0;
+  size_t recent[kHistory] = {};  // entries the last calls needed (ring)
+  unsigned calls = 0;
+
+  // After a call's entries were emitted: `used` entries (0 for a worker that
+  // sat the call out) of indexBytes + valueBytes each.
+  void settle(size_t used, size_t indexBytes, size_t valueBytes) {
+    recent[calls++ % kHistory] = used;
+    size_t most = 0;
+    for (size_t r : recent) most = r > most ? r : most;
+    shrink(indices, most * indexBytes);
+    shrink(values, most * valueBytes);
+  }
+
+ private:
+  static void shrink(Buffer& b, size_t need) {
+    if (b.capacity() <= kShrinkFloor || b.capacity() <= 4 * need) return;
+    b = Buffer();
+    b.reserve(need);
+  }
 };
 
 struct CpuContext final : KernelContext {
@@ -40,6 +65,13 @@ dctResult_t dispatchTypes(dctDataType_t dtype, int indexBytes, Fn&& fn) {
 }
 
 inline CpuContext* cpuCtx(KernelContext* ctx) { return static_cast<CpuContext*>(ctx); }
+
+// Bytes the select scratch holds now (tests watch it shrink).
+inline size_t selectScratchBytes(KernelContext* ctx) {
+  size_t bytes = 0;
+  for (const WorkerScratch& w : cpuCtx(ctx)->workers) bytes += w.indices.capacity() + w.values.capacity();
+  return bytes;
+}
 
 dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void* stream);

@@ -45,6 +45,18 @@ dctResult_t accumulate(KernelContext* kc, void* residual, const void* grad, size
   });
 }
 
+dctResult_t add(KernelContext* kc, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,
+                void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
+    T* o = static_cast<T*>(out);
+    const T *x = static_cast<const T*>(a), *y = static_cast<const T*>(b);
+    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t lo, size_t hi, int) {
+      for (size_t i = lo; i < hi; i++) o[i] = x[i] + y[i];
+    });
+  });
+}
+
 dctResult_t zero(KernelContext* kc, void* data, size_t bytes, void*) {
   CpuContext* ctx = cpuCtx(kc);
   if (bytes == 0) return dctSuccess;
@@ -105,6 +117,7 @@ const KernelOps& cpuKernelOps() {
       .streamBegin = streamOrder,
       .streamEnd = streamOrder,
       .accumulate = accumulate,
+      .add = add,
       .selectCompact = cpuSelectCompact,
       .selectDense = cpuSelectDense,
       .threshold = cpuThreshold,

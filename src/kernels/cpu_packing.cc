@@ -50,35 +50,36 @@ dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
   CpuContext* ctx = cpuCtx(kc);
   const Layout l(a.nnz, sizeof(I));
   if (a.nnz == 0) return dctSuccess;
-  if (a.packedBytes < l.data || (a.packedBytes - l.data) % 8 != 0) return dctInternalError;
+  if (!packing::validSize(l, a.packedBytes)) return dctInternalError;
   Sections<I> s(const_cast<void*>(a.indices), l);
   const size_t words = (a.packedBytes - l.data) / 8;
-  if (s.offsets[0] != 0 || s.offsets[l.groups] != words) return dctInternalError;
-  for (size_t g = 0; g < l.groups; g++)
-    if (s.offsets[g + 1] < s.offsets[g]) return dctInternalError;
+  // The whole list is checked before anything is written, with the rule the
+  // CUDA twin uses, so a malformed message fails the same way on every rank
+  // and twin instead of being half added.
+  std::atomic<size_t> malformed{0};
+  ctx->pool.parallelFor(l.groups, kMinGroupsPerWorker, [&](size_t b, size_t e, int) {
+    size_t bad = 0;
+    for (size_t g = b; g < e; g++) bad += !packing::validGroup<I>(s, g, l.groups, a.nnz, a.n, words);
+    if (bad) malformed.fetch_add(bad, std::memory_order_relaxed);
+  });
+  if (malformed.load() != 0) return dctInternalError;
   T* dense = static_cast<T*>(a.dense);
   const T* values = static_cast<const T*>(a.values);
-  std::atomic<bool> malformed{false};
-  // Groups cover disjoint ascending index ranges: workers never share a
-  // target. Each group is decoded whole first, then scattered in a tight
+  // Valid groups cover disjoint ascending index ranges: workers never share
+  // a target. Each group is decoded whole first, then scattered in a tight
   // loop: the random dense accesses then overlap as in plain scatter-add
   // (decoding inside that loop measured 3-5x slower).
   ctx->pool.parallelFor(l.groups, kMinGroupsPerWorker, [&](size_t b, size_t e, int) {
     I local[kPackGroup];
     for (size_t g = b; g < e; g++) {
       const size_t count = packing::groupSize(a.nnz, g);
-      bool ok = packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g],
-                                        s.offsets[g + 1] - s.offsets[g], s.widths[g], count, a.n,
-                                        [&](size_t j, I i) { local[j] = i; });
-      if (!ok) {
-        malformed.store(true, std::memory_order_relaxed);
-        continue;  // a malformed group writes nothing
-      }
+      packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g],
+                              s.widths[g], count, a.n, [&](size_t j, I i) { local[j] = i; });
       const T* val = values + g * kPackGroup;
       for (size_t j = 0; j < count; j++) dense[local[j]] += val[j];
     }
   });
-  return malformed.load() ? dctInternalError : dctSuccess;
+  return dctSuccess;
 }
 
 }  // namespace

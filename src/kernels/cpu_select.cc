@@ -16,13 +16,13 @@ constexpr size_t kBlock = 2048;
 // Compacts [begin, end) of one block: SSE2 where available, then a
 // branch-free scalar loop for the tail (or everything elsewhere).
 template <typename T, typename I, bool kHasGrad>
-size_t selectBlock(const T* grad, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
+size_t selectBlock(const T* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
   size_t m = 0, i = begin;
 #if DCT_SELECT_SIMD
-  m = selectSimd<I, kHasGrad>(grad, residual, begin, end, tau, idx, val, i);
+  m = selectSimd<I, kHasGrad>(grad, in, residual, begin, end, tau, idx, val, i);
 #endif
   for (; i < end; i++) {
-    T acc = residual[i];
+    T acc = in[i];
     if constexpr (kHasGrad) acc += grad[i];
     const bool take = !(std::fabs(acc) < tau);  // also true for NaN
     idx[m] = static_cast<I>(i);
@@ -38,14 +38,15 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
   I idx[kBlock];
   T val[kBlock];
   const T* grad = static_cast<const T*>(a.grad);
+  const T* in = static_cast<const T*>(a.in());
   T* residual = static_cast<T*>(a.residual);
   const T tau = static_cast<T>(a.tau);
   out.count = 0;
   out.nonFinite = 0;
   for (size_t b = begin; b < end; b += kBlock) {
     size_t e = b + kBlock < end ? b + kBlock : end;
-    size_t m = grad ? selectBlock<T, I, true>(grad, residual, b, e, tau, idx, val)
-                    : selectBlock<T, I, false>(grad, residual, b, e, tau, idx, val);
+    size_t m = grad ? selectBlock<T, I, true>(grad, in, residual, b, e, tau, idx, val)
+                    : selectBlock<T, I, false>(grad, in, residual, b, e, tau, idx, val);
     if (m == 0) continue;
     out.indices.reserve((out.count + m) * sizeof(I), out.count * sizeof(I));
     out.values.reserve((out.count + m) * sizeof(T), out.count * sizeof(T));
@@ -101,6 +102,8 @@ dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
     a.nnz = total < a.capacity ? total : a.capacity;
     a.nonFinite = 0;
     for (int w = 0; w < workers; w++) a.nonFinite += nonFinite[w];
+    for (size_t w = 0; w < ctx->workers.size(); w++)  // the entries are out: scratch may shrink
+      ctx->workers[w].settle(w < size_t(workers) ? ctx->workers[w].count : 0, sizeof(I), sizeof(T));
   });
 }
 
@@ -110,12 +113,13 @@ template <typename T, bool kHasGrad>
 void selectDenseRange(const SelectArgs& a, size_t begin, size_t end, size_t& selected,
                       size_t& nonFinite) {
   const T* grad = static_cast<const T*>(a.grad);
+  const T* in = static_cast<const T*>(a.in());
   T* residual = static_cast<T*>(a.residual);
   T* out = static_cast<T*>(a.outValues);
   const T tau = static_cast<T>(a.tau);
   size_t hits = 0, odd = 0;
   for (size_t i = begin; i < end; i++) {
-    T acc = residual[i];
+    T acc = in[i];
     if constexpr (kHasGrad) acc += grad[i];
     const bool take = !(std::fabs(acc) < tau);
     out[i] = take ? acc : T(0);

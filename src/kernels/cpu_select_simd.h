@@ -26,13 +26,13 @@ inline size_t emitLanes(unsigned mask, size_t base, const T* lanes, I* idx, T* v
 }
 
 template <typename I, bool kHasGrad>
-size_t selectSimd(const float* __restrict grad, float* __restrict residual, size_t begin, size_t end,
+size_t selectSimd(const float* __restrict grad, const float* in, float* residual, size_t begin, size_t end,
                   float tau, I* __restrict idx, float* __restrict val, size_t& done) {
   const __m128 absMask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
   const __m128 vtau = _mm_set1_ps(tau);
   size_t m = 0, i = begin;
   for (; i + 8 <= end; i += 8) {
-    __m128 a0 = _mm_loadu_ps(residual + i), a1 = _mm_loadu_ps(residual + i + 4);
+    __m128 a0 = _mm_loadu_ps(in + i), a1 = _mm_loadu_ps(in + i + 4);
     if constexpr (kHasGrad) {
       a0 = _mm_add_ps(a0, _mm_loadu_ps(grad + i));
       a1 = _mm_add_ps(a1, _mm_loadu_ps(grad + i + 4));
@@ -55,13 +55,13 @@ size_t selectSimd(const float* __restrict grad, float* __restrict residual, size
 }
 
 template <typename I, bool kHasGrad>
-size_t selectSimd(const double* __restrict grad, double* __restrict residual, size_t begin, size_t end,
+size_t selectSimd(const double* __restrict grad, const double* in, double* residual, size_t begin, size_t end,
                   double tau, I* __restrict idx, double* __restrict val, size_t& done) {
   const __m128d absMask = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffll));
   const __m128d vtau = _mm_set1_pd(tau);
   size_t m = 0, i = begin;
   for (; i + 4 <= end; i += 4) {
-    __m128d a0 = _mm_loadu_pd(residual + i), a1 = _mm_loadu_pd(residual + i + 2);
+    __m128d a0 = _mm_loadu_pd(in + i), a1 = _mm_loadu_pd(in + i + 2);
     if constexpr (kHasGrad) {
       a0 = _mm_add_pd(a0, _mm_loadu_pd(grad + i));
       a1 = _mm_add_pd(a1, _mm_loadu_pd(grad + i + 2));

@@ -146,4 +146,28 @@ DCT_HOST_DEVICE bool decodeGroup(I base, const uint64_t* words, size_t wordCount
   return true;
 }
 
+// Whether group g of a packed list of nnz entries and `words` data words is
+// well formed: its words lie inside the list (offsets start at 0, ascend and
+// end at `words`) and decode (decodeGroup), and its last index lies below the
+// next group's first. Groups then cover disjoint ascending ranges: no two
+// entries of a valid list share a target, so groups may scatter in parallel.
+// Both twins check every group before writing anything.
+template <typename I>
+DCT_HOST_DEVICE bool validGroup(const Sections<I>& s, size_t g, size_t groups, size_t nnz, uint64_t n,
+                                size_t words) {
+  const uint32_t begin = s.offsets[g], end = s.offsets[g + 1];
+  if ((g == 0 && begin != 0) || (g + 1 == groups && end != words)) return false;
+  if (end < begin || end > words) return false;
+  uint64_t last = 0;
+  if (!decodeGroup<I>(s.bases[g], s.data + begin, end - begin, s.widths[g], groupSize(nnz, g), n,
+                      [&](size_t, I index) { last = index; }))
+    return false;
+  return g + 1 == groups || last < static_cast<uint64_t>(s.bases[g + 1]);
+}
+
+// The size checks of a packed list, before any group is read.
+DCT_HOST_DEVICE bool validSize(const Layout& l, size_t packedBytes) {
+  return packedBytes >= l.data && (packedBytes - l.data) % 8 == 0;
+}
+
 }  // namespace dct::packing

@@ -18,14 +18,17 @@ struct KernelContext {
 };
 
 // Fused error feedback + threshold select + compaction:
-//   acc = (grad ? grad : 0) + residual
+//   acc = (grad ? grad : 0) + (residualIn ? residualIn : residual)
 //   selected = { i : !(|acc_i| < tau) }   (so NaN and Inf are always selected)
 //   out = selected entries in ascending index order, at most `capacity`
 //   residual = acc with the written entries zeroed (entries beyond capacity
 //   keep their acc, so nothing is ever lost).
+// Reading the old residual from residualIn and writing the new one to
+// `residual` costs the same traffic as in place and leaves the old one
+// intact: the compressor commits a step only when every rank succeeded.
 struct SelectArgs {
   const void* grad;  // may be null
-  void* residual;
+  void* residual;    // out (and in, when residualIn is null)
   size_t n;
   dctDataType_t dtype;
   int indexBytes;  // 4 or 8
@@ -36,6 +39,8 @@ struct SelectArgs {
   size_t nnz = 0;        // out: entries written
   size_t selected = 0;   // out: entries meeting the threshold (may exceed nnz)
   size_t nonFinite = 0;  // out: NaN/Inf among the written entries
+  const void* residualIn = nullptr;  // may equal residual
+  const void* in() const { return residualIn ? residualIn : residual; }
 };
 
 struct ThresholdArgs {
@@ -92,6 +97,10 @@ struct KernelOps {
   // residual += grad
   dctResult_t (*accumulate)(KernelContext* ctx, void* residual, const void* grad, size_t n,
                             dctDataType_t dtype, void* stream);
+  // out = a + b (out may be a or b): an accumulator built beside the
+  // residual it came from.
+  dctResult_t (*add)(KernelContext* ctx, void* out, const void* a, const void* b, size_t n,
+                     dctDataType_t dtype, void* stream);
   dctResult_t (*selectCompact)(KernelContext* ctx, SelectArgs* args, void* stream);
   // The same selection written densely: outValues[i] = acc_i if selected
   // else 0 (capacity and outIndices unused; nnz = selected). One pass, no
@@ -103,10 +112,12 @@ struct KernelOps {
   dctResult_t (*scatterAdd)(KernelContext* ctx, const ScatterArgs* args, void* stream);
   dctResult_t (*packIndices)(KernelContext* ctx, PackArgs* args, void* stream);
   // scatterAdd of a message whose `indices` are a packed list of
-  // `packedBytes` bytes. Malformed lists never make it read or write out of
-  // bounds: both twins skip (write nothing for) malformed groups; the CPU
-  // twin also returns dctInternalError, the CUDA twin cannot report without
-  // a host round trip.
+  // `packedBytes` bytes. Both twins validate the whole list first (sizes,
+  // offsets, widths, indices strictly ascending within and across groups and
+  // < n: packing::validGroup) and, if anything is malformed, write nothing
+  // and return dctInternalError, so every rank and twin fails alike. The CUDA
+  // twin reads its count of malformed groups back before scattering (one
+  // stream synchronisation per call).
   dctResult_t (*scatterAddPacked)(KernelContext* ctx, const ScatterArgs* args, void* stream);
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,

@@ -14,6 +14,7 @@ struct dctComm {
   int size = 1;
   const dct::Transport* transport = nullptr;
   void* transportState = nullptr;  // owned by the transport
+  void* faultSeam = nullptr;       // tests only: transport/fault_injection.h
 
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next

@@ -38,24 +38,25 @@ struct Pair {
   void step(const std::vector<float>& grad, int t) {
     CAPTURE(t);
     Message hm{idx.data(), val.data(), capacity, 0, nullptr};
-    REQUIRE(compressStep(host, grad.data(), hm, nullptr) == dctSuccess);
+    StepDraft hd, dd;
+    REQUIRE(compressStep(host, grad.data(), hm, hd, nullptr) == dctSuccess);
     dGrad.upload(grad);
     Message dm{dIdx.get(), dVal.get(), capacity, 0, nullptr};
-    REQUIRE(compressStep(device, dGrad.get(), dm, nullptr) == dctSuccess);
+    REQUIRE(compressStep(device, dGrad.get(), dm, dd, nullptr) == dctSuccess);
     REQUIRE(device->ops->synchronize(device->kernels, nullptr) == dctSuccess);
-    finishStep(host, 0, 0, dctAlgoAllgather);
-    finishStep(device, 0, 0, dctAlgoAllgather);
+    commitStep(host, hd, 0, 0, dctAlgoAllgather);
+    commitStep(device, dd, 0, 0, dctAlgoAllgather);
 
     REQUIRE(dm.nnz == hm.nnz);
-    CHECK(sameBits(device->tau, host->tau));
+    CHECK(sameBits(device->tau.tau, host->tau.tau));
     CHECK(device->stats.thresholdEstimates == host->stats.thresholdEstimates);
     CHECK(device->stats.nonFinite == host->stats.nonFinite);
     const auto di = dIdx.download();
     for (size_t j = 0; j < hm.nnz; j++) REQUIRE(di[j] == idx[j]);
     requireSameValues(dVal.download(), val, hm.nnz);
     std::vector<float> residual(n);
-    CUDA_REQUIRE(cudaMemcpy(residual.data(), device->residual.as(), n * sizeof(float), cudaMemcpyDeviceToHost));
-    const float* hostResidual = host->residual.as<const float>();
+    CUDA_REQUIRE(cudaMemcpy(residual.data(), device->residual(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    const float* hostResidual = static_cast<const float*>(host->residual());
     for (size_t i = 0; i < n; i++) REQUIRE(sameValue(residual[i], hostResidual[i]));
   }
 };

@@ -1,5 +1,6 @@
-// Shared helpers for the MPI tests: a dct comm per test, cross-rank hash
-// comparison, and gathering every rank's COO message.
+// Shared helpers for the MPI tests: a dct comm per test, configs with every
+// field set, cross-rank hash comparison, and gathering every rank's COO
+// message.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -23,6 +24,30 @@ struct World {
   }
   ~World() { dctCommDestroy(comm); }
 };
+
+// Every field set, so no DCT_* variable in the caller's environment can
+// change what a test runs (explicit fields win over the environment).
+struct Settings {
+  double density = 0.01;
+  dctAlgorithm_t algorithm = dctAlgoAllgather;
+  dctThresholdMethod_t method = dctThresholdExact;
+  int interval = 1;
+  int warmup = 0;
+  bool errorFeedback = true;
+  long long seed = 0;
+};
+
+inline dctConfig_t explicitConfig(const Settings& s) {
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+  cfg.density = s.density;
+  cfg.thresholdInterval = s.interval;
+  cfg.errorFeedback = s.errorFeedback ? 1 : 0;
+  cfg.warmupSteps = s.warmup;
+  cfg.thresholdMethod = s.method;
+  cfg.algorithm = s.algorithm;
+  cfg.seed = s.seed;
+  return cfg;
+}
 
 inline uint64_t fnv1a(const void* data, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -15,11 +15,11 @@ int runSteps(AutoTuner& t, int steps, double agModel, double denseModel, double 
   int dense = 0;
   double last = 0;
   for (int i = 0; i < steps; i++, step++) {
-    t.learn(last);  // the previous step's time arrives with this step's counts
-    dctAlgorithm_t a = t.plan(agModel, denseModel, step);
-    dense += a == dctAlgoDense;
-    last = a == dctAlgoDense ? denseReal : agReal;
-    t.endStep();
+    // The previous step's time arrives with this step's counts.
+    const AutoTuner::Decision d = t.plan(agModel, denseModel, step);
+    t.commit(d, last, step);
+    dense += d.algorithm() == dctAlgoDense;
+    last = d.algorithm() == dctAlgoDense ? denseReal : agReal;
   }
   return dense;
 }
@@ -53,8 +53,17 @@ TEST_CASE("a close loser is re-measured, rarely") {
 
 TEST_CASE("the first, cold run of an algorithm is not learned") {
   AutoTuner t;
-  t.plan(10, 100, 0);
-  t.endStep();
-  t.learn(1e6);  // cold: page faults, connection setup
+  t.commit(t.plan(10, 100, 0), 0, 0);
+  t.commit(t.plan(10, 100, 1), 1e6, 1);  // cold: page faults, connection setup
   CHECK(t.scale(dctAlgoAllgather) == 1.0);
+}
+
+TEST_CASE("planning alone changes nothing: a failed step leaves the tuner as it was") {
+  AutoTuner t;
+  uint64_t step = 0;
+  runSteps(t, 10, 50, 90, 400, 100, step);
+  const double before = t.scale(dctAlgoAllgather);
+  for (int i = 0; i < 5; i++) (void)t.plan(50, 90, step);  // planned, never committed
+  CHECK(t.scale(dctAlgoAllgather) == before);
+  CHECK(t.plan(50, 90, step).slot == t.plan(50, 90, step).slot);
 }

@@ -26,11 +26,12 @@ struct Fixture {
     REQUIRE(bindTwin(c, host.data(), "test") == dctSuccess);
   }
   ~Fixture() { compressorDestroy(c); }
-  const float* residual() { return c->residual.as<const float>(); }
+  const float* residual() { return static_cast<const float*>(c->residual()); }
   size_t step(const float* grad) {
     Message msg{idx.data(), val.data(), idx.size(), 0, nullptr};
-    REQUIRE(compressStep(c, grad, msg, nullptr) == dctSuccess);
-    finishStep(c, 0, 0, dctAlgoAllgather);
+    StepDraft draft;
+    REQUIRE(compressStep(c, grad, msg, draft, nullptr) == dctSuccess);
+    commitStep(c, draft, 0, 0, dctAlgoAllgather);
     return msg.nnz;
   }
 };

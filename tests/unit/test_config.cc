@@ -1,4 +1,6 @@
 // Config resolution: defaults, env overrides, explicit fields, bad values.
+// Every case starts from an environment without the DCT_* variables config
+// reads, so the caller's environment cannot change an outcome.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,7 +12,21 @@
 
 using dct::resolveConfig;
 
-TEST_CASE("defaults come from the brief") {
+namespace {
+
+const char* const kConfigVars[] = {"DCT_DENSITY",        "DCT_THRESHOLD_INTERVAL", "DCT_ERROR_FEEDBACK",
+                                   "DCT_WARMUP_STEPS",   "DCT_SEED",               "DCT_THRESHOLD_METHOD",
+                                   "DCT_ALGORITHM"};
+
+struct CleanEnv {
+  CleanEnv() {
+    for (const char* name : kConfigVars) unsetenv(name);
+  }
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
   REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
   CHECK(out.density == 0.01);
@@ -28,7 +44,7 @@ TEST_CASE("defaults come from the brief") {
   CHECK(fromNull.seed == out.seed);
 }
 
-TEST_CASE("env fills undefined fields; explicit fields win") {
+TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   setenv("DCT_DENSITY", "0.05", 1);
   setenv("DCT_THRESHOLD_INTERVAL", "7", 1);
   setenv("DCT_ALGORITHM", "dense", 1);
@@ -44,32 +60,30 @@ TEST_CASE("env fills undefined fields; explicit fields win") {
   REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
   CHECK(out.density == 0.2);
   CHECK(out.algorithm == dctAlgoAllgather);
-  unsetenv("DCT_DENSITY");
-  unsetenv("DCT_THRESHOLD_INTERVAL");
-  unsetenv("DCT_ALGORITHM");
-  unsetenv("DCT_THRESHOLD_METHOD");
 }
 
-TEST_CASE("bad fields are rejected with a message") {
-  auto rejects = [](void (*edit)(dctConfig_t&), dctResult_t expected) {
+TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
+  // The message names what was wrong (not just any earlier failure's text).
+  auto rejects = [](void (*edit)(dctConfig_t&), dctResult_t expected, const char* names) {
     dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
     edit(in);
+    CAPTURE(names);
     CHECK(resolveConfig(nullptr, &in, &out) == expected);
-    CHECK(std::strlen(dctGetLastError(nullptr)) > 0);
+    CHECK(std::strstr(dctGetLastError(nullptr), names) != nullptr);
   };
-  rejects([](dctConfig_t& c) { c.density = 0.0; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.density = 1.5; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.density = -0.1; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.density = NAN; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.thresholdInterval = 0; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.errorFeedback = 2; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.warmupSteps = -1; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.thresholdMethod = 9; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.algorithm = -3; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.algorithm = dctAlgoSplit; }, dctNotSupported);
-  rejects([](dctConfig_t& c) { c.magic = 0; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.size = 3; }, dctInvalidArgument);
-  rejects([](dctConfig_t& c) { c.seed = -5; }, dctInvalidArgument);
+  rejects([](dctConfig_t& c) { c.density = 0.0; }, dctInvalidArgument, "density");
+  rejects([](dctConfig_t& c) { c.density = 1.5; }, dctInvalidArgument, "density");
+  rejects([](dctConfig_t& c) { c.density = -0.1; }, dctInvalidArgument, "density");
+  rejects([](dctConfig_t& c) { c.density = NAN; }, dctInvalidArgument, "density");
+  rejects([](dctConfig_t& c) { c.thresholdInterval = 0; }, dctInvalidArgument, "thresholdInterval");
+  rejects([](dctConfig_t& c) { c.errorFeedback = 2; }, dctInvalidArgument, "errorFeedback");
+  rejects([](dctConfig_t& c) { c.warmupSteps = -1; }, dctInvalidArgument, "warmupSteps");
+  rejects([](dctConfig_t& c) { c.thresholdMethod = 9; }, dctInvalidArgument, "thresholdMethod");
+  rejects([](dctConfig_t& c) { c.algorithm = -3; }, dctInvalidArgument, "algorithm");
+  rejects([](dctConfig_t& c) { c.algorithm = dctAlgoSplit; }, dctNotSupported, "Split");
+  rejects([](dctConfig_t& c) { c.magic = 0; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
+  rejects([](dctConfig_t& c) { c.size = 3; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
+  rejects([](dctConfig_t& c) { c.seed = -5; }, dctInvalidArgument, "seed");
   // An uninitialised struct (garbage) is refused too.
   dctConfig_t garbage;
   std::memset(&garbage, 0xab, sizeof(garbage));
@@ -77,8 +91,54 @@ TEST_CASE("bad fields are rejected with a message") {
   CHECK(resolveConfig(nullptr, &garbage, &out) == dctInvalidArgument);
 }
 
-TEST_CASE("a density of exactly 1 is allowed") {
+TEST_CASE_FIXTURE(CleanEnv, "a density of exactly 1 is allowed") {
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
   in.density = 1.0;
   CHECK(resolveConfig(nullptr, &in, &out) == dctSuccess);
+}
+
+// A typo in a job script must not silently train with the default.
+TEST_CASE_FIXTURE(CleanEnv, "a malformed variable is refused, naming it") {
+  const char* const bad[][2] = {{"DCT_DENSITY", "abc"},         {"DCT_THRESHOLD_INTERVAL", "7x"},
+                                {"DCT_ALGORITHM", "bogus"},      {"DCT_ERROR_FEEDBACK", "yes"},
+                                {"DCT_WARMUP_STEPS", "1.5"},     {"DCT_SEED", "0x"},
+                                {"DCT_THRESHOLD_METHOD", "fast"}};
+  for (const auto& [name, value] : bad) {
+    CAPTURE(name);
+    CAPTURE(value);
+    setenv(name, value, 1);
+    dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
+    CHECK(resolveConfig(nullptr, &in, &out) == dctInvalidArgument);
+    CHECK(std::strstr(dctGetLastError(nullptr), name) != nullptr);
+    CHECK(resolveConfig(nullptr, nullptr, &out) == dctInvalidArgument);
+    unsetenv(name);
+  }
+}
+
+// What lets the MPI tests (and users) ignore the environment: a field that
+// is set never reads its variable, malformed or not.
+TEST_CASE_FIXTURE(CleanEnv, "explicit fields are immune to the environment") {
+  setenv("DCT_DENSITY", "abc", 1);
+  setenv("DCT_THRESHOLD_INTERVAL", "7x", 1);
+  setenv("DCT_ERROR_FEEDBACK", "0", 1);
+  setenv("DCT_WARMUP_STEPS", "5", 1);
+  setenv("DCT_SEED", "9", 1);
+  setenv("DCT_THRESHOLD_METHOD", "exact", 1);
+  setenv("DCT_ALGORITHM", "bogus", 1);
+  dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
+  in.density = 0.25;
+  in.thresholdInterval = 3;
+  in.errorFeedback = 1;
+  in.warmupSteps = 0;
+  in.seed = 4;
+  in.thresholdMethod = dctThresholdSampled;
+  in.algorithm = dctAlgoDense;
+  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  CHECK(out.density == 0.25);
+  CHECK(out.thresholdInterval == 3);
+  CHECK(out.errorFeedback == 1);
+  CHECK(out.warmupSteps == 0);
+  CHECK(out.seed == 4);
+  CHECK(out.thresholdMethod == dctThresholdSampled);
+  CHECK(out.algorithm == dctAlgoDense);
 }

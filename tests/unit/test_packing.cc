@@ -1,6 +1,6 @@
 // Delta bit-packing of index lists (CPU twin): the bytes against a plain
 // bit-by-bit reading of the documented layout, scatter-add of packed
-// messages against plain scatter-add, malformed lists rejected.
+// messages against plain scatter-add, malformed lists rejected whole.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "kernels/index_packing.h"
 #include "kernels/kernels.h"
+#include "malformed_lists.h"
 #include "reference.h"
 
 using namespace dct;
@@ -139,31 +140,38 @@ TEST_CASE("scatter-add of packed messages matches plain scatter-add") {
   }
 }
 
-TEST_CASE("malformed packed lists are rejected; bad groups write nothing") {
-  const size_t n = 10000, nnz = 300;
-  const auto idx = randomIndices<uint32_t>(n, nnz, true, 61);
-  const auto val = randomVector<float>(nnz, 62, false);
+namespace {
+
+// Each corruption of a valid list fails the whole call: nothing is written,
+// whichever group is bad and however the groups are split among workers.
+template <typename I>
+void checkMalformedRejected(size_t n, size_t nnz, uint64_t seed) {
+  CAPTURE(n);
+  CAPTURE(nnz);
+  CAPTURE(sizeof(I));
+  const auto idx = randomIndices<I>(n, nnz, true, seed);
+  const auto val = randomVector<float>(nnz, seed + 1, false);
   Twin twin;
   const auto good = twin.pack(idx);
-  const packing::Layout l(nnz, 4);
-  std::vector<float> dense;
-  auto scatter = [&](std::vector<uint8_t> bytes, size_t denseSize) {
-    dense.assign(denseSize, 0.0f);
-    ScatterArgs args{dense.data(), denseSize, dctFloat32, 4, bytes.data(), val.data(), nnz, true, bytes.size()};
-    return twin.ops.scatterAddPacked(twin.ctx, &args, nullptr);
-  };
-  CHECK(scatter(good, n) == dctSuccess);
-  CHECK(scatter(good, idx.back()) == dctInternalError);  // last index past a smaller n
-  for (size_t j = 0; j < 256; j++) CHECK(dense[idx[j]] == val[j]);     // good groups added
-  for (size_t j = 256; j + 1 < nnz; j++) CHECK(dense[idx[j]] == 0.0f);  // the bad one skipped whole
-  auto truncated = good;
-  truncated.resize(good.size() - 8);
-  CHECK(scatter(truncated, n) == dctInternalError);
-  auto wide = good;
-  wide[l.widths] = 40;  // wider than a uint32 index
-  CHECK(scatter(wide, n) == dctInternalError);
-  auto shuffled = good;
-  uint32_t bogus = 1u << 30;
-  std::memcpy(shuffled.data() + l.offsets + 4, &bogus, 4);  // offsets out of order
-  CHECK(scatter(shuffled, n) == dctInternalError);
+  for (const MalformedList& m : malformedLists(good, idx, n)) {
+    CAPTURE(m.what);
+    const auto before = randomVector<float>(m.n, seed + 2, false);
+    auto dense = before;
+    ScatterArgs args{dense.data(), m.n, dctFloat32, static_cast<int>(sizeof(I)), m.bytes.data(), val.data(),
+                     nnz, true, m.bytes.size()};
+    CHECK(twin.ops.scatterAddPacked(twin.ctx, &args, nullptr) == dctInternalError);
+    CHECK(std::memcmp(dense.data(), before.data(), m.n * sizeof(float)) == 0);
+  }
+  auto dense = randomVector<float>(n, seed + 2, false);
+  ScatterArgs args{dense.data(), n, dctFloat32, static_cast<int>(sizeof(I)), good.data(), val.data(), nnz,
+                   true, good.size()};
+  CHECK(twin.ops.scatterAddPacked(twin.ctx, &args, nullptr) == dctSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("malformed packed lists are rejected whole; nothing is written") {
+  checkMalformedRejected<uint32_t>(10000, 300, 61);
+  checkMalformedRejected<uint64_t>(10000, 300, 62);
+  checkMalformedRejected<uint32_t>(4000037, 200003, 63);  // ~1600 groups: several workers
 }

@@ -1,9 +1,11 @@
-// Scatter-add (CPU twin) against a plain loop, sorted and unsorted indices.
+// Scatter-add (CPU twin, and dctScatterAdd on host buffers) against a plain
+// loop, sorted and unsorted indices.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <random>
 
+#include "dct/dct.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 
@@ -64,4 +66,27 @@ TEST_CASE("accumulate, zero and scale match plain loops") {
     for (size_t i = 0; i < n; i++) REQUIRE(sameBits(r[i], 0.0f));
   }
   ops.destroyContext(ctx);
+}
+
+TEST_CASE("dctScatterAdd: ascending and repeated host indices, repeated calls") {
+  const size_t n = 1000003;
+  for (bool ascending : {true, false}) {
+    for (size_t nnz : {size_t(1), size_t(1000), n / 2}) {
+      CAPTURE(ascending);
+      CAPTURE(nnz);
+      const auto idx = randomIndices<uint32_t>(n, nnz, ascending, 71 + nnz);
+      const auto val = randomVector<float>(nnz, 72 + nnz);
+      auto dense = randomVector<float>(n, 73);
+      auto ref = dense;
+      for (int call = 0; call < 2; call++) {  // the second call reuses the shared context
+        for (size_t j = 0; j < nnz; j++) ref[idx[j]] += val[j];
+        REQUIRE(dctScatterAdd(dense.data(), n, idx.data(), val.data(), nnz, dctFloat32, nullptr) == dctSuccess);
+        for (size_t i = 0; i < n; i++) REQUIRE(sameBits(dense[i], ref[i]));
+      }
+    }
+  }
+  std::vector<float> dense(4, 0.0f), val = {1.0f, 2.0f};
+  std::vector<uint32_t> bad = {1, 4};
+  CHECK(dctScatterAdd(dense.data(), 4, bad.data(), val.data(), 2, dctFloat32, nullptr) == dctInvalidArgument);
+  CHECK(dense == std::vector<float>(4, 0.0f));
 }

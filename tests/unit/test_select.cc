@@ -1,6 +1,8 @@
-// Fused EF + select + compact (CPU twin) against the plain reference.
+// Fused EF + select + compact (CPU twin) against the plain reference; its
+// scratch shrinks after a spike.
 #include <doctest/doctest.h>
 
+#include "kernels/cpu_context.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 
@@ -101,5 +103,41 @@ TEST_CASE("dense select writes the same selection densely") {
       }
     }
   }
+  ops.destroyContext(ctx);
+}
+
+TEST_CASE("select scratch shrinks after a spike, and only then") {
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  const size_t n = 1 << 20;
+  std::vector<uint32_t> idx(n);
+  std::vector<float> val(n);
+  auto select = [&](double tau) {
+    auto residual = randomVector<float>(n, 91, false);
+    SelectArgs args{nullptr, residual.data(), n, dctFloat32, 4, tau, n, idx.data(), val.data()};
+    REQUIRE(ops.selectCompact(ctx, &args, nullptr) == dctSuccess);
+    return args.nnz;
+  };
+  // A steady selection of ~30% keeps its scratch: no churn.
+  REQUIRE(select(1.0) > n / 4);
+  const size_t steady = selectScratchBytes(ctx);
+  CHECK(steady >= n / 4 * 8);
+  for (int i = 0; i < 6; i++) select(1.0);
+  CHECK(selectScratchBytes(ctx) == steady);
+  // A spike taking everything grows it; it stays while the spike is among
+  // the last 4 calls, and goes once 4 calls needed next to nothing.
+  REQUIRE(select(1e-30) > n * 9 / 10);
+  const size_t spike = selectScratchBytes(ctx);
+  CHECK(spike >= n * 8 * 9 / 10);
+  for (int i = 0; i < 3; i++) {
+    CHECK(select(10.0) == 0);
+    CHECK(selectScratchBytes(ctx) == spike);
+  }
+  CHECK(select(10.0) == 0);
+  CHECK(selectScratchBytes(ctx) == 0);
+  // And it grows back when needed, with the same result.
+  CHECK(select(1.0) > n / 4);
+  CHECK(selectScratchBytes(ctx) > 0);
   ops.destroyContext(ctx);
 }

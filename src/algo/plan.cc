@@ -1,0 +1,34 @@
+// Planning: the configured algorithm, or auto's forecast. Pure: reads the
+// committed state only.
+#include "algo/algorithms.h"
+#include "core/cost_model.h"
+#include "kernels/index_packing.h"
+#include "transport/comm.h"
+
+namespace dct {
+
+Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
+  Plan p;
+  if (inWarmup(c)) return p;
+  // Packed lists have uint32 word offsets: past that size, stay dense.
+  if (!packing::fitsOffsets(c->count, c->indexBytes)) return p;
+  p.algorithm = static_cast<dctAlgorithm_t>(c->config.algorithm);
+  if (p.algorithm != dctAlgoAuto) return p;
+  // Forecast this step's counts: last step's (identical on every rank), or
+  // k per rank before the first exchange.
+  std::vector<uint64_t> forecast(comm->size, targetNnz(c));
+  if (c->lastMessages.size() == forecast.size())
+    for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
+  CostInputs in{comm->size, c->count, dtypeSize(c->dtype), static_cast<size_t>(c->indexBytes),
+                forecast.data()};
+  const CostParams params = costParamsFromEnv();
+  if (comm->size == 1) {
+    p.algorithm = chooseAlgorithm(params, in);
+    return p;
+  }
+  p.decision = c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), c->stats.step);
+  p.algorithm = p.decision.algorithm();
+  return p;
+}
+
+}  // namespace dct

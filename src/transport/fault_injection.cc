@@ -1,0 +1,105 @@
+#include "transport/fault_injection.h"
+
+#include <cstring>
+#include <new>
+
+#include "base/debug.h"
+#include "base/memory_space.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+struct Seam {
+  const Transport* inner = nullptr;
+  Transport table{};
+  uint64_t ops = 0;
+  uint64_t failAt = UINT64_MAX;
+  int rank = -1;
+};
+
+Seam* seamOf(dctComm_t comm) { return static_cast<Seam*>(comm->faultSeam); }
+
+// Counts the op; true if it is the armed one on this rank.
+bool hit(dctComm_t comm) {
+  Seam* s = seamOf(comm);
+  const bool armed = s->ops++ == s->failAt && (s->rank < 0 || s->rank == comm->rank);
+  if (armed) s->failAt = UINT64_MAX;
+  return armed;
+}
+
+dctResult_t injected(dctComm_t comm, void* garble, size_t bytes, const char* op) {
+  if (garble && bytes && !isDeviceMemory(garble)) std::memset(garble, 0xff, bytes);  // NaNs and junk
+  return fail(comm, dctTransportError, "injected fault in %s (transport op %llu)", op,
+              static_cast<unsigned long long>(seamOf(comm)->ops - 1));
+}
+
+dctResult_t prepare(dctComm_t comm, const void* sample, size_t bytes, void* stream) {
+  if (hit(comm)) return injected(comm, nullptr, 0, "prepare");
+  return seamOf(comm)->inner->prepare(comm, sample, bytes, stream);
+}
+
+dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->allgather(comm, send, recv, bytes, stream);
+  return h ? injected(comm, recv, bytes * comm->size, "allgather") : res;
+}
+
+dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
+                       const size_t* recvOffsets, void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->allgatherv(comm, send, sendBytes, recv, recvBytes, recvOffsets, stream);
+  size_t end = 0;
+  for (int r = 0; r < comm->size; r++) end = recvOffsets[r] + recvBytes[r] > end ? recvOffsets[r] + recvBytes[r] : end;
+  return h ? injected(comm, recv, end, "allgatherv") : res;
+}
+
+dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t dtype,
+                      void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->allreduce(comm, send, recv, count, dtype, stream);
+  return h ? injected(comm, recv, count * (dtype == dctFloat64 ? 8 : 4), "allreduce") : res;
+}
+
+dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
+  if (!hit(comm)) return seamOf(comm)->inner->vote(comm, mine, worst, stream);
+  (void)seamOf(comm)->inner->vote(comm, dctTransportError, worst, stream);
+  return injected(comm, nullptr, 0, "vote");
+}
+
+void destroy(dctComm_t comm) {
+  Seam* s = seamOf(comm);
+  comm->transport = s->inner;
+  comm->faultSeam = nullptr;
+  delete s;
+  comm->transport->destroy(comm);
+}
+
+}  // namespace
+
+dctResult_t installFaultSeam(dctComm_t comm) {
+  if (comm->faultSeam != nullptr) return dctSuccess;
+  auto* s = new (std::nothrow) Seam();
+  if (s == nullptr) return dctOutOfMemory;
+  s->inner = comm->transport;
+  s->table = *s->inner;
+  s->table.prepare = prepare;
+  s->table.allgather = allgather;
+  s->table.allgatherv = allgatherv;
+  s->table.allreduce = allreduce;
+  s->table.vote = vote;
+  s->table.destroy = destroy;
+  comm->faultSeam = s;
+  comm->transport = &s->table;
+  return dctSuccess;
+}
+
+void armFault(dctComm_t comm, uint64_t after, int rank) {
+  Seam* s = seamOf(comm);
+  s->failAt = s->ops + after;
+  s->rank = rank;
+}
+
+uint64_t transportOps(dctComm_t comm) { return comm->faultSeam ? seamOf(comm)->ops : 0; }
+
+}  // namespace dct

@@ -1,0 +1,25 @@
+// Test seam: wraps a comm's transport so that one chosen operation fails,
+// on one rank or on all, the way a real fault would look to libdct:
+//  * prepare() (local staging) fails without doing anything;
+//  * a data op still takes part in the collective (peers never wait on a
+//    rank that gave up), then garbles what it received and reports
+//    dctTransportError, so a result built from it would be caught;
+//  * vote() contributes a failure (the rank knows it failed) and reports it.
+// Used by tests/mpi/test_fault_injection.cc; production code never arms it.
+#pragma once
+
+#include <cstdint>
+
+#include "dct/dct.h"
+
+namespace dct {
+
+// Installs the wrapper (once per comm; destroyed with the comm).
+dctResult_t installFaultSeam(dctComm_t comm);
+// The operation `after` operations from now fails on `rank` (-1: on every
+// rank); one shot.
+void armFault(dctComm_t comm, uint64_t after, int rank);
+// Operations seen so far (prepare, data ops and votes alike).
+uint64_t transportOps(dctComm_t comm);
+
+}  // namespace dct

@@ -1,0 +1,197 @@
+// Fault injection under mpirun: whatever transport operation fails, on one
+// rank or on all, every rank returns an error (none hangs), nothing is
+// committed, and retrying each failed call to completion gives exactly (bit
+// for bit) the results, residual and statistics of a run without the fault.
+// The same for allocation failures on one rank, and for messages split past
+// MPI's int counts.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/compressor.h"
+#include "kernels/kernels.h"
+#include "mpi_util.h"
+#include "transport/fault_injection.h"
+#include "transport/mpi_limits.h"
+
+using namespace dcttest;
+
+namespace {
+
+constexpr size_t kCount = 1001;
+constexpr int kSteps = 3;
+
+struct Run {
+  std::vector<std::vector<float>> outputs;  // per step
+  std::vector<float> residual;
+  dctStats_t stats{};
+  uint64_t ops = 0;       // transport operations seen
+  int failedCalls = 0;    // calls that returned an error (then retried)
+};
+
+// Rank- and step-dependent gradients; rank 1 (if any) sends only zeros.
+std::vector<float> gradient(int rank, int step) {
+  std::vector<float> g(kCount, 0.0f);
+  if (rank == 1) return g;
+  std::mt19937 rng(1000 * rank + step);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& x : g) x = dist(rng);
+  return g;
+}
+
+bool allRanksAgree(bool mine) {
+  int in = mine ? 1 : 0, lo = 0, hi = 0;
+  MPI_Allreduce(&in, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&in, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+// Runs kSteps steps, retrying every failed call; `arm` runs once, after
+// the compressor exists, to set up the fault.
+template <typename Arm>
+Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  dctConfig_t cfg = explicitConfig(s);
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(comm, kCount, dctFloat32, &cfg, &c) == dctSuccess);
+  arm(c);
+  Run run;
+  const uint64_t opsBefore = dct::transportOps(comm);
+  for (int step = 0; step < kSteps; step++) {
+    const std::vector<float> g = gradient(rank, step);
+    std::vector<float> send = g, out(kCount, 0.0f);
+    for (int attempt = 0;; attempt++) {
+      REQUIRE(attempt < 4);  // one armed fault: at most one retry per call
+      if (inPlace) out = g;
+      const dctResult_t res =
+          dctSparseAllreduce(inPlace ? out.data() : send.data(), out.data(), kCount, dctFloat32, dctSum, c, comm, nullptr);
+      REQUIRE(allRanksAgree(res == dctSuccess));  // every rank fails, or none
+      if (res == dctSuccess) break;
+      CHECK(std::strlen(dctGetLastError(comm)) > 0);
+      if (!inPlace) REQUIRE(std::memcmp(send.data(), g.data(), kCount * sizeof(float)) == 0);  // sendbuf intact
+      run.failedCalls++;
+    }
+    run.outputs.push_back(out);
+  }
+  run.ops = dct::transportOps(comm) - opsBefore;
+  const float* r = static_cast<const float*>(c->residual());
+  run.residual.assign(r, r + kCount);
+  REQUIRE(dctCompressorGetStats(c, &run.stats) == dctSuccess);
+  dctCompressorDestroy(c);
+  return run;
+}
+
+void requireSame(const Run& a, const Run& b) {
+  for (int step = 0; step < kSteps; step++)
+    REQUIRE(std::memcmp(a.outputs[step].data(), b.outputs[step].data(), kCount * sizeof(float)) == 0);
+  REQUIRE(std::memcmp(a.residual.data(), b.residual.data(), kCount * sizeof(float)) == 0);
+  CHECK(a.stats.step == b.stats.step);
+  CHECK(a.stats.nnz == b.stats.nnz);
+  CHECK(a.stats.threshold == b.stats.threshold);
+  CHECK(a.stats.thresholdEstimates == b.stats.thresholdEstimates);
+  CHECK(a.stats.algorithm == b.stats.algorithm);
+  CHECK(a.stats.totalBytesSent == b.stats.totalBytesSent);
+}
+
+std::vector<Settings> scenarios() {
+  Settings allgather;                  // explicit allgather, exact tau every step
+  Settings dense = allgather;
+  dense.algorithm = dctAlgoDense;
+  Settings autoSampled = allgather;    // auto's bookkeeping, sampled tau on a schedule
+  autoSampled.algorithm = dctAlgoAuto;
+  autoSampled.method = dctThresholdSampled;
+  autoSampled.interval = 2;
+  Settings warmup = allgather;         // a dense warm-up step, then compression
+  warmup.warmup = 1;
+  return {allgather, dense, autoSampled, warmup};
+}
+
+}  // namespace
+
+TEST_CASE("a transport fault at any operation, on any rank or all, fails every rank and a retry is exact") {
+  World w;
+  REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
+  for (const Settings& s : scenarios())
+    for (bool inPlace : {false, true}) {
+      const Run clean = runSteps(w.comm, s, inPlace, [](dctCompressor_t) {});
+      REQUIRE(clean.failedCalls == 0);
+      for (uint64_t n = 0; n < clean.ops; n++)
+        for (int victim = -1; victim < w.size; victim++) {
+          CAPTURE(s.algorithm);
+          CAPTURE(s.warmup);
+          CAPTURE(inPlace);
+          CAPTURE(n);
+          CAPTURE(victim);
+          // Armed after the compressor exists: op n counts from the first call.
+          const Run faulty = runSteps(w.comm, s, inPlace, [&](dctCompressor_t) { dct::armFault(w.comm, n, victim); });
+          CHECK(faulty.failedCalls == 1);
+          requireSame(clean, faulty);
+        }
+    }
+}
+
+namespace {
+
+// The CPU twin whose n-th allocation (counted from arming) fails.
+int allocationsLeft = -1;
+dctResult_t failingAllocate(dct::KernelContext* ctx, void** ptr, size_t bytes) {
+  if (allocationsLeft == 0) {
+    allocationsLeft = -1;
+    *ptr = nullptr;
+    return dctOutOfMemory;
+  }
+  if (allocationsLeft > 0) allocationsLeft--;
+  return dct::cpuKernelOps().allocate(ctx, ptr, bytes);
+}
+
+const dct::KernelOps& failingOps() {
+  static const dct::KernelOps ops = [] {
+    dct::KernelOps o = dct::cpuKernelOps();
+    o.name = "cpu (failing allocations)";
+    o.allocate = failingAllocate;
+    return o;
+  }();
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
+  World w;
+  for (const Settings& s : scenarios())
+    for (bool inPlace : {false, true}) {
+      const Run clean = runSteps(w.comm, s, inPlace, [](dctCompressor_t) {});
+      for (int victim = 0; victim < w.size; victim++)
+        for (int n = 0; n < 6; n++) {
+          CAPTURE(s.algorithm);
+          CAPTURE(inPlace);
+          CAPTURE(victim);
+          CAPTURE(n);
+          const Run faulty = runSteps(w.comm, s, inPlace, [&](dctCompressor_t c) {
+            REQUIRE(dct::bindOps(c, failingOps(), "test") == dctSuccess);
+            allocationsLeft = w.rank == victim ? n : -1;
+          });
+          allocationsLeft = -1;
+          requireSame(clean, faulty);
+        }
+    }
+}
+
+TEST_CASE("messages past MPI's int counts are split, not refused, with identical results") {
+  World w;
+  Settings s;
+  s.density = 0.3;  // large messages relative to the lowered limit
+  const Run whole = runSteps(w.comm, s, false, [](dctCompressor_t) {});
+  dct::setMpiCountLimitForTesting(97);  // odd piece size: every split path runs
+  const Run split = runSteps(w.comm, s, false, [](dctCompressor_t) {});
+  s.algorithm = dctAlgoDense;
+  const Run denseSplit = runSteps(w.comm, s, false, [](dctCompressor_t) {});
+  dct::setMpiCountLimitForTesting(0);
+  const Run denseWhole = runSteps(w.comm, s, false, [](dctCompressor_t) {});
+  requireSame(whole, split);
+  requireSame(denseWhole, denseSplit);
+}
