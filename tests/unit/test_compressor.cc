@@ -167,3 +167,36 @@ TEST_CASE("without error feedback the residual stays empty") {
     for (size_t i = 0; i < n; i++) REQUIRE(f.residual()[i] == 0.f);
   }
 }
+
+TEST_CASE("a tie no tau can split is accepted once, not re-estimated every step") {
+  const size_t n = 3001;
+  Fixture f(n, config(0.01, 1000), n);
+  const std::vector<float> ones(n, 1.0f);  // every magnitude equal: any tau takes all or none
+  for (int t = 0; t < 20; t++) CHECK(f.step(ones.data()) == n);
+  // The scheduled estimate, one drift re-estimate that cannot fix the
+  // count, then nothing until the count leaves the band around the tie.
+  CHECK(f.c->stats.thresholdEstimates == 2);
+  std::vector<float> fewer(n, 0.0f);
+  for (size_t i = 0; i < n; i += 3) fewer[i] = 1.0f;  // a third of the tie: the count changed
+  f.step(fewer.data());
+  CHECK(f.c->stats.thresholdEstimates == 3);
+}
+
+TEST_CASE("a step that is not committed leaves the compressor exactly as it was") {
+  const size_t n = 2003;
+  Fixture f(n, config(0.05, 2), n);
+  std::mt19937_64 rng(9);
+  for (int t = 0; t < 3; t++) f.step(gradient(n, t, rng).data());
+  const std::vector<float> before(f.residual(), f.residual() + n);
+  const dctStats_t stats = f.c->stats;
+  const double tau = f.c->tau.tau;
+  auto g = gradient(n, 3, rng);
+  Message msg{f.idx.data(), f.val.data(), f.idx.size(), 0, nullptr};
+  StepDraft draft;
+  REQUIRE(compressStep(f.c, g.data(), msg, draft, nullptr) == dctSuccess);  // compressed, then dropped
+  CHECK(msg.nnz > 0);
+  for (size_t i = 0; i < n; i++) REQUIRE(f.residual()[i] == before[i]);
+  CHECK(f.c->stats.step == stats.step);
+  CHECK(f.c->stats.thresholdEstimates == stats.thresholdEstimates);
+  CHECK(f.c->tau.tau == tau);
+}
