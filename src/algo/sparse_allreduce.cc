@@ -151,7 +151,6 @@ void commit(Step& s, const std::vector<CallHeader>& all) {
 dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
                             dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream,
                             dctResult_t localError, const char* fn) {
-  const auto start = std::chrono::steady_clock::now();
   CallHeader mine;
   mine.localError = localError;
   mine.count = count;
@@ -174,17 +173,23 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, dc
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
   DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
-  DCTCHECK(vote(comm, exchange(s, all), stream, fn, "exchange"));
+  // Auto learns the exchange's time only: compression costs the same
+  // under either plan and, when tau is re-estimated, would drown the
+  // difference the tuner is looking for.
+  const auto exchangeStart = std::chrono::steady_clock::now();
+  dctResult_t exchanged = exchange(s, all);
+  if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)
+    exchanged = c->ops->synchronize(c->kernels, stream);  // device work is stream-ordered
+  const auto exchangeEnd = std::chrono::steady_clock::now();
+  DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
 
   commit(s, all);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d", (unsigned long long)c->stats.step,
             (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm));
   if (s.target != recvbuf) DCTCHECK(c->ops->copy(c->kernels, recvbuf, s.target, count * dtypeSize(dtype), stream));
   DCTCHECK(c->ops->streamEnd(c->kernels, stream));
-  // Device work is stream-ordered: wait for it so the time is the step's.
-  if (c->config.algorithm == dctAlgoAuto && c->ops->device) DCTCHECK(c->ops->synchronize(c->kernels, stream));
   c->lastStepNs = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(exchangeEnd - exchangeStart).count());
   return dctSuccess;
 }
 

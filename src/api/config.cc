@@ -12,7 +12,7 @@ namespace {
 template <typename T, typename V>
 dctResult_t pick(dctComm_t comm, T& field, T undef, const EnvValue<V>& env, const char* name, T fallback) {
   if (field != undef) return dctSuccess;
-  if (env.status == EnvStatus::Invalid)
+  if (env.status == EnvStatus::Invalid || (env.valid() && static_cast<V>(static_cast<T>(env.value)) != env.value))
     return fail(comm, dctInvalidArgument, "%s=%s is not a valid value", name, env.text);
   field = env.valid() ? static_cast<T>(env.value) : fallback;
   return dctSuccess;

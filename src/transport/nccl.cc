@@ -1,135 +1,144 @@
-// NCCL transport: device buffers, everything on the caller's stream.
-// allgatherv and alltoallv are grouped ncclSend/ncclRecv; small host-side
-// data (agreement headers, counts) is staged through a device scratch
-// buffer, since NCCL only moves device memory.
+// NCCL transport: device buffers, everything on the caller's stream. Small
+// host data (agreement headers, votes) is staged through a device buffer
+// allocated at init, since NCCL only moves device memory.
+//
+// Semantics (README, "NCCL transport"):
+//  * Nonblocking communicators (ncclConfig_t.blocking = 0) are supported by
+//    waiting: every NCCL call that answers ncclInProgress is polled with
+//    ncclCommGetAsyncError until it completes (nccl_state.h, settle()), and
+//    dctCommInitNccl waits for a communicator still initialising. libdct
+//    calls therefore block as with a blocking communicator; the same code
+//    serves both modes, which matters because NCCL 2.28 has no query for a
+//    communicator's blocking mode.
+//  * The current CUDA device must be the communicator's (ncclCommCuDevice):
+//    prepare(), which the algorithms run before each collective's agreement,
+//    refuses a mismatch with dctInvalidUsage, so the step fails on every
+//    rank; each op runs on the communicator's device meanwhile (DeviceGuard).
+//  * Calls inside the caller's ncclGroupStart/ncclGroupEnd are unsupported:
+//    NCCL defers every operation to the caller's ncclGroupEnd, but a libdct
+//    collective needs its agreement headers on the host before it returns
+//    (a stream synchronisation), so it would wait on - or read - data that
+//    cannot exist yet. NCCL 2.28 exposes no group depth to test beforehand;
+//    the host gathers and the vote notice afterwards that their data never
+//    moved and return dctInvalidUsage, leaving their deferred operations
+//    (into libdct's own staging buffer) to run at the caller's ncclGroupEnd.
+//    A 1-rank communicator is not caught: NCCL runs its collectives at once
+//    even inside a group, so such a call simply works.
+//  * allgatherv: a padded ncclAllGather when sizes are close, else grouped
+//    ncclBroadcasts (nccl_gather.cc).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <vector>
+#include <cstdint>
+#include <new>
+#include <thread>
 
-#include "transport/comm.h"
-#include "base/debug.h"
-#include "base/cuda_check.h"
 #include "base/memory_space.h"
 #include "dct/dct_nccl.h"
+#include "transport/nccl_state.h"
 
-namespace dct {
-namespace {
+namespace dct::nccl {
 
-struct NcclState {
-  ncclComm_t comm = nullptr;
-  void* scratch = nullptr;  // device staging for host buffers
-  size_t scratchBytes = 0;
-};
-
-NcclState* stateOf(dctComm_t comm) { return static_cast<NcclState*>(comm->transportState); }
-cudaStream_t streamOf(void* stream) { return static_cast<cudaStream_t>(stream); }
+ncclResult_t settle(ncclComm_t comm, ncclResult_t res) {
+  while (res == ncclInProgress) {
+    std::this_thread::yield();
+    const ncclResult_t query = ncclCommGetAsyncError(comm, &res);
+    if (query != ncclSuccess) return query;
+  }
+  return res;
+}
 
 dctResult_t ncclFail(dctComm_t comm, ncclResult_t res, const char* what) {
   const char* detail = comm ? ncclGetLastError(stateOf(comm)->comm) : "";
   return fail(comm, dctTransportError, "%s: %s (%s)", what, ncclGetErrorString(res), detail);
 }
 
-#define NCCLCHECK(comm, call)                                               \
-  do {                                                                      \
-    ncclResult_t nccl_res_ = (call);                                        \
-    if (nccl_res_ != ncclSuccess) return ncclFail(comm, nccl_res_, #call);  \
-  } while (0)
-
-dctResult_t ensureScratch(dctComm_t comm, size_t bytes) {
-  NcclState* s = stateOf(comm);
-  if (bytes <= s->scratchBytes) return dctSuccess;
-  if (s->scratch) CUDACHECK(cudaFree(s->scratch));
-  s->scratch = nullptr;
-  s->scratchBytes = 0;
-  CUDACHECK(cudaMalloc(&s->scratch, bytes));
-  s->scratchBytes = bytes;
+dctResult_t reservePadded(State* s, size_t bytes) {
+  if (bytes <= s->padded.bytes) return dctSuccess;
+  if (s->paddedPending) CUDACHECK(cudaEventSynchronize(s->paddedFree));
+  s->paddedPending = false;
+  if (s->padded.ptr) CUDACHECK(cudaFree(s->padded.ptr));
+  s->padded = DeviceBuffer{};
+  CUDACHECK(cudaMalloc(&s->padded.ptr, bytes));
+  s->padded.bytes = bytes;
   return dctSuccess;
 }
 
-// Grouped point-to-point exchange: send[r] bytes to every peer r, recv[r]
-// from it; this rank's own block is a device-to-device copy.
-dctResult_t exchange(dctComm_t comm, const char* send, const size_t* sendBytes,
-                     const size_t* sendOffsets, char* recv, const size_t* recvBytes,
-                     const size_t* recvOffsets, cudaStream_t stream) {
-  NcclState* s = stateOf(comm);
-  const int me = comm->rank;
-  if (recvBytes[me])
-    CUDACHECK(cudaMemcpyAsync(recv + recvOffsets[me], send + sendOffsets[me], recvBytes[me],
-                                    cudaMemcpyDeviceToDevice, stream));
-  NCCLCHECK(comm, ncclGroupStart());
-  // A failed enqueue must still close the group, or the thread's later NCCL
-  // calls (the user's too) would be swallowed into it.
-  ncclResult_t res = ncclSuccess;
-  const char* what = nullptr;
-  for (int r = 0; r < comm->size && res == ncclSuccess; r++) {
-    if (r == me) continue;
-    if (sendBytes[r] && (res = ncclSend(send + sendOffsets[r], sendBytes[r], ncclUint8, r, s->comm, stream)))
-      what = "ncclSend";
-    else if (recvBytes[r] && (res = ncclRecv(recv + recvOffsets[r], recvBytes[r], ncclUint8, r, s->comm, stream)))
-      what = "ncclRecv";
-  }
-  ncclResult_t ended = ncclGroupEnd();
-  if (res != ncclSuccess) return ncclFail(comm, res, what);
-  NCCLCHECK(comm, ended);
-  return dctSuccess;
+namespace {
+
+cudaStream_t streamOf(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+dctResult_t checkDevice(dctComm_t comm) {
+  int current = -1;
+  CUDACHECK(cudaGetDevice(&current));
+  const int device = stateOf(comm)->device;
+  if (current == device) return dctSuccess;
+  return fail(comm, dctInvalidUsage,
+              "NCCL transport: the current CUDA device is %d but the communicator's is %d (cudaSetDevice(%d) first)",
+              current, device, device);
 }
 
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
-  NcclState* s = stateOf(comm);
-  cudaStream_t st = streamOf(stream);
-  if (isDeviceMemory(recv)) {
-    NCCLCHECK(comm, ncclAllGather(send, recv, bytes, ncclUint8, s->comm, st));
-    return dctSuccess;
-  }
-  // Host data (headers, counts): stage, gather, copy back, wait.
-  const size_t total = bytes * comm->size;
-  DCTCHECK(ensureScratch(comm, total + bytes));
-  char* dev = static_cast<char*>(s->scratch);
-  CUDACHECK(cudaMemcpyAsync(dev + total, send, bytes, cudaMemcpyHostToDevice, st));
-  NCCLCHECK(comm, ncclAllGather(dev + total, dev, bytes, ncclUint8, s->comm, st));
-  CUDACHECK(cudaMemcpyAsync(recv, dev, total, cudaMemcpyDeviceToHost, st));
-  CUDACHECK(cudaStreamSynchronize(st));
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
+  if (!isDeviceMemory(recv)) return allgatherHost(comm, send, recv, bytes, streamOf(stream));
+  NCCLCHECK(comm, ncclAllGather(send, recv, bytes, ncclUint8, s->comm, streamOf(stream)));
   return dctSuccess;
 }
 
-dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
-                       const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
-  std::vector<size_t> sb(comm->size, sendBytes), so(comm->size, 0);
-  return exchange(comm, static_cast<const char*>(send), sb.data(), so.data(),
-                  static_cast<char*>(recv), recvBytes, recvOffsets, streamOf(stream));
+dctResult_t allgatherv(dctComm_t comm, const void* send, size_t, void* recv, const size_t* recvBytes,
+                       const size_t* recvOffsets, void* stream) {
+  DeviceGuard guard(stateOf(comm)->device);
+  return allgathervDevice(comm, send, recv, recvBytes, recvOffsets, streamOf(stream));
 }
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
   if (datatype != dctFloat32 && datatype != dctFloat64)
     return fail(comm, dctNotSupported, "NCCL allreduce: datatype %d", static_cast<int>(datatype));
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
   ncclDataType_t type = datatype == dctFloat64 ? ncclFloat64 : ncclFloat32;
-  NCCLCHECK(comm, ncclAllReduce(send, recv, count, type, ncclSum, stateOf(comm)->comm, streamOf(stream)));
+  NCCLCHECK(comm, ncclAllReduce(send, recv, count, type, ncclSum, s->comm, streamOf(stream)));
   return dctSuccess;
 }
 
-// Host values through the device scratch (NCCL moves device memory only).
+// Host values through the staging buffer: [0] this rank's, [1] the max,
+// preset below any result so that a reduction NCCL did not run (inside the
+// caller's group) shows.
 dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
-  NcclState* s = stateOf(comm);
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
   cudaStream_t st = streamOf(stream);
-  int32_t* dev = static_cast<int32_t*>(s->scratch);
-  CUDACHECK(cudaMemcpyAsync(dev, &mine, sizeof(mine), cudaMemcpyHostToDevice, st));
-  NCCLCHECK(comm, ncclAllReduce(dev, dev, 1, ncclInt32, ncclMax, s->comm, st));
-  CUDACHECK(cudaMemcpyAsync(worst, dev, sizeof(*worst), cudaMemcpyDeviceToHost, st));
+  int32_t* dev = static_cast<int32_t*>(s->host.ptr);
+  const int32_t init[2] = {mine, INT32_MIN};
+  const cudaError_t staged = cudaMemcpyAsync(dev, init, sizeof(init), cudaMemcpyHostToDevice, st);
+  NCCLCHECK(comm, ncclAllReduce(dev, dev + 1, 1, ncclInt32, ncclMax, s->comm, st));  // taking part regardless
+  if (staged != cudaSuccess) return cudaFail(staged, "NCCL vote staging", __FILE__, __LINE__);
+  CUDACHECK(cudaMemcpyAsync(worst, dev + 1, sizeof(*worst), cudaMemcpyDeviceToHost, st));
   CUDACHECK(cudaStreamSynchronize(st));
+  if (*worst < mine)
+    return fail(comm, dctInvalidUsage,
+                "NCCL transport: the vote did not run; libdct calls inside ncclGroupStart/ncclGroupEnd are not supported");
   return dctSuccess;
 }
 
-// Device buffers need no staging; host data (headers) goes through the
-// scratch, grown here so that the ops allocate nothing.
-dctResult_t prepare(dctComm_t comm, const void*, size_t bytes, void*) {
-  return ensureScratch(comm, bytes);
+// Before each collective's agreement: the device check, and room for the
+// padded allgatherv of device messages whose gathered extent is up to
+// `bytes`. Host data needs nothing (fixed staging from init).
+dctResult_t prepare(dctComm_t comm, const void* sample, size_t bytes, void*) {
+  State* s = stateOf(comm);
+  DCTCHECK(checkDevice(comm));
+  if (bytes == 0 || sample == nullptr || !isDeviceMemory(sample)) return dctSuccess;
+  return reservePadded(s, paddedRoom(comm->size, bytes));
 }
 
 void destroy(dctComm_t comm) {
-  NcclState* s = stateOf(comm);
-  if (s->scratch) cudaFree(s->scratch);
+  State* s = stateOf(comm);
+  if (s->paddedPending) (void)cudaEventSynchronize(s->paddedFree);
+  if (s->host.ptr) (void)cudaFree(s->host.ptr);
+  if (s->padded.ptr) (void)cudaFree(s->padded.ptr);
+  if (s->paddedFree) (void)cudaEventDestroy(s->paddedFree);
   delete s;
   comm->transportState = nullptr;
 }
@@ -146,35 +155,57 @@ constexpr Transport kNcclTransport = {
     .destroy = destroy,
 };
 
+// The communicator's rank, size and device, once it is ready (a nonblocking
+// one may still be initialising).
+dctResult_t query(ncclComm_t nccl, int* rank, int* size, int* device) {
+  ncclResult_t state = ncclSuccess;
+  ncclResult_t res = ncclCommGetAsyncError(nccl, &state);
+  if (res == ncclSuccess) res = settle(nccl, state);
+  if (res != ncclSuccess)
+    return fail(nullptr, dctTransportError, "dctCommInitNccl: the communicator is not usable: %s (%s)",
+                ncclGetErrorString(res), ncclGetLastError(nccl));
+  res = settle(nccl, ncclCommUserRank(nccl, rank));
+  if (res == ncclSuccess) res = settle(nccl, ncclCommCount(nccl, size));
+  if (res == ncclSuccess) res = settle(nccl, ncclCommCuDevice(nccl, device));
+  if (res != ncclSuccess) return fail(nullptr, dctTransportError, "dctCommInitNccl: %s", ncclGetErrorString(res));
+  return dctSuccess;
+}
+
 }  // namespace
-}  // namespace dct
+}  // namespace dct::nccl
 
 using namespace dct;
+using namespace dct::nccl;
 
 extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
   if (out == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
   *out = nullptr;
   if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
-  int rank = 0, size = 0;
-  ncclResult_t res = ncclCommUserRank(ncclComm, &rank);
-  if (res == ncclSuccess) res = ncclCommCount(ncclComm, &size);
-  if (res != ncclSuccess)
-    return fail(nullptr, dctTransportError, "dctCommInitNccl: %s", ncclGetErrorString(res));
+  int rank = 0, size = 0, device = -1;
+  DCTCHECK(query(ncclComm, &rank, &size, &device));
   auto* comm = new (std::nothrow) dctComm();
-  auto* state = new (std::nothrow) NcclState();
+  auto* state = new (std::nothrow) State();
   if (comm == nullptr || state == nullptr) {
     delete comm;
     delete state;
     return fail(nullptr, dctOutOfMemory, "dctCommInitNccl: out of memory");
   }
   state->comm = ncclComm;
+  state->device = device;
   comm->rank = rank;
   comm->size = size;
   comm->transport = &kNcclTransport;
   comm->transportState = state;
-  // The vote must never need memory it cannot get: its scratch exists
+  // The staging of host data (and so every agreement and vote) must never
+  // need memory it cannot get: it exists, on the communicator's device,
   // before any step.
-  if (dctResult_t r = ensureScratch(comm, 256); r != dctSuccess) {
+  DeviceGuard guard(device);
+  const size_t staging = (static_cast<size_t>(size) + 1) * kHostChunk;
+  cudaError_t err = cudaMalloc(&state->host.ptr, staging);
+  if (err == cudaSuccess) state->host.bytes = staging;
+  if (err == cudaSuccess) err = cudaEventCreateWithFlags(&state->paddedFree, cudaEventDisableTiming);
+  if (err != cudaSuccess) {
+    dctResult_t r = cudaFail(err, "dctCommInitNccl: staging buffer", __FILE__, __LINE__);
     destroy(comm);
     delete comm;
     return r;

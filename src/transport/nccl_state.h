@@ -82,6 +82,10 @@ class DeviceGuard {
 dctResult_t allgatherHost(dctComm_t comm, const void* send, void* recv, size_t bytes, cudaStream_t st);
 dctResult_t allgathervDevice(dctComm_t comm, const void* send, void* recv, const size_t* recvBytes,
                              const size_t* recvOffsets, cudaStream_t st);
+// The padded allgatherv's buffer never exceeds this: past it the messages
+// are large enough for the broadcasts to be bandwidth-bound anyway, and
+// prepare() calls sized for a dense allreduce reserve no more.
+constexpr size_t kPaddedCap = size_t(64) << 20;
 // Room the padded allgatherv needs for messages whose extent is `bytes`.
 size_t paddedRoom(int ranks, size_t bytes);
 

@@ -18,6 +18,10 @@ namespace dct::test {
 
 #define CUDA_REQUIRE(call) REQUIRE((call) == cudaSuccess)
 
+// Uploads and fills run on the legacy stream (cudaMemcpy of pageable memory
+// may return before the data lands) while the ops under test run on a
+// non-blocking stream that does not wait for it: each one finishes before
+// returning, and a download first waits for everything queued.
 template <typename T>
 class DeviceArray {
  public:
@@ -33,11 +37,14 @@ class DeviceArray {
   void upload(const std::vector<T>& host) {
     REQUIRE(host.size() == n_);
     if (n_) CUDA_REQUIRE(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
   }
   void fillBytes(int byte) {
     if (n_) CUDA_REQUIRE(cudaMemset(p_, byte, n_ * sizeof(T)));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
   }
   std::vector<T> download() const {
+    CUDA_REQUIRE(cudaDeviceSynchronize());
     std::vector<T> host(n_);
     if (n_) CUDA_REQUIRE(cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
     return host;

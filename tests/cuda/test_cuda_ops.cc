@@ -55,7 +55,7 @@ TEST_CASE("allocate, copy, zero, release round-trip on a stream") {
   REQUIRE(tw.gpu.allocate(tw.gpuCtx, &b, n * sizeof(float)) == dctSuccess);
   CHECK(isDeviceMemory(a));
   auto x = randomVector<float>(n, 5);
-  CUDA_REQUIRE(cudaMemcpy(a, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpyAsync(a, x.data(), n * sizeof(float), cudaMemcpyHostToDevice, tw.stream));
   REQUIRE(tw.gpu.copy(tw.gpuCtx, b, a, n * sizeof(float), tw.stream) == dctSuccess);
   REQUIRE(tw.gpu.zero(tw.gpuCtx, a, n * sizeof(float), tw.stream) == dctSuccess);
   REQUIRE(tw.gpu.synchronize(tw.gpuCtx, tw.stream) == dctSuccess);

@@ -1,7 +1,9 @@
 // CUDA twin of delta bit-packing against the CPU twin: the same bytes for
-// the same index list, and the same dense result from a packed scatter-add.
+// the same index list, the same dense result from a packed scatter-add, and
+// the same malformed lists rejected whole.
 #include "cuda_util.h"
 #include "kernels/index_packing.h"
+#include "malformed_lists.h"
 
 using namespace dct;
 using namespace dct::test;
@@ -62,21 +64,42 @@ TEST_CASE("CUDA packing writes the CPU twin's bytes; packed scatter-add matches"
   }
 }
 
-TEST_CASE("CUDA packed scatter-add skips malformed groups whole") {
+namespace {
+
+// The CPU twin's rejection cases (malformed_lists.h): the CUDA twin rejects
+// each one too, and writes nothing.
+template <typename I>
+void compareRejection(Twins& tw, size_t n, size_t nnz, uint64_t seed) {
+  CAPTURE(n);
+  CAPTURE(nnz);
+  CAPTURE(sizeof(I));
+  const auto idx = randomIndices<I>(n, nnz, true, seed);
+  const auto val = randomVector<float>(nnz, seed + 1, false);
+  const auto good = cpuPack(tw, idx);
+  DeviceArray<float> dVal(val);
+  for (const MalformedList& m : malformedLists(good, idx, n)) {
+    CAPTURE(m.what);
+    const auto before = randomVector<float>(m.n, seed + 2, false);
+    auto cpuDense = before;
+    ScatterArgs ca{cpuDense.data(), m.n, dctFloat32, static_cast<int>(sizeof(I)), m.bytes.data(),
+                   val.data(), nnz, true, m.bytes.size()};
+    CHECK(tw.cpu.scatterAddPacked(tw.cpuCtx, &ca, nullptr) == dctInternalError);
+    DeviceArray<uint8_t> dPacked(m.bytes);
+    DeviceArray<float> dDense(before);
+    ScatterArgs ga{dDense.get(), m.n, dctFloat32, static_cast<int>(sizeof(I)), dPacked.get(), dVal.get(),
+                   nnz, true, m.bytes.size()};
+    CHECK(tw.gpu.scatterAddPacked(tw.gpuCtx, &ga, tw.stream) == dctInternalError);
+    REQUIRE(tw.gpu.synchronize(tw.gpuCtx, tw.stream) == dctSuccess);
+    const auto after = dDense.download();
+    CHECK(std::memcmp(after.data(), before.data(), m.n * sizeof(float)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CUDA packed scatter-add rejects what the CPU twin rejects, writing nothing") {
   Twins tw;
-  const size_t n = 10000, nnz = 300;
-  const auto idx = randomIndices<uint32_t>(n, nnz, true, 81);
-  const auto val = randomVector<float>(nnz, 82, false);
-  auto bytes = cpuPack(tw, idx);
-  const packing::Layout l(nnz, 4);
-  bytes[l.widths] = 40;  // group 0 wider than a uint32 index
-  DeviceArray<uint8_t> dPacked(bytes);
-  DeviceArray<float> dVal(val), dDense(std::vector<float>(idx.back(), 0.0f));  // last index past n
-  ScatterArgs ga{dDense.get(), idx.back(), dctFloat32, 4, dPacked.get(), dVal.get(), nnz, true, bytes.size()};
-  REQUIRE(tw.gpu.scatterAddPacked(tw.gpuCtx, &ga, tw.stream) == dctSuccess);
-  REQUIRE(tw.gpu.synchronize(tw.gpuCtx, tw.stream) == dctSuccess);
-  const auto out = dDense.download();
-  for (size_t j = 0; j < 128; j++) REQUIRE(out[idx[j]] == 0.0f);       // group 0 skipped
-  for (size_t j = 128; j < 256; j++) REQUIRE(out[idx[j]] == val[j]);   // group 1 added
-  for (size_t j = 256; j + 1 < nnz; j++) REQUIRE(out[idx[j]] == 0.0f);  // group 2 skipped
+  compareRejection<uint32_t>(tw, 10000, 300, 81);
+  compareRejection<uint64_t>(tw, 10000, 300, 82);
+  compareRejection<uint32_t>(tw, 4000037, 200003, 83);  // ~1600 groups: several blocks
 }

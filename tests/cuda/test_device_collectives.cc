@@ -1,10 +1,14 @@
-// Collectives on device buffers: a 1-rank NCCL communicator, and MPI with
-// device buffers (staged through pinned host memory, singleton MPI). Each
-// must give, bit for bit, what the same steps give on host buffers; mixing
-// host and device buffers is refused.
+// Collectives on device buffers: a 1-rank NCCL communicator (blocking and
+// nonblocking), and MPI with device buffers (staged through pinned host
+// memory, singleton MPI). Each must give, bit for bit, what the same steps
+// give on host buffers; mixing host and device buffers is refused. A call
+// on the wrong current device fails and changes nothing. (Calls inside the
+// caller's NCCL group are tested at 2+ ranks, test_device_multirank.cc: at
+// one rank NCCL runs collectives at once, even in a group.)
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "cuda_util.h"
@@ -34,6 +38,7 @@ void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t 
     CAPTURE(step);
     auto g = gradient(step);
     REQUIRE(cudaMemcpy(dIn, g.data(), kCount * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the upload has landed, whatever stream reads it
     REQUIRE(dctSparseAllreduce(g.data(), hostOut.data(), kCount, dctFloat32, dctSum, hostC, hostComm, nullptr) == dctSuccess);
     REQUIRE(dctSparseAllreduce(dIn, dOut, kCount, dctFloat32, dctSum, devC, devComm, nullptr) == dctSuccess);
     REQUIRE(cudaMemcpy(devOut.data(), dOut, kCount * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -88,4 +93,93 @@ TEST_CASE("MPI with device buffers (staged) matches the host path") {
   compareHostAndDevice(comm, comm, dctAlgoAllgather);
   compareHostAndDevice(comm, comm, dctAlgoDense);
   dctCommDestroy(comm);
+}
+
+namespace {
+
+// Steps host buffers over hostComm and device buffers over devComm through
+// `steps`; `before` may disturb the device call of step 1 (which must then
+// fail and change nothing: the retry is exact).
+template <typename Disturb>
+void retryAfter(dctComm_t hostComm, dctComm_t devComm, Disturb&& before, dctResult_t expected) {
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+  cfg.algorithm = dctAlgoAllgather;
+  dctCompressor_t hostC = nullptr, devC = nullptr;
+  REQUIRE(dctCompressorCreate(hostComm, kCount, dctFloat32, &cfg, &hostC) == dctSuccess);
+  REQUIRE(dctCompressorCreate(devComm, kCount, dctFloat32, &cfg, &devC) == dctSuccess);
+  dct::test::DeviceArray<float> dIn(kCount), dOut(kCount);
+  std::vector<float> hostOut(kCount);
+  for (int step = 0; step < 3; step++) {
+    CAPTURE(step);
+    const auto g = gradient(step);
+    dIn.upload(g);
+    if (step == 1) CHECK(before([&] {
+      return dctSparseAllreduce(dIn.get(), dOut.get(), kCount, dctFloat32, dctSum, devC, devComm, nullptr);
+    }) == expected);
+    REQUIRE(dctSparseAllreduce(g.data(), hostOut.data(), kCount, dctFloat32, dctSum, hostC, hostComm, nullptr) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(dIn.get(), dOut.get(), kCount, dctFloat32, dctSum, devC, devComm, nullptr) == dctSuccess);
+    const auto devOut = dOut.download();
+    for (size_t i = 0; i < kCount; i++) REQUIRE(dct::test::sameValue(hostOut[i], devOut[i]));
+  }
+  dctCompressorDestroy(hostC);
+  dctCompressorDestroy(devC);
+}
+
+struct NcclOnDevice0 {
+  ncclComm_t nccl = nullptr;
+  dctComm_t dev = nullptr, host = nullptr;
+  NcclOnDevice0() {
+    ensureMpi();
+    int device = 0;
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    REQUIRE(ncclCommInitAll(&nccl, 1, &device) == ncclSuccess);
+    REQUIRE(dctCommInitNccl(nccl, &dev) == dctSuccess);
+    REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &host) == dctSuccess);
+  }
+  ~NcclOnDevice0() {
+    dctCommDestroy(dev);
+    dctCommDestroy(host);
+    ncclCommDestroy(nccl);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("1-rank nonblocking NCCL communicator: ncclInProgress is waited for") {
+  ensureMpi();
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t nccl = nullptr;
+  const ncclResult_t init = ncclCommInitRankConfig(&nccl, 1, id, 0, &config);
+  REQUIRE((init == ncclSuccess || init == ncclInProgress));
+  dctComm_t devComm = nullptr, hostComm = nullptr;
+  REQUIRE(dctCommInitNccl(nccl, &devComm) == dctSuccess);  // waits for the initialisation
+  REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &hostComm) == dctSuccess);
+  compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
+  compareHostAndDevice(hostComm, devComm, dctAlgoDense);
+  dctCommDestroy(devComm);
+  dctCommDestroy(hostComm);
+  ncclResult_t state = ncclCommFinalize(nccl);
+  while (state == ncclInProgress) REQUIRE(ncclCommGetAsyncError(nccl, &state) == ncclSuccess);
+  CHECK(state == ncclSuccess);
+  ncclCommDestroy(nccl);
+}
+
+TEST_CASE("a call on another device than the NCCL communicator's is refused; the retry is exact") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  if (devices < 2) {
+    MESSAGE("skipped: needs two GPUs");
+    return;
+  }
+  NcclOnDevice0 c;
+  retryAfter(c.host, c.dev, [&](auto&& call) {
+    REQUIRE(cudaSetDevice(1) == cudaSuccess);
+    const dctResult_t res = call();
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    CHECK(std::string(dctGetLastError(c.dev)).find("device") != std::string::npos);
+    return res;
+  }, dctInvalidUsage);
 }

@@ -1,15 +1,21 @@
-// dctSparseAllreduce under mpirun: against a reference built from every
-// rank's selection, for every algorithm, and bit-identical on all ranks.
+// dctSparseAllreduce under mpirun against the independent reference of
+// reference.h: bit for bit for the allgather algorithm (rank-order sum),
+// within rounding for dense (MPI's sum order), bit-identical on all ranks;
+// and auto's choice where it is not in doubt.
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "mpi_util.h"
+#include "reference.h"
 
 using namespace dcttest;
 
 namespace {
+
+const std::vector<size_t> kSizes = {1, 2, 3, 7, 11, 1000, 100003};
 
 template <typename T>
 constexpr dctDataType_t dtypeOf() {
@@ -19,6 +25,7 @@ constexpr dctDataType_t dtypeOf() {
 template <typename T>
 using GradFn = std::function<void(int rank, int step, std::vector<T>&)>;
 
+// Seeded normal values, different for every (rank, step).
 template <typename T>
 void normalGrad(int rank, int step, std::vector<T>& g) {
   std::mt19937_64 rng(1000 * rank + step);
@@ -26,96 +33,167 @@ void normalGrad(int rank, int step, std::vector<T>& g) {
   for (auto& x : g) x = static_cast<T>(normal(rng));
 }
 
+// Odd ranks never have a gradient; at step 2 no rank has one, so only what
+// error feedback kept is sent.
+template <typename T>
+void someZeroGrad(int rank, int step, std::vector<T>& g) {
+  if (rank % 2 == 1 || step == 2) std::fill(g.begin(), g.end(), T(0));
+  else normalGrad<T>(rank, step, g);
+}
+
+template <typename T>
+const std::vector<std::pair<const char*, GradFn<T>>> kGrads = {{"normal", normalGrad<T>},
+                                                               {"some zero", someZeroGrad<T>}};
+
 struct Case {
-  dctAlgorithm_t algo = dctAlgoAuto;
-  double density = 0.01;
+  Settings s;
   dctRedOp_t op = dctSum;
   bool inPlace = false;
-  int steps = 3;
-  int warmup = 0;
-  int interval = 2;
+  int steps = 5;
 };
 
-// Runs `steps` collective steps. Compressor A does dctSparseAllreduce;
-// compressor B, same config and inputs, does dctCompress so the test sees
-// each rank's exact selection and can build the reference sum itself.
+// Entries of out that differ from the reference sum: bit for bit when
+// `bitwise`, else beyond the rounding two sum orders can differ by
+// ((P-1) eps sum|v|, one more eps for the average's scaling).
 template <typename T>
-void run(size_t n, const Case& k, GradFn<T> grad, std::vector<T>* lastOut = nullptr) {
+size_t countWrong(const std::vector<T>& out, const std::vector<T>& sum, const std::vector<T>& mag,
+                  bool bitwise, double ulps) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  size_t wrong = 0, first = out.size();
+  for (size_t i = 0; i < out.size(); i++) {
+    bool ok;
+    if (std::isnan(sum[i]) || std::isnan(out[i])) ok = std::isnan(sum[i]) && std::isnan(out[i]);
+    else if (bitwise || !std::isfinite(sum[i])) ok = bitwise ? sameBits(out[i], sum[i]) : out[i] == sum[i];
+    else ok = std::fabs(static_cast<double>(out[i]) - sum[i]) <= ulps * eps * mag[i];
+    if (!ok && wrong++ == 0) first = i;
+  }
+  if (wrong) {
+    INFO("first wrong entry " << first << ": got " << out[first] << ", reference " << sum[first]);
+    CHECK(wrong == 0);
+  }
+  return wrong;
+}
+
+// `steps` collective steps, each checked against the reference on every
+// rank. The sampled method's tau is the library's (stats.threshold): the
+// reference checks it reproduces exactly the selection made, and that the
+// count stays in the drift band.
+template <typename T>
+void run(size_t n, const Case& k, const GradFn<T>& grad, std::vector<T>* lastOut = nullptr) {
   World w;
   CAPTURE(n);
-  CAPTURE(k.algo);
-  CAPTURE(k.density);
-  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
-  cfg.density = k.density;
-  cfg.algorithm = k.algo;
-  cfg.warmupSteps = k.warmup;
-  cfg.thresholdInterval = k.interval;
-  dctCompressor_t a = nullptr, b = nullptr;
-  REQUIRE(dctCompressorCreate(w.comm, n, dtypeOf<T>(), &cfg, &a) == dctSuccess);
-  REQUIRE(dctCompressorCreate(w.comm, n, dtypeOf<T>(), &cfg, &b) == dctSuccess);
-  std::vector<T> g(n), out(n), val(n);
-  std::vector<uint32_t> idx(n);
+  CAPTURE(sizeof(T));
+  CAPTURE(k.s.algorithm);
+  CAPTURE(k.s.method);
+  CAPTURE(k.s.interval);
+  CAPTURE(k.s.density);
+  const dctConfig_t cfg = explicitConfig(k.s);
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(w.comm, n, dtypeOf<T>(), &cfg, &c) == dctSuccess);
+  // The library runs what the reference models, whatever the environment.
+  dctConfig_t used;
+  REQUIRE(dctCompressorGetConfig(c, &used) == dctSuccess);
+  CHECK(used.density == cfg.density);
+  CHECK(used.thresholdInterval == cfg.thresholdInterval);
+  CHECK(used.errorFeedback == cfg.errorFeedback);
+  CHECK(used.warmupSteps == cfg.warmupSteps);
+  CHECK(used.thresholdMethod == cfg.thresholdMethod);
+  CHECK(used.algorithm == cfg.algorithm);
+  CHECK(used.seed == cfg.seed);
+  RefCompressor<T> ref(n, RefConfig{k.s.density, k.s.interval, k.s.errorFeedback, k.s.warmup});
+  const bool sampled = k.s.method == dctThresholdSampled;
+  const size_t target = targetK(k.s.density, n);
+  const double scale = k.op == dctAvg && w.size > 1 ? 1.0 / w.size : 1.0;
+  std::vector<T> g(n), out(n), sum, mag;
   for (int step = 0; step < k.steps; step++) {
     CAPTURE(step);
     grad(w.rank, step, g);
-    size_t nnz = 0;
-    REQUIRE(dctCompress(b, g.data(), idx.data(), val.data(), n, &nnz, nullptr) == dctSuccess);
-    T* send = g.data();
+    const T* send = g.data();
     if (k.inPlace) {
       out = g;
       send = out.data();
     }
-    REQUIRE(dctSparseAllreduce(send, out.data(), n, dtypeOf<T>(), k.op, a, w.comm, nullptr) ==
+    REQUIRE(dctSparseAllreduce(send, out.data(), n, dtypeOf<T>(), k.op, c, w.comm, nullptr) ==
             dctSuccess);
-    dctStats_t stats;
-    REQUIRE(dctCompressorGetStats(a, &stats) == dctSuccess);
-    CHECK(stats.step == static_cast<uint64_t>(step + 1));
-    bool warm = step < k.warmup;
-    if (!warm) CHECK(stats.nnz == nnz);
+    dctStats_t st;
+    REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
+    const bool warm = step < k.s.warmup;
+    RefMessage<T> mine = ref.step(g, sampled && !warm ? st.threshold : 0.0);
 
-    // Reference: every rank's message added in rank order (or, in warm-up,
-    // the dense sum of the raw gradients).
-    std::vector<T> ref(n, T(0)), mag(n, T(0));
+    CHECK(st.step == static_cast<uint64_t>(step + 1));
+    // Dense at density 1 is a plain allreduce of the gradient and reports
+    // every entry as sent, zeros included.
+    if (!(k.s.density >= 1.0 && st.algorithm == dctAlgoDense)) CHECK(st.nnz == mine.val.size());
+    CHECK(st.threshold == mine.tau);
+    if (!warm) CHECK(st.nonFinite == mine.nonFinite);
+    if (!sampled) CHECK(st.thresholdEstimates == ref.estimates());
+    if (warm) CHECK(st.algorithm == dctAlgoDense);
+    else if (k.s.algorithm != dctAlgoAuto) CHECK(st.algorithm == k.s.algorithm);
+    if (sampled && !warm && k.s.density < 1.0 && mine.nonzero >= target) {
+      CHECK(static_cast<double>(st.nnz) >= target / 1.25);
+      CHECK(static_cast<double>(st.nnz) <= target * 1.25);
+    }
+
     std::vector<uint32_t> allIdx;
     std::vector<T> allVal;
-    gatherMessages(idx, val, nnz, allIdx, allVal);
-    for (size_t j = 0; j < allIdx.size(); j++) {
-      ref[allIdx[j]] += allVal[j];
-      mag[allIdx[j]] += std::fabs(allVal[j]);
-    }
-    if (k.op == dctAvg)
-      for (size_t i = 0; i < n; i++) ref[i] *= static_cast<T>(1.0 / w.size);
-    bool exact = stats.algorithm == dctAlgoAllgather;
-    if (k.algo != dctAlgoAuto && !warm) CHECK(stats.algorithm == k.algo);
-    size_t wrong = 0;
-    const T eps = std::numeric_limits<T>::epsilon();
-    for (size_t i = 0; i < n; i++) {
-      if (std::isnan(ref[i]) || std::isnan(out[i])) {
-        wrong += std::isnan(ref[i]) != std::isnan(out[i]);
-      } else if (exact) {
-        wrong += std::memcmp(&ref[i], &out[i], sizeof(T)) != 0;
-      } else {
-        wrong += !(out[i] == ref[i] || std::fabs(out[i] - ref[i]) <= 4 * w.size * eps * mag[i]);
-      }
-    }
-    CHECK(wrong == 0);
+    gatherMessages(mine.idx, mine.val, mine.val.size(), allIdx, allVal);
+    rankOrderSum(n, allIdx, allVal, scale, sum, mag);
+    const bool bitwise = st.algorithm == dctAlgoAllgather;
+    countWrong(out, sum, mag, bitwise, w.size - 1 + (scale != 1.0 ? 1 : 0));
     CHECK(identicalOnAllRanks(out.data(), n * sizeof(T)));
+    CHECK(identicalOnAllRanks(&st.algorithm, sizeof(st.algorithm)));
   }
   if (lastOut) *lastOut = out;
-  dctCompressorDestroy(a);
-  dctCompressorDestroy(b);
+  dctCompressorDestroy(c);
+}
+
+template <typename T>
+void exactOverSizes(dctAlgorithm_t algo) {
+  for (size_t n : kSizes)
+    for (int interval : {1, 3})
+      for (const auto& [name, grad] : kGrads<T>) {
+        CAPTURE(std::string(name));
+        Case k;
+        k.s.algorithm = algo;
+        k.s.method = dctThresholdExact;
+        k.s.interval = interval;
+        run<T>(n, k, grad);
+      }
+}
+
+template <typename T>
+void sampledOverSizes(dctAlgorithm_t algo) {
+  for (size_t n : kSizes)
+    for (double density : {0.01, 0.1})
+      for (const auto& [name, grad] : kGrads<T>) {
+        CAPTURE(std::string(name));
+        Case k;
+        k.s.algorithm = algo;
+        k.s.method = dctThresholdSampled;
+        k.s.density = density;
+        k.s.interval = 2;  // odd steps keep tau: the drift check decides
+        k.s.seed = 7;
+        k.steps = 6;
+        run<T>(n, k, grad);
+      }
 }
 
 }  // namespace
 
-TEST_CASE("every algorithm matches the reference, fp32 and fp64, odd sizes") {
+TEST_CASE("allgather matches the reference bit for bit (exact threshold, odd sizes)") {
+  exactOverSizes<float>(dctAlgoAllgather);
+  exactOverSizes<double>(dctAlgoAllgather);
+}
+
+TEST_CASE("dense matches the reference within rounding, bit-identical on all ranks") {
+  exactOverSizes<float>(dctAlgoDense);
+  exactOverSizes<double>(dctAlgoDense);
+}
+
+TEST_CASE("sampled tau reproduces the selection; counts stay in the drift band") {
   for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
-    for (size_t n : {size_t(1), size_t(2), size_t(7), size_t(1001), size_t(100003)}) {
-      Case k;
-      k.algo = algo;
-      run<float>(n, k, normalGrad<float>);
-      run<double>(n, k, normalGrad<double>);
-    }
+    sampledOverSizes<float>(algo);
+    sampledOverSizes<double>(algo);
   }
 }
 
@@ -123,52 +201,56 @@ TEST_CASE("large odd size with the exact-size workers path") {
   Case k;
   k.steps = 2;
   run<float>(1000003, k, normalGrad<float>);
+  k.s.algorithm = dctAlgoAuto;
+  k.s.method = dctThresholdSampled;
+  run<float>(1000003, k, someZeroGrad<float>);
 }
 
-TEST_CASE("average, in place, and warm-up") {
-  Case avg;
-  avg.op = dctAvg;
-  run<float>(5003, avg, normalGrad<float>);
-  Case inPlace;
-  inPlace.inPlace = true;
-  inPlace.algo = dctAlgoAllgather;
-  run<float>(5003, inPlace, normalGrad<float>);
-  inPlace.algo = dctAlgoDense;
-  run<double>(5003, inPlace, normalGrad<double>);
-  Case warm;
-  warm.warmup = 2;
-  warm.steps = 4;
-  run<float>(3001, warm, normalGrad<float>);
-}
-
-TEST_CASE("ranks with empty selections") {
-  // Odd ranks send nothing at all (zero gradients).
-  GradFn<float> sparse = [](int rank, int step, std::vector<float>& g) {
-    if (rank % 2) std::fill(g.begin(), g.end(), 0.0f);
-    else normalGrad<float>(rank, step, g);
-  };
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
-    Case k;
-    k.algo = algo;
-    run<float>(4099, k, sparse);
+TEST_CASE("average, in place, warm-up, no error feedback") {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense}) {
+    Case avg;
+    avg.s.algorithm = algo;
+    avg.op = dctAvg;
+    run<float>(5003, avg, normalGrad<float>);
+    Case inPlace;
+    inPlace.s.algorithm = algo;
+    inPlace.inPlace = true;
+    run<float>(5003, inPlace, normalGrad<float>);
+    run<double>(5003, inPlace, someZeroGrad<double>);
+    Case warm;
+    warm.s.algorithm = algo;
+    warm.s.warmup = 2;
+    warm.s.interval = 3;
+    run<float>(3001, warm, someZeroGrad<float>);
+    Case noFeedback;
+    noFeedback.s.algorithm = algo;
+    noFeedback.s.errorFeedback = false;
+    run<float>(3001, noFeedback, someZeroGrad<float>);
   }
-  // Every rank empty.
+}
+
+TEST_CASE("every rank empty: nothing is sent, the output is zero") {
   GradFn<float> zeros = [](int, int, std::vector<float>& g) { std::fill(g.begin(), g.end(), 0.0f); };
-  std::vector<float> out;
-  run<float>(4099, Case{}, zeros, &out);
-  for (float x : out) REQUIRE(x == 0.0f);
-}
-
-TEST_CASE("density 1: everything is sent") {
   for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
     Case k;
-    k.algo = algo;
-    k.density = 1.0;
-    run<float>(2053, k, normalGrad<float>);
+    k.s.algorithm = algo;
+    k.s.method = dctThresholdSampled;
+    std::vector<float> out;
+    run<float>(4099, k, zeros, &out);
+    for (float x : out) REQUIRE(x == 0.0f);
   }
 }
 
-TEST_CASE("a NaN on one rank reaches every rank at that index") {
+TEST_CASE("density 1: every nonzero entry is sent") {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
+    Case k;
+    k.s.algorithm = algo;
+    k.s.density = 1.0;
+    run<float>(2053, k, someZeroGrad<float>);
+  }
+}
+
+TEST_CASE("a NaN or Inf on one rank reaches every rank at that index") {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   GradFn<float> withNan = [size](int rank, int step, std::vector<float>& g) {
@@ -180,11 +262,64 @@ TEST_CASE("a NaN on one rank reaches every rank at that index") {
   };
   for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense}) {
     Case k;
-    k.algo = algo;
-    k.steps = 1;
+    k.s.algorithm = algo;
+    k.s.interval = 2;
+    k.steps = 3;
     std::vector<float> out;
     run<float>(1000, k, withNan, &out);
     CHECK(std::isnan(out[5]));
     CHECK(std::isinf(out[9]));
   }
+}
+
+// Auto's plan after its first measurements (the loser is probed for a
+// few steps first), where the answer is not in doubt: at density 1e-4 the
+// messages are ~600 bytes against a 4 MiB dense allreduce; at 0.5 every rank
+// receives every rank's half-dense message. One rank has nothing to choose.
+namespace {
+
+int autoPlanAfterSteps(double density) {
+  World w;
+  const size_t n = size_t(1) << 20;
+  Settings s;
+  s.density = density;
+  s.algorithm = dctAlgoAuto;
+  s.method = dctThresholdSampled;
+  s.interval = 1000;
+  const dctConfig_t cfg = explicitConfig(s);
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+  std::vector<float> g(n), out(n);
+  // The first step's plan is the cost model's alone: measurement has not
+  // corrected it yet, so on this oversubscribed machine (ctest runs two
+  // mpiruns at once) it is the one choice that is not in doubt.
+  dctStats_t st{}, first{};
+  int denseSteps = 0;
+  for (int step = 0; step < 10; step++) {
+    normalGrad<float>(w.rank, step, g);
+    REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c, w.comm, nullptr) ==
+            dctSuccess);
+    REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
+    if (step == 0) first = st;
+    denseSteps += st.algorithm == dctAlgoDense;
+    CHECK(identicalOnAllRanks(out.data(), n * sizeof(float)));
+  }
+  dctCompressorDestroy(c);
+  if (w.size < 2) return -1;
+  // Dense where it is not in doubt: the model may probe allgather while it
+  // is close, but measurement keeps dense for most steps.
+  if (density >= 0.5) return denseSteps >= 6 ? dctAlgoDense : dctAlgoAllgather;
+  return first.algorithm;
+}
+
+}  // namespace
+
+TEST_CASE("auto picks allgather at density 1e-4 on 1M elements") {
+  const int plan = autoPlanAfterSteps(1e-4);
+  if (plan >= 0) CHECK(plan == dctAlgoAllgather);
+}
+
+TEST_CASE("auto picks dense at density 0.5 on 1M elements") {
+  const int plan = autoPlanAfterSteps(0.5);
+  if (plan >= 0) CHECK(plan == dctAlgoDense);
 }

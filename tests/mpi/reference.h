@@ -1,0 +1,155 @@
+// DCT-DP as README "How it works" states it, written plainly and apart from
+// the library's selection code (a shared bug would cancel out): one rank's
+// error-feedback state, the exact threshold by sorting a copy, the
+// re-estimation schedule with its drift band, and the rank-order sum.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+namespace dcttest {
+
+// k = max(1, round(density * count)).
+inline size_t targetK(double density, size_t n) {
+  double k = std::round(density * static_cast<double>(n));
+  return k < 1.0 ? 1 : static_cast<size_t>(k);
+}
+
+// The k-th largest |x| by sorting a copy. NaN counts as +Inf (it is always
+// sent, so it is among the largest); never below the smallest denormal, so
+// exact zeros are never sent.
+template <typename T>
+T kthLargestMagnitude(const std::vector<T>& x, size_t k) {
+  std::vector<T> mags(x.size());
+  for (size_t i = 0; i < x.size(); i++)
+    mags[i] = std::isnan(x[i]) ? std::numeric_limits<T>::infinity() : std::fabs(x[i]);
+  std::sort(mags.begin(), mags.end(), std::greater<T>());
+  return std::max(mags[k - 1], std::numeric_limits<T>::denorm_min());
+}
+
+struct RefConfig {
+  double density = 0.01;
+  int interval = 1;  // L: steps between estimates
+  bool errorFeedback = true;
+  int warmup = 0;
+};
+
+// What one rank sends in one step. In warm-up that is every entry of acc
+// (the dense allreduce); otherwise the selection, ascending.
+template <typename T>
+struct RefMessage {
+  std::vector<uint32_t> idx;
+  std::vector<T> val;
+  double tau = 0;          // as dctStats_t.threshold: 0 in warm-up and at density 1
+  size_t nonFinite = 0;    // NaN/Inf among the selected
+  size_t nonzero = 0;      // nonzero entries of acc: the candidates
+};
+
+template <typename T>
+class RefCompressor {
+ public:
+  RefCompressor(size_t n, RefConfig cfg) : cfg_(cfg), residual_(n, T(0)) {}
+
+  // One step. givenTau > 0 replaces the estimate and the schedule (the
+  // sampled method: the tau the library reports).
+  RefMessage<T> step(const std::vector<T>& grad, double givenTau = 0) {
+    const size_t n = residual_.size(), k = targetK(cfg_.density, n);
+    const T floor = std::numeric_limits<T>::denorm_min();
+    std::vector<T> acc(n);
+    for (size_t i = 0; i < n; i++) acc[i] = residual_[i] + grad[i];
+    RefMessage<T> m;
+    for (T a : acc) m.nonzero += a != T(0);
+    if (step_ < static_cast<uint64_t>(cfg_.warmup)) {
+      for (size_t i = 0; i < n; i++) {
+        m.idx.push_back(static_cast<uint32_t>(i));
+        m.val.push_back(acc[i]);
+      }
+      std::fill(residual_.begin(), residual_.end(), T(0));
+      step_++;
+      return m;
+    }
+    T tau = floor;  // density 1: every nonzero entry
+    if (givenTau > 0) {
+      tau = static_cast<T>(givenTau);
+    } else if (cfg_.density < 1.0) {
+      bool estimated = false;
+      if (!haveTau_ || step_ - lastEstimate_ >= static_cast<uint64_t>(cfg_.interval)) {
+        estimate(acc, k);
+        estimated = true;
+      }
+      // Drift: outside [k/1.25, 1.25k] re-estimate at once (too few only
+      // when a lower tau could still add something). Not modelled: a tie no
+      // tau splits, whose count the library then accepts; the tests' values
+      // are distinct.
+      const double sel = static_cast<double>(countSelected(acc, tau_)), kd = static_cast<double>(k);
+      if (!estimated && ((sel < kd / 1.25 && tau_ > floor) || sel > kd * 1.25)) estimate(acc, k);
+      tau = tau_;
+    }
+    m.tau = cfg_.density < 1.0 ? static_cast<double>(tau) : 0.0;
+    for (size_t i = 0; i < n; i++) {
+      if (std::fabs(acc[i]) < tau) continue;  // NaN fails `<`: always sent
+      m.idx.push_back(static_cast<uint32_t>(i));
+      m.val.push_back(acc[i]);
+      m.nonFinite += !std::isfinite(acc[i]);
+      acc[i] = T(0);
+    }
+    if (cfg_.errorFeedback) residual_ = acc;
+    else std::fill(residual_.begin(), residual_.end(), T(0));
+    step_++;
+    return m;
+  }
+
+  uint64_t estimates() const { return estimates_; }
+
+ private:
+  static size_t countSelected(const std::vector<T>& acc, T tau) {
+    size_t c = 0;
+    for (T a : acc) c += !(std::fabs(a) < tau);
+    return c;
+  }
+  void estimate(const std::vector<T>& acc, size_t k) {
+    tau_ = kthLargestMagnitude(acc, k);
+    haveTau_ = true;
+    lastEstimate_ = step_;
+    estimates_++;
+  }
+
+  RefConfig cfg_;
+  std::vector<T> residual_;
+  T tau_ = 0;
+  bool haveTau_ = false;
+  uint64_t step_ = 0, lastEstimate_ = 0, estimates_ = 0;
+};
+
+// Every rank's message added into zeros in rank order (what the allgather
+// algorithm does), then scaled for an average; `mag` gets the sum of |v|
+// per entry, the scale of the rounding any other order could introduce.
+template <typename T>
+void rankOrderSum(size_t n, const std::vector<uint32_t>& allIdx, const std::vector<T>& allVal,
+                  double scale, std::vector<T>& sum, std::vector<T>& mag) {
+  sum.assign(n, T(0));
+  mag.assign(n, T(0));
+  for (size_t j = 0; j < allIdx.size(); j++) {
+    sum[allIdx[j]] += allVal[j];
+    mag[allIdx[j]] += std::fabs(allVal[j]);
+  }
+  if (scale != 1.0) {
+    const T f = static_cast<T>(scale);
+    for (size_t i = 0; i < n; i++) {
+      sum[i] *= f;
+      mag[i] *= f;
+    }
+  }
+}
+
+template <typename T>
+bool sameBits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+}  // namespace dcttest
