@@ -26,8 +26,8 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm);
 // failure on any rank, every rank returns an error and no compressor state
 // changes (sendbuf is untouched, recvbuf undefined): retrying the call is
 // correct. `localError` is this rank's argument check (count 0: agreement only).
-dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
-                            dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream,
+dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
+                            const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
                             dctResult_t localError, const char* fn);
 
 // Sparse allgather of explicit COO into caller buffers; nnz per rank known.

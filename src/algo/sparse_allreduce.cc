@@ -13,6 +13,7 @@
 // step (transport.h's contract), so nobody waits; the votes carry the
 // failure to every rank and nothing is committed anywhere.
 #include <chrono>
+#include <cstring>
 
 #include "algo/agree.h"
 #include "algo/algorithms.h"
@@ -148,14 +149,15 @@ void commit(Step& s, const std::vector<CallHeader>& all) {
 
 }  // namespace
 
-dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, dctDataType_t dtype,
-                            dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream,
+dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
+                            const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
                             dctResult_t localError, const char* fn) {
   CallHeader mine;
   mine.localError = localError;
   mine.count = count;
-  mine.datatype = static_cast<int32_t>(dtype);
-  mine.op = static_cast<int32_t>(op);
+  // Raw bits: unchecked C enums may hold any int (loading them is UB).
+  std::memcpy(&mine.datatype, &dtype, sizeof(mine.datatype));
+  std::memcpy(&mine.op, &op, sizeof(mine.op));
   std::vector<CallHeader> all;
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
