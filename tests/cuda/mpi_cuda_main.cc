@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include "../mpi/run_doctest.h"
+
 #include <cstdio>
 
 int main(int argc, char** argv) {
@@ -31,11 +33,5 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 77;
   }
-  doctest::Context context(argc, argv);
-  if (rank != 0) context.setOption("minimal", true);
-  int failed = context.run() != 0 ? 1 : 0;
-  int anyFailed = 0;
-  MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return anyFailed;
+  return runDoctestOnAllRanks(argc, argv, rank);
 }
