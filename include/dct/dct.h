@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define DCT_MAJOR 0
-#define DCT_MINOR 1
+#define DCT_MINOR 2
 #define DCT_PATCH 0
 #define DCT_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
 #define DCT_VERSION_CODE DCT_VERSION(DCT_MAJOR, DCT_MINOR, DCT_PATCH)
@@ -63,8 +63,17 @@ typedef enum {
   dctNumAlgorithms = 4
 } dctAlgorithm_t;
 
+/* DCT-MP row selection (dctSparseAlltoall). */
+typedef enum {
+  dctRowTopK = 0,      /* each row keeps its K largest |x| (ties: lower column first) */
+  dctRowThreshold = 1, /* |x| >= tau, tau re-estimated every L steps so that about K
+                          entries per row pass on average (rows vary) */
+  dctNumRowSelections = 2
+} dctRowSelection_t;
+
 typedef struct dctComm* dctComm_t;
 typedef struct dctCompressor* dctCompressor_t;
+typedef struct dctAlltoallPlan* dctAlltoallPlan_t;
 
 /* Configuration. Always start from DCT_CONFIG_INITIALIZER: fields left at
  * their "undefined" value take the DCT_* environment variable, else the
@@ -83,6 +92,7 @@ typedef struct {
   int thresholdMethod;     /* dctThresholdMethod_t; sampled (DCT_THRESHOLD_METHOD) */
   int algorithm;           /* dctAlgorithm_t; auto (DCT_ALGORITHM) */
   long long seed;          /* sample PRNG seed, >= 0; default 0 (DCT_SEED) */
+  int rowSelection;        /* dctRowSelection_t (all-to-all); top-K (DCT_ROW_SELECTION) */
 } dctConfig_t;
 
 #define DCT_CONFIG_INITIALIZER                                                 \
@@ -90,7 +100,7 @@ typedef struct {
     sizeof(dctConfig_t), DCT_CONFIG_MAGIC, DCT_VERSION_CODE,                   \
         DCT_CONFIG_UNDEF_DOUBLE, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,   \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
-        DCT_CONFIG_UNDEF_INT                                                   \
+        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT                             \
   }
 
 /* What the last step did, plus totals since creation. Bytes are payload
@@ -110,6 +120,28 @@ typedef struct {
   uint64_t totalBytesReceived;
   uint64_t totalDenseBytes;
 } dctStats_t;
+
+/* DCT-MP traffic of an all-to-all plan. Bytes are payload bytes this rank
+ * sent to / received from the other ranks (its own rows excluded); "dense"
+ * is what MPI_Alltoallv of the full rows would move. */
+typedef struct {
+  uint64_t forwardSteps;
+  uint64_t backwardSteps;
+  uint64_t forwardBytesSent;      /* last forward */
+  uint64_t forwardBytesReceived;
+  uint64_t backwardBytesSent;     /* last backward */
+  uint64_t backwardBytesReceived;
+  uint64_t denseBytesSent;        /* per call, either direction */
+  uint64_t denseBytesReceived;
+  uint64_t keptEntries;           /* entries this rank kept in its last forward */
+  uint64_t nonFinite;             /* NaN/Inf among them (always kept) */
+  double density;                 /* keptEntries / (rows sent * rowLength) */
+  double threshold;               /* tau in use (dctRowThreshold), else 0 */
+  int maskFormat;                 /* wire mask: 0 bitmap, 1/2/4 index bytes, -1 none (K >= rowLength) */
+  uint64_t totalBytesSent;        /* both directions, since creation */
+  uint64_t totalBytesReceived;
+  uint64_t totalDenseBytes;       /* what dense would have sent */
+} dctAlltoallStats_t;
 
 /* --- errors and version --- */
 DCT_EXPORT const char* dctGetErrorString(dctResult_t result);
@@ -160,6 +192,40 @@ DCT_EXPORT dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
                                size_t count, void* recvValues, uint32_t* recvIndices,
                                size_t recvCapacity, size_t* recvCounts, size_t* total,
                                dctDataType_t datatype, dctComm_t comm, void* stream);
+
+/* --- DCT-MP: sparse all-to-all at a model-parallel boundary ---
+ * A plan fixes the split: rank p sends sendRows[q] rows to each rank q and
+ * receives recvRows[q] rows from it (uneven and zero splits allowed; every
+ * rank's sendRows[q] must equal rank q's recvRows[p]). Rows are rowLength
+ * elements, laid out as in MPI_Alltoallv: sendbuf holds the rows for rank 0,
+ * then those for rank 1, ...; recvbuf likewise by source rank.
+ * Forward keeps K = ceil(density * rowLength) entries per row
+ * (config.rowSelection; NaN/Inf always kept) and sends them as (index,
+ * value), indices 1, 2 or 4 bytes wide as rowLength needs, or as a
+ * rowLength-bit bitmap plus values when that is smaller, or as plain rows
+ * when K >= rowLength (lossless). The receiver writes dense rows, zeros
+ * elsewhere. Backward sends the gradient of the received rows back along the
+ * reverse route, values only at the forward's kept positions (no indices);
+ * the original sender gets dense gradient rows, zeros off the mask.
+ * There is no error feedback: activations belong to one sample and step.
+ * Plan creation and both calls are collective; arguments that disagree
+ * across ranks give an error on every rank. A failed call changes nothing
+ * (the previous forward's masks stay in effect). Host buffers use the CPU
+ * kernels; device buffers (stream = cudaStream_t) the CUDA ones. */
+DCT_EXPORT dctResult_t dctAlltoallPlanCreate(dctComm_t comm, const size_t* sendRows,
+                                  const size_t* recvRows, size_t rowLength,
+                                  dctDataType_t datatype, const dctConfig_t* config,
+                                  dctAlltoallPlan_t* plan);
+DCT_EXPORT dctResult_t dctAlltoallPlanDestroy(dctAlltoallPlan_t plan);
+DCT_EXPORT dctResult_t dctAlltoallPlanGetStats(dctAlltoallPlan_t plan, dctAlltoallStats_t* stats);
+/* Forward: recvbuf = the masked rows from every rank. Not in place. */
+DCT_EXPORT dctResult_t dctSparseAlltoall(dctAlltoallPlan_t plan, const void* sendbuf, void* recvbuf,
+                              void* stream);
+/* Backward, once per forward: gradSendbuf is shaped like the forward's
+ * recvbuf (gradients of the received rows), gradRecvbuf like its sendbuf.
+ * Before any forward, or a second time: dctInvalidUsage on every rank. */
+DCT_EXPORT dctResult_t dctSparseAlltoallBackward(dctAlltoallPlan_t plan, const void* gradSendbuf,
+                                      void* gradRecvbuf, void* stream);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@ struct CallHeader {
   int32_t algorithm = 0;    // must match
   int32_t mode = 0;         // must match (warm-up vs sparse, query vs fetch)
   int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
-  int32_t pad = 0;
+  int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size)
 };
 
 // Checks every rank's header against this rank's. Returns `localError` on

@@ -35,4 +35,12 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
                             size_t valueBytes, const std::vector<uint64_t>& nnz,
                             void* recvValues, uint32_t* recvIndices, void* stream);
 
+// DCT-MP sparse all-to-all (sparse_alltoall.cc), transactions like the
+// allreduce: on any failure on any rank every rank returns an error and the
+// plan keeps its committed masks. `localError`: this rank's argument check.
+dctResult_t sparseAlltoallForward(dctAlltoallPlan_t plan, const void* send, void* recv, void* stream,
+                                  dctResult_t localError, const char* fn);
+dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t plan, const void* gradSend, void* gradRecv, void* stream,
+                                   dctResult_t localError, const char* fn);
+
 }  // namespace dct

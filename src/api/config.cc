@@ -34,6 +34,7 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
   }
   static const char* const methods[] = {"sampled", "exact"};
   static const char* const algos[] = {"auto", "allgather", "dense", "split"};
+  static const char* const rowSelections[] = {"topk", "threshold"};
   DCTCHECK(pick(comm, c.density, DCT_CONFIG_UNDEF_DOUBLE, envReal("DCT_DENSITY"), "DCT_DENSITY", 0.01));
   DCTCHECK(pick(comm, c.thresholdInterval, DCT_CONFIG_UNDEF_INT, envInteger("DCT_THRESHOLD_INTERVAL"),
                 "DCT_THRESHOLD_INTERVAL", 1000));
@@ -47,6 +48,8 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
                 "DCT_THRESHOLD_METHOD", static_cast<int>(dctThresholdSampled)));
   DCTCHECK(pick(comm, c.algorithm, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ALGORITHM", algos, 4), "DCT_ALGORITHM",
                 static_cast<int>(dctAlgoAuto)));
+  DCTCHECK(pick(comm, c.rowSelection, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ROW_SELECTION", rowSelections, 2),
+                "DCT_ROW_SELECTION", static_cast<int>(dctRowTopK)));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN
     return fail(comm, dctInvalidArgument, "density %g is outside (0, 1]", c.density);
@@ -62,6 +65,8 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
                 c.thresholdMethod);
   if (c.algorithm < 0 || c.algorithm >= dctNumAlgorithms)
     return fail(comm, dctInvalidArgument, "algorithm %d is not a dctAlgorithm_t", c.algorithm);
+  if (c.rowSelection < 0 || c.rowSelection >= dctNumRowSelections)
+    return fail(comm, dctInvalidArgument, "rowSelection %d is not a dctRowSelection_t", c.rowSelection);
   if (c.algorithm == dctAlgoSplit)
     return fail(comm, dctNotSupported, "dctAlgoSplit is reserved for a later version");
   *out = c;

@@ -79,5 +79,9 @@ dctResult_t cpuThreshold(KernelContext* ctx, const ThresholdArgs* args, double* 
 dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void* stream);
 dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
+dctResult_t cpuRowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
+dctResult_t cpuRowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
+dctResult_t cpuRowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);
+dctResult_t cpuRowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream);
 
 }  // namespace dct

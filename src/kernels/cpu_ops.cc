@@ -126,6 +126,10 @@ const KernelOps& cpuKernelOps() {
       .scatterAddPacked = cpuScatterAddPacked,
       .zero = zero,
       .scale = scale,
+      .rowSelect = cpuRowSelect,
+      .rowOffsets = cpuRowOffsets,
+      .rowPack = cpuRowPack,
+      .rowUnpack = cpuRowUnpack,
   };
   return ops;
 }

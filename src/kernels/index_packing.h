@@ -19,11 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DCT_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define DCT_HOST_DEVICE inline
-#endif
+#include "kernels/host_device.h"
 
 namespace dct::packing {
 

@@ -74,6 +74,64 @@ struct PackArgs {
   size_t bytes = 0;  // out: bytes written (valid on the host when the op returns)
 };
 
+// DCT-MP rows (dctSparseAlltoall): R rows of D entries, row-major. A row's
+// mask is a bitmap of maskWords(D) uint32 words, bit j%32 of word j/32 set
+// when column j is kept; bits past D are zero.
+inline size_t maskWords(size_t rowLength) { return (rowLength + 31) / 32; }
+
+// Per-row selection. Keys compare the magnitude's bits (|x| as an unsigned
+// integer, NaN and +-Inf as the bits of +Inf), so both twins rank alike and
+// -0 ties +0.
+//  * k > 0 (top-K): a row with nf >= k non-finite entries keeps exactly
+//    those; otherwise it keeps its k largest keys, ties at the cut taken in
+//    ascending column order (k >= D keeps the whole row);
+//  * k == 0 (threshold): keeps { j : !(|x_j| < T(tau)) } (NaN included).
+// counts[r] = entries kept in row r; nonFinite = NaN/Inf kept (all rows).
+struct RowSelectArgs {
+  const void* rows;
+  size_t rowCount;
+  size_t rowLength;
+  dctDataType_t dtype;
+  size_t k;
+  double tau;
+  uint32_t* mask;    // out: rowCount * maskWords(rowLength) words
+  uint32_t* counts;  // out: rowCount
+  size_t nonFinite = 0;  // out (valid on the host when the op returns)
+};
+
+// Entry offsets: offsets[r] = sum of counts[0..r), r <= rowCount, where
+// counts are `countBytes` (1, 2 or 4) wide, or all equal to `fixedCount`
+// when counts is null. offsets[rowCount] is also returned in *total (host).
+struct RowOffsetsArgs {
+  const void* counts;
+  int countBytes;
+  size_t fixedCount;
+  size_t rowCount;
+  uint64_t* offsets;  // out: rowCount + 1
+  uint64_t total = 0; // out (host)
+};
+
+// The wire form of rows [0, rowCount) of one peer's block. Row r's entries
+// are at offsets[r] - base .. offsets[r+1] - base of the block (ascending
+// columns). maskFormat: 1, 2 or 4 = index lists of that width at the same
+// entry positions; 0 = bitmap, ceil(D/8) bytes per row (byte b holds
+// columns 8b..8b+7, lowest bit first); -1 = no mask on the wire. A null
+// `mask` with format -1 means every row is whole (K >= D: plain rows).
+struct RowWireArgs {
+  void* rows;              // R x D dense rows (pack: read; unpack: written, zeros off the mask)
+  size_t rowCount;
+  size_t rowLength;
+  dctDataType_t dtype;
+  uint32_t* mask;          // R x maskWords(D) (pack: read; unpack: read, or written from wireMask)
+  const uint64_t* offsets; // R + 1 entries, in this twin's memory
+  uint64_t base;           // offsets[0], on the host
+  int maskFormat;
+  void* wireMask;          // pack: written (unless format -1); unpack: read and decoded into mask
+  void* wireCounts;        // pack only: counts written `countBytes` wide (null: not sent)
+  int countBytes;
+  void* values;            // packed values (pack: written; unpack: read)
+};
+
 // All pointers handed to one twin live in that twin's memory space (host for
 // the CPU twin, device for the CUDA twin); `stream` is a cudaStream_t for the
 // CUDA twin and ignored by the CPU twin. Every op is stream-ordered; results
@@ -122,6 +180,17 @@ struct KernelOps {
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
                        double factor, void* stream);
+  // DCT-MP rows (RowSelectArgs ... RowWireArgs above).
+  dctResult_t (*rowSelect)(KernelContext* ctx, RowSelectArgs* args, void* stream);
+  dctResult_t (*rowOffsets)(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
+  // rows + mask -> values (+ wireMask, wireCounts): the kept entries in
+  // ascending column order per row.
+  dctResult_t (*rowPack)(KernelContext* ctx, const RowWireArgs* args, void* stream);
+  // values (+ wireMask decoded into mask) -> dense rows, zeros elsewhere.
+  // A wire mask is validated first (index lists strictly ascending and < D,
+  // bitmaps with popcount = the row's count and no bit >= D): if any row is
+  // malformed nothing is written and the op returns dctInternalError.
+  dctResult_t (*rowUnpack)(KernelContext* ctx, const RowWireArgs* args, void* stream);
 };
 
 const KernelOps& cpuKernelOps();

@@ -2,6 +2,7 @@
 // and the last error recorded on it.
 #pragma once
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -15,6 +16,7 @@ struct dctComm {
   const dct::Transport* transport = nullptr;
   void* transportState = nullptr;  // owned by the transport
   void* faultSeam = nullptr;       // tests only: transport/fault_injection.h
+  uint64_t plansCreated = 0;       // all-to-all plan ids (plan creation is collective)
 
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next

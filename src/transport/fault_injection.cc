@@ -54,6 +54,16 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   return h ? injected(comm, recv, end, "allgatherv") : res;
 }
 
+dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
+                      const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res =
+      seamOf(comm)->inner->alltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets, stream);
+  size_t end = 0;
+  for (int r = 0; r < comm->size; r++) end = recvOffsets[r] + recvBytes[r] > end ? recvOffsets[r] + recvBytes[r] : end;
+  return h ? injected(comm, recv, end, "alltoallv") : res;
+}
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t dtype,
                       void* stream) {
   const bool h = hit(comm);
@@ -86,6 +96,7 @@ dctResult_t installFaultSeam(dctComm_t comm) {
   s->table.prepare = prepare;
   s->table.allgather = allgather;
   s->table.allgatherv = allgatherv;
+  s->table.alltoallv = alltoallv;
   s->table.allreduce = allreduce;
   s->table.vote = vote;
   s->table.destroy = destroy;

@@ -94,6 +94,60 @@ dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes
   return allgatherv(comm, send, bytes, recv, sizes.data(), offsets.data(), stream);
 }
 
+// Beyond int counts: every block in pieces of at most the count limit, all
+// posted nonblocking (pieces of one pair arrive in order: same source, tag
+// and comm), the own block copied.
+dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
+                           char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
+  const size_t piece = mpiCountLimit();
+  const int me = comm->rank;
+  std::vector<MPI_Request> requests;
+  auto post = [&](bool isSend, int peer, char* base, size_t bytes) -> dctResult_t {
+    for (size_t off = 0; off < bytes; off += piece) {
+      const int n = static_cast<int>(bytes - off < piece ? bytes - off : piece);
+      requests.emplace_back();
+      if (isSend) MPICHECK(comm, MPI_Isend(base + off, n, MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
+      else MPICHECK(comm, MPI_Irecv(base + off, n, MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
+    }
+    return dctSuccess;
+  };
+  for (int q = 0; q < comm->size; q++)
+    if (q != me) DCTCHECK(post(false, q, recv + recvOffsets[q], recvBytes[q]));
+  for (int q = 0; q < comm->size; q++)
+    if (q != me) DCTCHECK(post(true, q, const_cast<char*>(send) + sendOffsets[q], sendBytes[q]));
+  if (sendBytes[me]) std::memcpy(recv + recvOffsets[me], send + sendOffsets[me], sendBytes[me]);
+  MPICHECK(comm, MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  return dctSuccess;
+}
+
+dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
+                      const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
+  const int P = comm->size;
+  HostStaging& stage = stateOf(comm)->staging;
+  DCTCHECK(stage.input(comm, send, extent(sendBytes, sendOffsets, P), stream));
+  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, P), false, stream));
+  std::vector<int> sc(P), sd(P), rc(P), rd(P);
+  bool fits = true;
+  for (int q = 0; q < P; q++) {
+    for (size_t v : {sendBytes[q], sendOffsets[q], recvBytes[q], recvOffsets[q]}) fits = fits && v <= mpiCountLimit();
+    sc[q] = static_cast<int>(sendBytes[q]);
+    sd[q] = static_cast<int>(sendOffsets[q]);
+    rc[q] = static_cast<int>(recvBytes[q]);
+    rd[q] = static_cast<int>(recvOffsets[q]);
+  }
+  // Pairwise sizes agree, so each pair makes the same choice... but every
+  // rank must make the same one for the collective: decide globally.
+  int fitsAll = fits ? 1 : 0;
+  MPICHECK(comm, MPI_Allreduce(MPI_IN_PLACE, &fitsAll, 1, MPI_INT, MPI_MIN, mpiOf(comm)));
+  if (fitsAll)
+    MPICHECK(comm, MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
+                                 mpiOf(comm)));
+  else
+    DCTCHECK(alltoallvLarge(comm, static_cast<const char*>(send), sendBytes, sendOffsets, static_cast<char*>(recv),
+                            recvBytes, recvOffsets));
+  return stage.finish(comm, stream);
+}
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
   if (datatype != dctFloat32 && datatype != dctFloat64)
@@ -141,6 +195,7 @@ constexpr Transport kMpiTransport = {
     .prepare = prepare,
     .allgather = allgather,
     .allgatherv = allgatherv,
+    .alltoallv = alltoallv,
     .allreduce = allreduce,
     .vote = vote,
     .destroy = destroy,

@@ -1,0 +1,335 @@
+// DCT-MP sparse all-to-all, forward and backward, each one transaction like
+// the DP allreduce (sparse_allreduce.cc):
+//
+//   forward   select rows (bitmaps + counts), pack each peer's block
+//             [counts][mask][values]; header allgather + vote (+ an allgather
+//             of per-peer entry counts when some rank's rows vary in size);
+//             alltoallv; decode and validate each block into dense rows and
+//             the spare masks; vote; commit (masks swap in, backward due)
+//   backward  values only at the committed masks, reverse route, same steps
+//
+// Fixed-size rows (top-K without non-finite overflow) need no counts at
+// all: the split and K fix every block's size.
+#include <cstring>
+
+#include "algo/agree.h"
+#include "algo/algorithms.h"
+#include "base/debug.h"
+#include "core/alltoall_plan.h"
+#include "kernels/index_packing.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+constexpr int32_t kForward = 0, kBackward = 1;
+
+struct Blocks {
+  std::vector<size_t> bytes, offsets;
+  size_t total = 0;
+  void place() {
+    offsets.resize(bytes.size());
+    total = 0;
+    for (size_t q = 0; q < bytes.size(); q++) {
+      offsets[q] = total;
+      total += bytes[q];
+    }
+  }
+};
+
+struct Call {
+  dctAlltoallPlan_t p;
+  void* stream;
+  const char* fn;
+  Blocks out, in;
+  std::vector<BlockLayout> inLayout;
+  std::vector<bool> inCounts;  // block from peer q carries per-row counts
+};
+
+size_t rowBytes(const dctAlltoallPlan_t p) { return p->rowLength * dtypeSize(p->dtype); }
+size_t keepPerRow(const dctAlltoallPlan_t p) { return p->maskFormat < 0 ? p->rowLength : p->k; }
+uint32_t* maskOf(MaskSet& m, const RowSide& side, int q, size_t rowLength) {
+  return m.mask.as<uint32_t>() + side.rowStart[q] * maskWords(rowLength);
+}
+uint64_t* offsetsOf(MaskSet& m, const RowSide& side, int q) { return m.offsets.as<uint64_t>() + side.offsetsAt(q); }
+
+dctResult_t reserveMasks(dctAlltoallPlan_t p, MaskSet& m, const RowSide& side) {
+  const int P = p->comm->size;
+  m.entries.assign(P, 0);
+  DCTCHECK(m.offsets.reserve((side.totalRows() + P) * sizeof(uint64_t)));
+  if (p->maskFormat >= 0) DCTCHECK(m.mask.reserve(side.totalRows() * maskWords(p->rowLength) * 4));
+  return dctSuccess;
+}
+
+// Room for what arrives, and the transport's staging for both buffers.
+dctResult_t reserveWire(Call& c) {
+  dctAlltoallPlan_t p = c.p;
+  DCTCHECK(p->wireOut.reserve(c.out.total));
+  DCTCHECK(p->wireIn.reserve(c.in.total));
+  const size_t most = c.out.total > c.in.total ? c.out.total : c.in.total;
+  return p->comm->transport->prepare(p->comm, p->wireIn.as(), most, c.stream);
+}
+
+dctResult_t exchange(Call& c) {
+  dctAlltoallPlan_t p = c.p;
+  return p->comm->transport->alltoallv(p->comm, p->wireOut.as(), c.out.bytes.data(), c.out.offsets.data(),
+                                       p->wireIn.as(), c.in.bytes.data(), c.in.offsets.data(), c.stream);
+}
+
+dctResult_t malformed(Call& c, int q) {
+  return fail(c.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", c.fn, q, c.in.bytes[q]);
+}
+
+// --- forward -------------------------------------------------------------
+
+struct ForwardDraft {
+  uint64_t kept = 0, nonFinite = 0;
+  bool variable = false;
+  double tau = 0;
+  bool estimated = false;
+};
+
+dctResult_t estimateTau(Call& c, const void* send, ForwardDraft& d) {
+  dctAlltoallPlan_t p = c.p;
+  d.tau = p->tau;
+  const bool due = !p->haveTau || p->stats.forwardSteps - p->lastEstimate >= uint64_t(p->config.thresholdInterval);
+  if (p->config.rowSelection != dctRowThreshold || !due || p->send.totalRows() == 0) return dctSuccess;
+  uint64_t seed = static_cast<uint64_t>(p->config.seed) ^ (p->stats.forwardSteps * 0xd1b54a32d192ed03ull);
+  ThresholdArgs args{send, p->send.totalRows() * p->rowLength, p->dtype, p->config.density,
+                     static_cast<dctThresholdMethod_t>(p->config.thresholdMethod), splitmix64(seed)};
+  DCTCHECK(p->ops->threshold(p->kernels, &args, &d.tau, c.stream));
+  d.estimated = true;
+  return dctSuccess;
+}
+
+// Selection of every send row into the spare masks; entry counts per peer.
+dctResult_t selectRows(Call& c, const void* send, MaskSet& m, ForwardDraft& d) {
+  dctAlltoallPlan_t p = c.p;
+  const RowSide& side = p->send;
+  const size_t R = side.totalRows();
+  DCTCHECK(reserveMasks(p, m, side));
+  if (p->maskFormat >= 0) {
+    DCTCHECK(p->counts.reserve(R * sizeof(uint32_t)));
+    DCTCHECK(estimateTau(c, send, d));
+    const bool topK = p->config.rowSelection == dctRowTopK;
+    RowSelectArgs sel{send, R, p->rowLength, p->dtype, topK ? p->k : 0, d.tau, m.mask.as<uint32_t>(),
+                      p->counts.as<uint32_t>()};
+    DCTCHECK(p->ops->rowSelect(p->kernels, &sel, c.stream));
+    d.nonFinite = sel.nonFinite;
+  }
+  for (int q = 0; q < p->comm->size; q++) {
+    const void* counts = p->maskFormat >= 0 ? p->counts.as<uint32_t>() + side.rowStart[q] : nullptr;
+    RowOffsetsArgs off{counts, 4, keepPerRow(p), side.rows[q], offsetsOf(m, side, q)};
+    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, c.stream));
+    m.entries[q] = off.total;
+    d.kept += off.total;
+  }
+  // Top-K rows hold at least K each, so K per row on average means exactly
+  // K in every row; thresholded rows vary whatever the total.
+  const bool thresholded = p->maskFormat >= 0 && p->config.rowSelection == dctRowThreshold;
+  d.variable = thresholded || d.kept != R * keepPerRow(p);
+  return dctSuccess;
+}
+
+dctResult_t packForward(Call& c, const void* send, MaskSet& m, const ForwardDraft& d) {
+  dctAlltoallPlan_t p = c.p;
+  const int P = p->comm->size;
+  std::vector<BlockLayout> layout(P);
+  c.out.bytes.resize(P);
+  for (int q = 0; q < P; q++) c.out.bytes[q] = (layout[q] = blockLayout(*p, p->send.rows[q], m.entries[q], d.variable)).bytes;
+  c.out.place();
+  DCTCHECK(p->wireOut.reserve(c.out.total));
+  DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), c.out.total, c.stream));  // padding included
+  for (int q = 0; q < P; q++) {
+    if (p->send.rows[q] == 0) continue;
+    char* block = p->wireOut.as<char>() + c.out.offsets[q];
+    const BlockLayout& b = layout[q];
+    RowWireArgs a{const_cast<char*>(static_cast<const char*>(send)) + p->send.rowStart[q] * rowBytes(p),
+                  p->send.rows[q], p->rowLength, p->dtype,
+                  p->maskFormat >= 0 ? maskOf(m, p->send, q, p->rowLength) : nullptr, offsetsOf(m, p->send, q), 0,
+                  p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr,
+                  d.variable ? block + b.countsAt : nullptr, p->countBytes, block + b.valuesAt};
+    DCTCHECK(p->ops->rowPack(p->kernels, &a, c.stream));
+  }
+  return dctSuccess;
+}
+
+// What arrives from each peer: fixed blocks from the split and K, or the
+// entry counts every rank published.
+void layoutIncoming(Call& c, const std::vector<CallHeader>& all, const std::vector<uint64_t>* entries) {
+  dctAlltoallPlan_t p = c.p;
+  const int P = p->comm->size, me = p->comm->rank;
+  c.in.bytes.resize(P);
+  c.inLayout.resize(P);
+  c.inCounts.assign(P, false);
+  for (int q = 0; q < P; q++) {
+    c.inCounts[q] = all[q].flags != 0;
+    const uint64_t e = entries ? (*entries)[size_t(q) * P + me] : p->recv.rows[q] * keepPerRow(p);
+    c.inLayout[q] = blockLayout(*p, p->recv.rows[q], e, c.inCounts[q]);
+    c.in.bytes[q] = c.inLayout[q].bytes;
+  }
+  c.in.place();
+}
+
+dctResult_t unpackForward(Call& c, void* recv, MaskSet& m) {
+  dctAlltoallPlan_t p = c.p;
+  for (int q = 0; q < p->comm->size; q++) {
+    const size_t rows = p->recv.rows[q];
+    if (rows == 0) continue;
+    char* block = p->wireIn.as<char>() + c.in.offsets[q];
+    const BlockLayout& b = c.inLayout[q];
+    RowOffsetsArgs off{c.inCounts[q] ? block : nullptr, p->countBytes, keepPerRow(p), rows, offsetsOf(m, p->recv, q)};
+    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, c.stream));
+    if (blockLayout(*p, rows, off.total, c.inCounts[q]).bytes != c.in.bytes[q]) return malformed(c, q);
+    m.entries[q] = off.total;
+    RowWireArgs a{static_cast<char*>(recv) + p->recv.rowStart[q] * rowBytes(p), rows, p->rowLength, p->dtype,
+                  p->maskFormat >= 0 ? maskOf(m, p->recv, q, p->rowLength) : nullptr, offsetsOf(m, p->recv, q), 0,
+                  p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr, nullptr, p->countBytes,
+                  block + b.valuesAt};
+    if (p->ops->rowUnpack(p->kernels, &a, c.stream) != dctSuccess) return malformed(c, q);
+  }
+  return dctSuccess;
+}
+
+// Entry counts of every rank's blocks, when some rank's rows vary in size.
+dctResult_t shareEntries(Call& c, const MaskSet& sent, std::vector<uint64_t>& entries) {
+  dctComm_t comm = c.p->comm;
+  entries.assign(size_t(comm->size) * comm->size, 0);
+  return comm->transport->allgather(comm, sent.entries.data(), entries.data(), comm->size * sizeof(uint64_t),
+                                    c.stream);
+}
+
+void commitForward(Call& c, const ForwardDraft& d) {
+  dctAlltoallPlan_t p = c.p;
+  const int me = p->comm->rank;
+  dctAlltoallStats_t& s = p->stats;
+  p->committed = 1 - p->committed;
+  p->backwardDue = true;
+  if (d.estimated) {
+    p->tau = d.tau;
+    p->haveTau = true;
+    p->lastEstimate = s.forwardSteps;
+  }
+  s.forwardSteps++;
+  s.forwardBytesSent = c.out.total - c.out.bytes[me];
+  s.forwardBytesReceived = c.in.total - c.in.bytes[me];
+  s.keptEntries = d.kept;
+  s.nonFinite = d.nonFinite;
+  const double cells = static_cast<double>(p->send.totalRows() * p->rowLength);
+  s.density = cells > 0 ? static_cast<double>(d.kept) / cells : 0;
+  s.threshold = p->config.rowSelection == dctRowThreshold && p->maskFormat >= 0 ? p->tau : 0;
+  s.totalBytesSent += s.forwardBytesSent;
+  s.totalBytesReceived += s.forwardBytesReceived;
+  s.totalDenseBytes += s.denseBytesSent;
+}
+
+CallHeader header(dctAlltoallPlan_t p, int32_t direction, dctResult_t localError) {
+  CallHeader h;
+  h.localError = localError;
+  h.count = p->id;
+  h.datatype = p->dtype;
+  h.op = direction;
+  return h;
+}
+
+}  // namespace
+
+dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* recv, void* stream,
+                                  dctResult_t localError, const char* fn) {
+  Call c{p, stream, fn};
+  const int spare = 1 - p->committed;
+  MaskSet &sent = p->sent[spare], &received = p->received[spare];
+  ForwardDraft d;
+  CallHeader mine = header(p, kForward, localError);
+  if (mine.localError == dctSuccess) {
+    mine.localError = [&]() -> dctResult_t {
+      DCTCHECK(p->ops->streamBegin(p->kernels, stream));
+      DCTCHECK(selectRows(c, send, sent, d));
+      DCTCHECK(packForward(c, send, sent, d));
+      return reserveMasks(p, received, p->recv);
+    }();
+  }
+  mine.nnz = d.kept;
+  mine.flags = d.variable;
+  std::vector<CallHeader> all;
+  bool variable = false;
+  DCTCHECK(agree(p->comm, mine, all, stream, fn, [&] {
+    for (const CallHeader& h : all) variable = variable || h.flags != 0;
+    if (variable) return dctSuccess;  // sizes come with the entry counts
+    layoutIncoming(c, all, nullptr);
+    return reserveWire(c);
+  }));
+  if (variable) {
+    std::vector<uint64_t> entries;
+    dctResult_t res = shareEntries(c, sent, entries);
+    if (res == dctSuccess) {
+      layoutIncoming(c, all, &entries);
+      res = reserveWire(c);
+    }
+    DCTCHECK(vote(p->comm, res, stream, fn, "size exchange"));
+  }
+  dctResult_t res = exchange(c);
+  if (res == dctSuccess) res = unpackForward(c, recv, received);
+  DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
+  commitForward(c, d);
+  return p->ops->streamEnd(p->kernels, stream);
+}
+
+dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, void* gradRecv, void* stream,
+                                   dctResult_t localError, const char* fn) {
+  Call c{p, stream, fn};
+  const int P = p->comm->size, me = p->comm->rank;
+  if (localError == dctSuccess && !p->backwardDue)
+    localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
+  CallHeader mine = header(p, kBackward, localError);
+  MaskSet &sent = p->sent[p->committed], &received = p->received[p->committed];
+  const size_t es = dtypeSize(p->dtype);
+  auto maskOrNull = [&](MaskSet& m, const RowSide& side, int q) {
+    return p->maskFormat >= 0 ? maskOf(m, side, q, p->rowLength) : nullptr;
+  };
+  if (mine.localError == dctSuccess) {
+    mine.localError = [&]() -> dctResult_t {
+      c.out.bytes.resize(P);
+      c.in.bytes.resize(P);
+      for (int q = 0; q < P; q++) {
+        c.out.bytes[q] = packing::pad8(received.entries[q] * es);
+        c.in.bytes[q] = packing::pad8(sent.entries[q] * es);
+      }
+      c.out.place();
+      c.in.place();
+      DCTCHECK(p->ops->streamBegin(p->kernels, stream));
+      DCTCHECK(reserveWire(c));
+      for (int q = 0; q < P; q++) {
+        if (p->recv.rows[q] == 0) continue;
+        RowWireArgs a{const_cast<char*>(static_cast<const char*>(gradSend)) + p->recv.rowStart[q] * rowBytes(p),
+                      p->recv.rows[q], p->rowLength, p->dtype, maskOrNull(received, p->recv, q),
+                      offsetsOf(received, p->recv, q), 0, -1, nullptr, nullptr, p->countBytes,
+                      p->wireOut.as<char>() + c.out.offsets[q]};
+        DCTCHECK(p->ops->rowPack(p->kernels, &a, stream));
+      }
+      return dctSuccess;
+    }();
+  }
+  std::vector<CallHeader> all;
+  DCTCHECK(agree(p->comm, mine, all, stream, fn));
+  dctResult_t res = exchange(c);
+  for (int q = 0; q < P && res == dctSuccess; q++) {
+    if (p->send.rows[q] == 0) continue;
+    RowWireArgs a{static_cast<char*>(gradRecv) + p->send.rowStart[q] * rowBytes(p), p->send.rows[q], p->rowLength,
+                  p->dtype, maskOrNull(sent, p->send, q), offsetsOf(sent, p->send, q), 0, -1, nullptr, nullptr,
+                  p->countBytes, p->wireIn.as<char>() + c.in.offsets[q]};
+    res = p->ops->rowUnpack(p->kernels, &a, stream);
+  }
+  DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
+  dctAlltoallStats_t& s = p->stats;
+  p->backwardDue = false;
+  s.backwardSteps++;
+  s.backwardBytesSent = c.out.total - c.out.bytes[me];
+  s.backwardBytesReceived = c.in.total - c.in.bytes[me];
+  s.totalBytesSent += s.backwardBytesSent;
+  s.totalBytesReceived += s.backwardBytesReceived;
+  s.totalDenseBytes += s.denseBytesReceived;  // backward's dense rows go the reverse way
+  return p->ops->streamEnd(p->kernels, stream);
+}
+
+}  // namespace dct

@@ -1,0 +1,203 @@
+// CPU twin of the DCT-MP row kernels (kernels.h, "DCT-MP rows"): per-row
+// selection into bitmaps, entry offsets, and the wire form of rows in both
+// directions. Rows are independent, so workers split them freely and the
+// result does not depend on the split.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu_context.h"
+#include "kernels/row_keys.h"
+
+namespace dct {
+namespace {
+
+// Rows per worker chunk: below this, threads cost more than they save.
+size_t minRowsPerWorker(size_t rowLength) { return std::max<size_t>(1, kMinPerWorker / 4 / std::max<size_t>(1, rowLength)); }
+
+template <typename T>
+size_t selectTopK(const T* row, size_t d, size_t k, uint32_t* mask, std::vector<RowKey<T>>& keys,
+                  std::vector<RowKey<T>>& sorted, size_t& nonFinite) {
+  using Key = RowKey<T>;
+  keys.resize(d);
+  size_t nf = 0;
+  for (size_t j = 0; j < d; j++) nf += (keys[j] = rowKey(row[j])) == kInfKey<T>;
+  nonFinite += nf;
+  std::fill(mask, mask + maskWords(d), 0u);
+  auto keep = [&](size_t j) { mask[j / 32] |= 1u << (j % 32); };
+  if (nf >= k) {  // the non-finite entries alone (all of them)
+    for (size_t j = 0; j < d; j++)
+      if (keys[j] == kInfKey<T>) keep(j);
+    return nf;
+  }
+  sorted.assign(keys.begin(), keys.end());
+  std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end(), std::greater<Key>());
+  const Key cut = sorted[k - 1];
+  size_t ties = k;
+  for (size_t j = 0; j < d; j++) ties -= keys[j] > cut;
+  for (size_t j = 0; j < d; j++)
+    if (keys[j] > cut || (keys[j] == cut && ties > 0 && ties--)) keep(j);
+  return k;
+}
+
+template <typename T>
+size_t selectThreshold(const T* row, size_t d, T tau, uint32_t* mask, size_t& nonFinite) {
+  std::fill(mask, mask + maskWords(d), 0u);
+  size_t kept = 0;
+  for (size_t j = 0; j < d; j++) {
+    if (std::fabs(row[j]) < tau) continue;  // NaN fails the test: kept
+    mask[j / 32] |= 1u << (j % 32);
+    kept++;
+    nonFinite += !std::isfinite(row[j]);
+  }
+  return kept;
+}
+
+// Calls fn.template operator()<T>() for the runtime dtype.
+template <typename Fn>
+dctResult_t dispatchValue(dctDataType_t dtype, Fn&& fn) {
+  return dispatchTypes(dtype, 4, [&]<typename T, typename>() { fn.template operator()<T>(); });
+}
+
+uint64_t readWidth(const void* p, size_t i, int bytes) {
+  switch (bytes) {
+    case 1: return static_cast<const uint8_t*>(p)[i];
+    case 2: return static_cast<const uint16_t*>(p)[i];
+    default: return static_cast<const uint32_t*>(p)[i];
+  }
+}
+
+void writeWidth(void* p, size_t i, int bytes, uint32_t v) {
+  switch (bytes) {
+    case 1: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    case 2: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); break;
+    default: static_cast<uint32_t*>(p)[i] = v; break;
+  }
+}
+
+size_t bitmapBytes(size_t d) { return (d + 7) / 8; }
+
+// Decodes row r's wire mask into mask words; false if malformed.
+bool decodeRow(const RowWireArgs& a, size_t r, uint32_t* words) {
+  const size_t d = a.rowLength, count = a.offsets[r + 1] - a.offsets[r], at = a.offsets[r] - a.base;
+  std::fill(words, words + maskWords(d), 0u);
+  if (a.maskFormat == 0) {
+    const uint8_t* bytes = static_cast<const uint8_t*>(a.wireMask) + r * bitmapBytes(d);
+    size_t bits = 0;
+    for (size_t b = 0; b < bitmapBytes(d); b++) {
+      words[b / 4] |= static_cast<uint32_t>(bytes[b]) << (8 * (b % 4));
+      bits += std::popcount(bytes[b]);
+    }
+    const bool tailClear = d % 8 == 0 || (bytes[d / 8] >> (d % 8)) == 0;
+    return tailClear && bits == count;
+  }
+  uint64_t previous = 0;
+  for (size_t m = 0; m < count; m++) {
+    const uint64_t j = readWidth(a.wireMask, at + m, a.maskFormat);
+    if (j >= d || (m > 0 && j <= previous)) return false;
+    words[j / 32] |= 1u << (j % 32);
+    previous = j;
+  }
+  return true;
+}
+
+}  // namespace
+
+dctResult_t cpuRowSelect(KernelContext* kc, RowSelectArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  RowSelectArgs& a = *args;
+  std::vector<size_t> nonFinite(ctx->pool.size(), 0);
+  const size_t d = a.rowLength, k = std::min(a.k, d);
+  dctResult_t res = dispatchValue(a.dtype, [&]<typename T>() {
+    const T* rows = static_cast<const T*>(a.rows);
+    const T tau = static_cast<T>(a.tau);
+    ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int w) {
+      std::vector<RowKey<T>> keys, sorted;
+      for (size_t r = b; r < e; r++) {
+        uint32_t* mask = a.mask + r * maskWords(d);
+        a.counts[r] = static_cast<uint32_t>(
+            a.k > 0 ? selectTopK(rows + r * d, d, k, mask, keys, sorted, nonFinite[w])
+                    : selectThreshold(rows + r * d, d, tau, mask, nonFinite[w]));
+      }
+    });
+  });
+  a.nonFinite = 0;
+  for (size_t n : nonFinite) a.nonFinite += n;
+  return res;
+}
+
+dctResult_t cpuRowOffsets(KernelContext*, RowOffsetsArgs* args, void*) {
+  RowOffsetsArgs& a = *args;
+  uint64_t sum = 0;
+  for (size_t r = 0; r < a.rowCount; r++) {
+    a.offsets[r] = sum;
+    sum += a.counts ? readWidth(a.counts, r, a.countBytes) : a.fixedCount;
+  }
+  a.offsets[a.rowCount] = sum;
+  a.total = sum;
+  return dctSuccess;
+}
+
+dctResult_t cpuRowPack(KernelContext* kc, const RowWireArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  const RowWireArgs& a = *args;
+  const size_t d = a.rowLength;
+  return dispatchValue(a.dtype, [&]<typename T>() {
+    const T* rows = static_cast<const T*>(a.rows);
+    T* values = static_cast<T*>(a.values);
+    ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
+      for (size_t r = b; r < e; r++) {
+        const size_t at = a.offsets[r] - a.base;
+        if (a.wireCounts) writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
+        if (a.mask == nullptr) {
+          std::memcpy(values + at, rows + r * d, d * sizeof(T));
+          continue;
+        }
+        const uint32_t* words = a.mask + r * maskWords(d);
+        if (a.maskFormat == 0)
+          std::memcpy(static_cast<uint8_t*>(a.wireMask) + r * bitmapBytes(d), words, bitmapBytes(d));
+        size_t m = 0;
+        for (size_t j = 0; j < d; j++) {
+          if (!(words[j / 32] >> (j % 32) & 1u)) continue;
+          if (a.maskFormat > 0) writeWidth(a.wireMask, at + m, a.maskFormat, static_cast<uint32_t>(j));
+          values[at + m++] = rows[r * d + j];
+        }
+      }
+    });
+  });
+}
+
+dctResult_t cpuRowUnpack(KernelContext* kc, const RowWireArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  const RowWireArgs& a = *args;
+  const size_t d = a.rowLength;
+  if (a.maskFormat >= 0) {  // decode and validate every row before writing any
+    std::vector<char> bad(ctx->pool.size(), 0);
+    ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int w) {
+      for (size_t r = b; r < e; r++)
+        if (!decodeRow(a, r, a.mask + r * maskWords(d))) bad[w] = 1;
+    });
+    if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return dctInternalError;
+  }
+  return dispatchValue(a.dtype, [&]<typename T>() {
+    T* rows = static_cast<T*>(a.rows);
+    const T* values = static_cast<const T*>(a.values);
+    ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
+      for (size_t r = b; r < e; r++) {
+        const size_t at = a.offsets[r] - a.base;
+        T* row = rows + r * d;
+        if (a.mask == nullptr) {
+          std::memcpy(row, values + at, d * sizeof(T));
+          continue;
+        }
+        const uint32_t* words = a.mask + r * maskWords(d);
+        size_t m = 0;
+        for (size_t j = 0; j < d; j++) row[j] = (words[j / 32] >> (j % 32) & 1u) ? values[at + m++] : T(0);
+      }
+    });
+  });
+}
+
+}  // namespace dct

@@ -1,0 +1,215 @@
+// dctSparseAlltoall / dctSparseAlltoallBackward under mpirun against plain
+// references: every rank rebuilds what each peer sent it (seeded per pair)
+// and checks the forward against the sort-based per-row top-K (or threshold)
+// mask, and the backward against the gradient restricted to its own masks.
+// Uneven and empty splits, ties, NaN/Inf rows, fp32/fp64, lossless K >= D
+// (bit-identical to MPI_Alltoallv), bad input on every rank.
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "../common/row_reference.h"
+#include "mpi_util.h"
+
+using namespace dcttest;
+using dct::test::maskedRow;
+using dct::test::referenceThreshold;
+using dct::test::referenceTopK;
+
+namespace {
+
+// Rows rank p sends to rank q: uneven, with zeros (and none at all to or
+// from rank 1 when `emptyRank`).
+size_t splitRows(int p, int q, bool emptyRank) {
+  if (emptyRank && (p == 1 || q == 1)) return 0;
+  return static_cast<size_t>((p * 3 + q * 5 + 1) % 4) * 2 + (p == q);
+}
+
+// The block p sends to q, rebuilt identically anywhere: normals with ties,
+// and NaN/Inf-heavy rows now and then.
+template <typename T>
+std::vector<T> blockData(int p, int q, size_t rows, size_t d, uint64_t seed) {
+  std::mt19937_64 rng(seed * 1000003 + p * 101 + q);
+  std::normal_distribution<double> normal;
+  std::vector<T> v(rows * d);
+  for (size_t i = 0; i < v.size(); i++) {
+    const unsigned pick = rng() % 100;
+    v[i] = pick < 20 ? T(pick % 2 ? 1.5 : -1.5) : static_cast<T>(normal(rng));
+    if ((i / d) % 7 == 3 && pick < 40) v[i] = pick % 2 ? std::numeric_limits<T>::quiet_NaN()
+                                                       : std::numeric_limits<T>::infinity();
+  }
+  return v;
+}
+
+struct Split {
+  std::vector<size_t> send, recv, sendStart, recvStart;
+  Split(int me, int P, bool emptyRank) : send(P), recv(P), sendStart(P + 1), recvStart(P + 1) {
+    for (int q = 0; q < P; q++) {
+      send[q] = splitRows(me, q, emptyRank);
+      recv[q] = splitRows(q, me, emptyRank);
+      sendStart[q + 1] = sendStart[q] + send[q];
+      recvStart[q + 1] = recvStart[q] + recv[q];
+    }
+  }
+};
+
+dctConfig_t rowConfig(double density, dctRowSelection_t selection) {
+  dctConfig_t cfg = explicitConfig(Settings{});
+  cfg.density = density;
+  cfg.rowSelection = selection;
+  cfg.thresholdInterval = 1;
+  return cfg;
+}
+
+template <typename T>
+std::vector<bool> keepOf(const T* row, size_t d, size_t k, dctRowSelection_t sel, double tau) {
+  return sel == dctRowTopK || k >= d ? referenceTopK(row, d, k) : referenceThreshold(row, d, tau);
+}
+
+template <typename T>
+void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyRank, uint64_t seed) {
+  CAPTURE(d);
+  CAPTURE(density);
+  CAPTURE(sel);
+  CAPTURE(emptyRank);
+  World w;
+  const dctDataType_t dt = sizeof(T) == 8 ? dctFloat64 : dctFloat32;
+  const Split s(w.rank, w.size, emptyRank);
+  const size_t k = std::min(d, std::max<size_t>(1, static_cast<size_t>(std::ceil(density * d - 1e-9))));
+  dctConfig_t cfg = rowConfig(density, sel);
+  dctAlltoallPlan_t plan = nullptr;
+  REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dt, &cfg, &plan) == dctSuccess);
+
+  std::vector<T> send(s.sendStart[w.size] * d), recv(s.recvStart[w.size] * d, T(42));
+  for (int q = 0; q < w.size; q++) {
+    auto block = blockData<T>(w.rank, q, s.send[q], d, seed);
+    std::copy(block.begin(), block.end(), send.begin() + s.sendStart[q] * d);
+  }
+  REQUIRE(dctSparseAlltoall(plan, send.empty() ? nullptr : send.data(), recv.empty() ? nullptr : recv.data(),
+                            nullptr) == dctSuccess);
+  dctAlltoallStats_t st;
+  REQUIRE(dctAlltoallPlanGetStats(plan, &st) == dctSuccess);
+  std::vector<double> taus(w.size);
+  MPI_Allgather(&st.threshold, 1, MPI_DOUBLE, taus.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+
+  // Forward: each received row is the sender's row under the reference mask.
+  for (int q = 0; q < w.size; q++) {
+    auto block = blockData<T>(q, w.rank, s.recv[q], d, seed);
+    for (size_t r = 0; r < s.recv[q]; r++) {
+      const auto want = maskedRow(&block[r * d], keepOf(&block[r * d], d, k, sel, taus[q]));
+      const T* got = &recv[(s.recvStart[q] + r) * d];
+      for (size_t j = 0; j < d; j++) REQUIRE(std::memcmp(&got[j], &want[j], sizeof(T)) == 0);
+    }
+  }
+  // Backward: the gradient of received rows, back on the sender's mask only.
+  std::vector<T> grad(recv.size()), gradBack(send.size(), T(42));
+  for (int q = 0; q < w.size; q++) {
+    auto g = blockData<T>(w.rank, q, s.recv[q], d, seed + 1);  // gradient rank me holds for q's rows
+    std::copy(g.begin(), g.end(), grad.begin() + s.recvStart[q] * d);
+  }
+  REQUIRE(dctSparseAlltoallBackward(plan, grad.empty() ? nullptr : grad.data(),
+                                    gradBack.empty() ? nullptr : gradBack.data(), nullptr) == dctSuccess);
+  for (int q = 0; q < w.size; q++) {
+    auto g = blockData<T>(q, w.rank, s.send[q], d, seed + 1);
+    for (size_t r = 0; r < s.send[q]; r++) {
+      const T* row = &send[(s.sendStart[q] + r) * d];
+      const auto want = maskedRow(&g[r * d], keepOf(row, d, k, sel, taus[w.rank]));
+      const T* got = &gradBack[(s.sendStart[q] + r) * d];
+      for (size_t j = 0; j < d; j++) REQUIRE(std::memcmp(&got[j], &want[j], sizeof(T)) == 0);
+    }
+  }
+  REQUIRE(dctAlltoallPlanGetStats(plan, &st) == dctSuccess);
+  CHECK(st.forwardSteps == 1);
+  CHECK(st.backwardSteps == 1);
+  if (k < d && sel == dctRowTopK && st.denseBytesSent > 0) CHECK(st.forwardBytesSent < st.denseBytesSent);
+  CHECK(dctAlltoallPlanDestroy(plan) == dctSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("forward and backward match the masked references") {
+  uint64_t seed = 1;
+  for (size_t d : {1, 3, 7, 64, 129, 1000})
+    for (bool emptyRank : {false, true}) {
+      checkRoundTrip<float>(d, 0.05, dctRowTopK, emptyRank, seed++);
+      checkRoundTrip<double>(d, 0.3, dctRowTopK, emptyRank, seed++);
+      checkRoundTrip<float>(d, 0.1, dctRowThreshold, emptyRank, seed++);
+    }
+}
+
+TEST_CASE("K >= rowLength is lossless: bit-identical to MPI_Alltoallv") {
+  World w;
+  const size_t d = 33;
+  const Split s(w.rank, w.size, false);
+  dctConfig_t cfg = rowConfig(1.0, dctRowTopK);
+  dctAlltoallPlan_t plan = nullptr;
+  REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &cfg, &plan) == dctSuccess);
+  std::vector<float> send(s.sendStart[w.size] * d), recv(s.recvStart[w.size] * d), dense(recv.size());
+  for (int q = 0; q < w.size; q++) {
+    auto block = blockData<float>(w.rank, q, s.send[q], d, 99);
+    std::copy(block.begin(), block.end(), send.begin() + s.sendStart[q] * d);
+  }
+  std::vector<int> sc(w.size), sd(w.size), rc(w.size), rd(w.size);
+  for (int q = 0; q < w.size; q++) {
+    sc[q] = static_cast<int>(s.send[q] * d);
+    sd[q] = static_cast<int>(s.sendStart[q] * d);
+    rc[q] = static_cast<int>(s.recv[q] * d);
+    rd[q] = static_cast<int>(s.recvStart[q] * d);
+  }
+  MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_FLOAT, dense.data(), rc.data(), rd.data(), MPI_FLOAT,
+                MPI_COMM_WORLD);
+  REQUIRE(dctSparseAlltoall(plan, send.data(), recv.data(), nullptr) == dctSuccess);
+  REQUIRE(std::memcmp(recv.data(), dense.data(), recv.size() * sizeof(float)) == 0);
+  dctAlltoallStats_t st;
+  REQUIRE(dctAlltoallPlanGetStats(plan, &st) == dctSuccess);
+  CHECK(st.maskFormat == -1);
+  CHECK(st.forwardBytesSent == st.denseBytesSent);  // plain rows: no mask, no counts
+  dctAlltoallPlanDestroy(plan);
+}
+
+TEST_CASE("bad input fails on every rank and loses nothing") {
+  World w;
+  const size_t d = 16;
+  const Split s(w.rank, w.size, false);
+  dctConfig_t cfg = rowConfig(0.25, dctRowTopK);
+  dctAlltoallPlan_t plan = nullptr;
+  CHECK(dctSparseAlltoall(nullptr, nullptr, nullptr, nullptr) == dctInvalidArgument);
+  CHECK(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, nullptr, nullptr) ==
+        dctInvalidArgument);
+
+  // Shapes that disagree across ranks.
+  const size_t myD = w.rank == 0 && w.size > 1 ? d + 1 : d;
+  dctResult_t res = dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), myD, dctFloat32, &cfg, &plan);
+  CHECK(res == (w.size > 1 ? dctInvalidUsage : dctSuccess));
+  if (res == dctSuccess) dctAlltoallPlanDestroy(plan);
+  std::vector<size_t> wrong = s.send;
+  if (w.rank == w.size - 1) wrong[0] += 1;
+  CHECK(dctAlltoallPlanCreate(w.comm, wrong.data(), s.recv.data(), d, dctFloat32, &cfg, &plan) == dctInvalidUsage);
+  dctConfig_t bad = cfg;
+  bad.density = 0;
+  CHECK(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &bad, &plan) == dctInvalidArgument);
+
+  REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &cfg, &plan) == dctSuccess);
+  std::vector<float> send(s.sendStart[w.size] * d, 1.0f), recv(s.recvStart[w.size] * d), grad(recv.size(), 2.0f),
+      back(send.size());
+  CHECK(dctSparseAlltoallBackward(plan, grad.data(), back.data(), nullptr) == dctInvalidUsage);
+  CHECK(std::string(dctGetLastError(w.comm)).find("dctSparseAlltoallBackward") != std::string::npos);
+  // One rank passes a NULL sendbuf: that rank rejects it, every other fails too.
+  const float* mySend = w.rank == 0 ? nullptr : send.data();
+  res = dctSparseAlltoall(plan, mySend, recv.data(), nullptr);
+  CHECK(res == (w.rank == 0 ? dctInvalidArgument : dctInvalidUsage));
+  CHECK(dctSparseAlltoallBackward(plan, grad.data(), back.data(), nullptr) == dctInvalidUsage);
+  // Plans that differ across ranks in one call.
+  dctAlltoallPlan_t other = nullptr;
+  REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &cfg, &other) == dctSuccess);
+  res = dctSparseAlltoall(w.rank == 0 ? other : plan, send.data(), recv.data(), nullptr);
+  CHECK(res == (w.size > 1 ? dctInvalidUsage : dctSuccess));
+  if (w.size == 1) CHECK(dctSparseAlltoallBackward(other, grad.data(), back.data(), nullptr) == dctSuccess);
+  // After all that, a forward and one backward work; a second backward does not.
+  REQUIRE(dctSparseAlltoall(plan, send.data(), recv.data(), nullptr) == dctSuccess);
+  CHECK(dctSparseAlltoallBackward(plan, grad.data(), back.data(), nullptr) == dctSuccess);
+  CHECK(dctSparseAlltoallBackward(plan, grad.data(), back.data(), nullptr) == dctInvalidUsage);
+  for (float x : back) CHECK((x == 0.0f || x == 2.0f));
+  dctAlltoallPlanDestroy(other);
+  dctAlltoallPlanDestroy(plan);
+}
