@@ -136,13 +136,7 @@ void alltoallPlanDestroy(dctAlltoallPlan_t p) {
   delete p;
 }
 
-dctResult_t bindPlanTwin(dctAlltoallPlan_t p, const void* buf, const char* fn) {
-  const KernelOps& twin = twinFor(buf);
-  if (p->ops != nullptr) {
-    if (p->ops->device == twin.device) return dctSuccess;
-    return fail(p->comm, dctInvalidArgument, "%s: buffers are in %s memory but this plan's state is in %s memory", fn,
-                twin.device ? "device" : "host", p->ops->device ? "device" : "host");
-  }
+dctResult_t bindPlanOps(dctAlltoallPlan_t p, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&p->kernels);
   if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
   p->ops = &twin;
@@ -152,6 +146,14 @@ dctResult_t bindPlanTwin(dctAlltoallPlan_t p, const void* buf, const char* fn) {
   }
   for (TwinBuffer* b : {&p->counts, &p->wireOut, &p->wireIn}) b->bind(p->ops, p->kernels);
   return dctSuccess;
+}
+
+dctResult_t bindPlanTwin(dctAlltoallPlan_t p, const void* buf, const char* fn) {
+  const KernelOps& twin = twinFor(buf);
+  if (p->ops == nullptr) return bindPlanOps(p, twin, fn);
+  if (p->ops->device == twin.device) return dctSuccess;
+  return fail(p->comm, dctInvalidArgument, "%s: buffers are in %s memory but this plan's state is in %s memory", fn,
+              twin.device ? "device" : "host", p->ops->device ? "device" : "host");
 }
 
 }  // namespace dct

@@ -82,5 +82,7 @@ void alltoallPlanDestroy(dctAlltoallPlan_t p);
 // Binds the plan's kernels to the twin owning buf (first call; later calls
 // must stay in that memory space).
 dctResult_t bindPlanTwin(dctAlltoallPlan_t p, const void* buf, const char* fn);
+// Binds to an explicit ops table before the first call (tests: failing twins).
+dctResult_t bindPlanOps(dctAlltoallPlan_t p, const KernelOps& ops, const char* fn);
 
 }  // namespace dct

@@ -13,6 +13,7 @@
 
 #include "core/compressor.h"
 #include "kernels/kernels.h"
+#include "fault_util.h"
 #include "mpi_util.h"
 #include "transport/fault_injection.h"
 #include "transport/mpi_limits.h"
@@ -40,13 +41,6 @@ std::vector<float> gradient(int rank, int step) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (float& x : g) x = dist(rng);
   return g;
-}
-
-bool allRanksAgree(bool mine) {
-  int in = mine ? 1 : 0, lo = 0, hi = 0;
-  MPI_Allreduce(&in, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&in, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
 }
 
 // Runs kSteps steps, retrying every failed call; `arm` runs once, after
@@ -133,32 +127,6 @@ TEST_CASE("a transport fault at any operation, on any rank or all, fails every r
         }
     }
 }
-
-namespace {
-
-// The CPU twin whose n-th allocation (counted from arming) fails.
-int allocationsLeft = -1;
-dctResult_t failingAllocate(dct::KernelContext* ctx, void** ptr, size_t bytes) {
-  if (allocationsLeft == 0) {
-    allocationsLeft = -1;
-    *ptr = nullptr;
-    return dctOutOfMemory;
-  }
-  if (allocationsLeft > 0) allocationsLeft--;
-  return dct::cpuKernelOps().allocate(ctx, ptr, bytes);
-}
-
-const dct::KernelOps& failingOps() {
-  static const dct::KernelOps ops = [] {
-    dct::KernelOps o = dct::cpuKernelOps();
-    o.name = "cpu (failing allocations)";
-    o.allocate = failingAllocate;
-    return o;
-  }();
-  return ops;
-}
-
-}  // namespace
 
 TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
   World w;

@@ -1,0 +1,41 @@
+// Shared by the fault-injection tests: whether every rank saw the same
+// outcome, and a CPU twin whose n-th allocation (counted from arming) fails.
+#pragma once
+
+#include <mpi.h>
+
+#include "kernels/kernels.h"
+
+namespace dcttest {
+
+inline bool allRanksAgree(bool mine) {
+  int in = mine ? 1 : 0, lo = 0, hi = 0;
+  MPI_Allreduce(&in, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&in, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+// Allocations left before the failing one on this rank; -1: none fails.
+inline int allocationsLeft = -1;
+
+inline dctResult_t failingAllocate(dct::KernelContext* ctx, void** ptr, size_t bytes) {
+  if (allocationsLeft == 0) {
+    allocationsLeft = -1;
+    *ptr = nullptr;
+    return dctOutOfMemory;
+  }
+  if (allocationsLeft > 0) allocationsLeft--;
+  return dct::cpuKernelOps().allocate(ctx, ptr, bytes);
+}
+
+inline const dct::KernelOps& failingOps() {
+  static const dct::KernelOps ops = [] {
+    dct::KernelOps o = dct::cpuKernelOps();
+    o.name = "cpu (failing allocations)";
+    o.allocate = failingAllocate;
+    return o;
+  }();
+  return ops;
+}
+
+}  // namespace dcttest
