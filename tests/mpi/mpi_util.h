@@ -46,6 +46,7 @@ inline dctConfig_t explicitConfig(const Settings& s) {
   cfg.thresholdMethod = s.method;
   cfg.algorithm = s.algorithm;
   cfg.seed = s.seed;
+  cfg.rowSelection = dctRowTopK;
   return cfg;
 }
 

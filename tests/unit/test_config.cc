@@ -16,7 +16,7 @@ namespace {
 
 const char* const kConfigVars[] = {"DCT_DENSITY",        "DCT_THRESHOLD_INTERVAL", "DCT_ERROR_FEEDBACK",
                                    "DCT_WARMUP_STEPS",   "DCT_SEED",               "DCT_THRESHOLD_METHOD",
-                                   "DCT_ALGORITHM"};
+                                   "DCT_ALGORITHM",      "DCT_ROW_SELECTION"};
 
 struct CleanEnv {
   CleanEnv() {
@@ -36,6 +36,7 @@ TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   CHECK(out.thresholdMethod == dctThresholdSampled);
   CHECK(out.algorithm == dctAlgoAuto);
   CHECK(out.seed == 0);
+  CHECK(out.rowSelection == dctRowTopK);
   dctConfig_t fromNull;
   REQUIRE(resolveConfig(nullptr, nullptr, &fromNull) == dctSuccess);
   CHECK(fromNull.density == out.density);
@@ -49,8 +50,10 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   setenv("DCT_THRESHOLD_INTERVAL", "7", 1);
   setenv("DCT_ALGORITHM", "dense", 1);
   setenv("DCT_THRESHOLD_METHOD", "exact", 1);
+  setenv("DCT_ROW_SELECTION", "threshold", 1);
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
   REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  CHECK(out.rowSelection == dctRowThreshold);
   CHECK(out.density == 0.05);
   CHECK(out.thresholdInterval == 7);
   CHECK(out.algorithm == dctAlgoDense);
@@ -84,6 +87,7 @@ TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
   rejects([](dctConfig_t& c) { c.magic = 0; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
   rejects([](dctConfig_t& c) { c.size = 3; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
   rejects([](dctConfig_t& c) { c.seed = -5; }, dctInvalidArgument, "seed");
+  rejects([](dctConfig_t& c) { c.rowSelection = 2; }, dctInvalidArgument, "rowSelection");
   // An uninitialised struct (garbage) is refused too.
   dctConfig_t garbage;
   std::memset(&garbage, 0xab, sizeof(garbage));
@@ -102,7 +106,7 @@ TEST_CASE_FIXTURE(CleanEnv, "a malformed variable is refused, naming it") {
   const char* const bad[][2] = {{"DCT_DENSITY", "abc"},         {"DCT_THRESHOLD_INTERVAL", "7x"},
                                 {"DCT_ALGORITHM", "bogus"},      {"DCT_ERROR_FEEDBACK", "yes"},
                                 {"DCT_WARMUP_STEPS", "1.5"},     {"DCT_SEED", "0x"},
-                                {"DCT_THRESHOLD_METHOD", "fast"}};
+                                {"DCT_THRESHOLD_METHOD", "fast"}, {"DCT_ROW_SELECTION", "topq"}};
   for (const auto& [name, value] : bad) {
     CAPTURE(name);
     CAPTURE(value);
