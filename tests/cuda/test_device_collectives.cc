@@ -4,10 +4,12 @@
 // give on host buffers; mixing host and device buffers is refused. A call
 // on the wrong current device fails and changes nothing. (Calls inside the
 // caller's NCCL group are tested at 2+ ranks, test_device_multirank.cc: at
-// one rank NCCL runs collectives at once, even in a group.)
+// one rank NCCL runs collectives at once, even in a group.) The sparse
+// all-to-all's forward and backward likewise.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,35 @@ void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t 
   dctCompressorDestroy(devC);
 }
 
+// The sparse all-to-all at one rank (all rows to itself): forward and
+// backward on device buffers over devComm equal the host path byte for byte.
+void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
+  const size_t d = 64, rows = 37;
+  for (dctRowSelection_t sel : {dctRowTopK, dctRowThreshold}) {
+    CAPTURE(sel);
+    dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+    cfg.density = 0.05;
+    cfg.rowSelection = sel;
+    dctAlltoallPlan_t hostPlan = nullptr, devPlan = nullptr;
+    REQUIRE(dctAlltoallPlanCreate(hostComm, &rows, &rows, d, dctFloat32, &cfg, &hostPlan) == dctSuccess);
+    REQUIRE(dctAlltoallPlanCreate(devComm, &rows, &rows, d, dctFloat32, &cfg, &devPlan) == dctSuccess);
+    const auto in = dct::test::randomVector<float>(rows * d, 71), grad = dct::test::randomVector<float>(rows * d, 72);
+    std::vector<float> out(rows * d), back(rows * d);
+    dct::test::DeviceArray<float> dIn(in), dOut(rows * d), dGrad(grad), dBack(rows * d);
+    REQUIRE(dctSparseAlltoall(hostPlan, in.data(), out.data(), nullptr) == dctSuccess);
+    REQUIRE(dctSparseAlltoallBackward(hostPlan, grad.data(), back.data(), nullptr) == dctSuccess);
+    REQUIRE(dctSparseAlltoall(devPlan, dIn.get(), dOut.get(), nullptr) == dctSuccess);
+    REQUIRE(dctSparseAlltoallBackward(devPlan, dGrad.get(), dBack.get(), nullptr) == dctSuccess);
+    const auto devOut = dOut.download(), devBack = dBack.download();
+    REQUIRE(std::memcmp(devOut.data(), out.data(), out.size() * sizeof(float)) == 0);
+    REQUIRE(std::memcmp(devBack.data(), back.data(), back.size() * sizeof(float)) == 0);
+    // Host buffers on a plan whose state is on the device: refused.
+    CHECK(dctSparseAlltoall(devPlan, in.data(), out.data(), nullptr) == dctInvalidArgument);
+    dctAlltoallPlanDestroy(hostPlan);
+    dctAlltoallPlanDestroy(devPlan);
+  }
+}
+
 struct MpiSingleton {
   MpiSingleton() {
     int ready = 0;
@@ -81,6 +112,7 @@ TEST_CASE("1-rank NCCL communicator matches the host path") {
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &hostComm) == dctSuccess);
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
+  compareAlltoall(hostComm, devComm);
   dctCommDestroy(devComm);
   dctCommDestroy(hostComm);
   ncclCommDestroy(nccl);
@@ -92,6 +124,7 @@ TEST_CASE("MPI with device buffers (staged) matches the host path") {
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &comm) == dctSuccess);
   compareHostAndDevice(comm, comm, dctAlgoAllgather);
   compareHostAndDevice(comm, comm, dctAlgoDense);
+  compareAlltoall(comm, comm);
   dctCommDestroy(comm);
 }
 
@@ -159,6 +192,7 @@ TEST_CASE("1-rank nonblocking NCCL communicator: ncclInProgress is waited for") 
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &hostComm) == dctSuccess);
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
+  compareAlltoall(hostComm, devComm);
   dctCommDestroy(devComm);
   dctCommDestroy(hostComm);
   ncclResult_t state = ncclCommFinalize(nccl);

@@ -5,7 +5,9 @@
 // nonblocking, its allgatherv in both forms (padded allgather, grouped
 // broadcasts); a call inside the caller's NCCL group, or on the wrong CUDA
 // device on one rank, fails the step on every rank and the retry is exact.
+// The sparse all-to-all (forward and backward) must match byte for byte.
 #include <cmath>
+#include <cstring>
 
 #include "device_ranks.h"
 #include "reference.h"
@@ -101,6 +103,49 @@ void allgatherShapes(dctComm_t hostComm, dctComm_t devComm) {
   for (const auto& nnz : {equal, skewed, holes}) compareAllgather(hostComm, devComm, nnz);
 }
 
+// Sparse all-to-all forward and backward (top-K and threshold, uneven and
+// empty splits, NaN/Inf rows) on device buffers over devComm against host
+// buffers over hostComm, byte for byte.
+void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
+  const int P = worldSize(), me = worldRank();
+  const size_t d = 129;
+  std::vector<size_t> send(P), recv(P);
+  size_t S = 0, R = 0;
+  for (int q = 0; q < P; q++) {
+    S += send[q] = (me + 2 * q) % 3 * 5;
+    R += recv[q] = (q + 2 * me) % 3 * 5;
+  }
+  for (dctRowSelection_t sel : {dctRowTopK, dctRowThreshold}) {
+    CAPTURE(sel);
+    dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+    cfg.density = 0.05;
+    cfg.rowSelection = sel;
+    cfg.thresholdInterval = 2;
+    dctAlltoallPlan_t hostPlan = nullptr, devPlan = nullptr;
+    REQUIRE(dctAlltoallPlanCreate(hostComm, send.data(), recv.data(), d, dctFloat32, &cfg, &hostPlan) == dctSuccess);
+    REQUIRE(dctAlltoallPlanCreate(devComm, send.data(), recv.data(), d, dctFloat32, &cfg, &devPlan) == dctSuccess);
+    Stream st;
+    DeviceVec<float> dIn(S * d, st.s), dOut(R * d, st.s), dGrad(R * d, st.s), dBack(S * d, st.s);
+    std::vector<float> out(R * d), back(S * d);
+    for (int step = 0; step < 3; step++) {
+      CAPTURE(step);
+      const auto in = dct::test::randomVector<float>(S * d, 50 + 7 * step + 100 * me);
+      const auto grad = dct::test::randomVector<float>(R * d, 60 + 7 * step + 100 * me, false);
+      dIn.upload(in);
+      dGrad.upload(grad);
+      REQUIRE(dctSparseAlltoall(hostPlan, in.data(), out.data(), nullptr) == dctSuccess);
+      REQUIRE(dctSparseAlltoallBackward(hostPlan, grad.data(), back.data(), nullptr) == dctSuccess);
+      REQUIRE(dctSparseAlltoall(devPlan, dIn.p, dOut.p, st.s) == dctSuccess);
+      REQUIRE(dctSparseAlltoallBackward(devPlan, dGrad.p, dBack.p, st.s) == dctSuccess);
+      const auto devOut = dOut.download(), devBack = dBack.download();
+      if (R) REQUIRE(std::memcmp(devOut.data(), out.data(), R * d * sizeof(float)) == 0);
+      if (S) REQUIRE(std::memcmp(devBack.data(), back.data(), S * d * sizeof(float)) == 0);
+    }
+    dctAlltoallPlanDestroy(hostPlan);
+    dctAlltoallPlanDestroy(devPlan);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("MPI with device buffers (staged) matches host buffers") {
@@ -108,6 +153,7 @@ TEST_CASE("MPI with device buffers (staged) matches host buffers") {
   compareAllreduce(mpi.comm, mpi.comm, dctAlgoAllgather, true);
   compareAllreduce(mpi.comm, mpi.comm, dctAlgoDense, true);
   allgatherShapes(mpi.comm, mpi.comm);
+  compareAlltoall(mpi.comm, mpi.comm);
 }
 
 #if DCT_TEST_NCCL
@@ -123,6 +169,7 @@ TEST_CASE("NCCL (a GPU per rank; blocking and nonblocking) matches MPI on host b
     compareAllreduce(mpi.comm, nccl.comm, dctAlgoAllgather, true);
     compareAllreduce(mpi.comm, nccl.comm, dctAlgoDense, false);
     allgatherShapes(mpi.comm, nccl.comm);
+    compareAlltoall(mpi.comm, nccl.comm);
   }
 }
 
