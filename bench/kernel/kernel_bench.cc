@@ -1,5 +1,9 @@
 #include "kernel_bench.h"
 
+#include <functional>
+
+#include "row_bench.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -138,6 +142,9 @@ bool KernelBench::run(size_t n, SizeResult& out) {
 
   double exactUs = medianUs([&](int) { return ops_.threshold(ctx_, &exact, &tau, nullptr); }, false);
   out.kernels.push_back({"tau-exact", 2 * e * elems, exactUs});
+
+  auto timed = [&](const std::function<dctResult_t()>& body) { return medianUs([&](int) { return body(); }, false); };
+  if (!runRowKernels(opt_, ops_, ctx_, n, grad_.data(), bytesAt(dense_), timed, out)) failed_ = true;
 
   // Same pool, same chunking grain as the kernels (2^16 elements a worker).
   dct::ThreadPool& pool = dct::ThreadPool::instance();

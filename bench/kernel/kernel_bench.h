@@ -36,6 +36,8 @@ struct KernelOptions {
   int threads = 0;                // -t; 0: the pool's own choice (all cores)
   dctDataType_t dtype = dctFloat32;
   double density = 0.01;          // -D
+  size_t rowLength = 64;          // -L: DCT-MP rows
+  double rowDensity = 0.05;       // -K: kept fraction of each row
 };
 
 struct KernelTiming {

@@ -18,7 +18,7 @@ using dctbench::parseCount;
 
 const char* kHelp =
     "usage: kernel_perf [-b minN] [-e maxN] [-f factor] [-n reps] [-t threads]\n"
-    "                   [-d float|double] [-D density]\n"
+    "                   [-d float|double] [-D density] [-L rowLength] [-K rowDensity]\n"
     "  -b/-e  element counts, K/M suffixes = 2^10/2^20 (default 64K .. 64M, i.e. 2^16..2^26)\n"
     "  -f     size multiplier (default 2)\n"
     "  -n     timed repetitions per kernel, median reported (default 10; +1 warm-up)\n"
@@ -26,11 +26,14 @@ const char* kHelp =
     "         pool is sized once per process). Default: the library's choice,\n"
     "         all cores of this process's cpuset. Run with -t 1 and without.\n"
     "  -d     element type (default float)   -D  selected fraction (default 0.01)\n"
+    "  -L/-K  DCT-MP rows: length (default 64) and kept fraction per row (default 0.05)\n"
     "Kernels, as the compressor calls them through the CPU ops table:\n"
     "  select (fused EF + threshold + compaction, tau set for ~density by the\n"
     "  exact estimator), accumulate, scatter (of the 1% message select made),\n"
     "  pack (its indices delta bit-packed for the wire), scatter-packed (the\n"
-    "  scatter-add reading packed indices), tau-sample, tau-exact, memcpy.\n"
+    "  scatter-add reading packed indices), tau-sample, tau-exact, the DCT-MP\n"
+    "  row kernels (row-select: per-row top-K; row-pack: kept values and 1-byte\n"
+    "  indices for the wire; row-unpack: back into dense rows), memcpy.\n"
     "Bytes per call (es = sizeof(type)):\n"
     "  select, accumulate   3*es per element (read grad, read+write residual)\n"
     "  scatter              4+3*es per message entry (index, value, dense r+w)\n"
@@ -38,6 +41,7 @@ const char* kHelp =
     "  scatter-packed       4+3*es per message entry (as scatter)\n"
     "  tau-sample           es per sampled position\n"
     "  tau-exact            2*es per element (read x, write |x|; nth_element not counted)\n"
+    "  row-select/-pack/-unpack  es per element (dense-row equivalent, see row_bench.h)\n"
     "  memcpy               2*es per element\n"
     "x_memcpy = kernel GB/s / memcpy GB/s at the same size and threads.\n";
 
@@ -45,7 +49,7 @@ const char* kHelp =
 int parse(int argc, char** argv, dctbench::KernelOptions& opt) {
   int c;
   opterr = 0;
-  while ((c = getopt(argc, argv, "b:e:f:n:t:d:D:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:f:n:t:d:D:L:K:h")) != -1) {
     bool ok = true;
     switch (c) {
       case 'b': ok = parseCount(optarg, opt.minN); break;
@@ -58,6 +62,8 @@ int parse(int argc, char** argv, dctbench::KernelOptions& opt) {
         opt.dtype = !std::strcmp(optarg, "double") ? dctFloat64 : dctFloat32;
         break;
       case 'D': opt.density = std::atof(optarg); ok = opt.density > 0 && opt.density <= 1; break;
+      case 'L': ok = parseCount(optarg, opt.rowLength) && opt.rowLength >= 1; break;
+      case 'K': opt.rowDensity = std::atof(optarg); ok = opt.rowDensity > 0 && opt.rowDensity <= 1; break;
       case 'h': std::fputs(kHelp, stdout); return 1;
       default: ok = false; break;
     }

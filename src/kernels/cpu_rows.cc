@@ -17,10 +17,31 @@ namespace {
 // Rows per worker chunk: below this, threads cost more than they save.
 size_t minRowsPerWorker(size_t rowLength) { return std::max<size_t>(1, kMinPerWorker / 4 / std::max<size_t>(1, rowLength)); }
 
+// The k-th largest key: a sorted run of the k best for small k (a row's
+// keys pass it once, few ever enter), nth_element for large k.
+template <typename Key>
+Key kthLargest(const Key* keys, size_t d, size_t k, std::vector<Key>& scratch) {
+  constexpr size_t kSmallK = 32;
+  if (k > kSmallK) {
+    scratch.assign(keys, keys + d);
+    std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<Key>());
+    return scratch[k - 1];
+  }
+  Key best[kSmallK];
+  size_t have = 0;
+  for (size_t j = 0; j < d; j++) {
+    const Key key = keys[j];
+    if (have == k && key <= best[k - 1]) continue;
+    size_t at = have < k ? have++ : k - 1;  // the smallest kept drops out
+    for (; at > 0 && best[at - 1] < key; at--) best[at] = best[at - 1];
+    best[at] = key;
+  }
+  return best[k - 1];
+}
+
 template <typename T>
 size_t selectTopK(const T* row, size_t d, size_t k, uint32_t* mask, std::vector<RowKey<T>>& keys,
-                  std::vector<RowKey<T>>& sorted, size_t& nonFinite) {
-  using Key = RowKey<T>;
+                  std::vector<RowKey<T>>& scratch, size_t& nonFinite) {
   keys.resize(d);
   size_t nf = 0;
   for (size_t j = 0; j < d; j++) nf += (keys[j] = rowKey(row[j])) == kInfKey<T>;
@@ -32,13 +53,12 @@ size_t selectTopK(const T* row, size_t d, size_t k, uint32_t* mask, std::vector<
       if (keys[j] == kInfKey<T>) keep(j);
     return nf;
   }
-  sorted.assign(keys.begin(), keys.end());
-  std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end(), std::greater<Key>());
-  const Key cut = sorted[k - 1];
-  size_t ties = k;
-  for (size_t j = 0; j < d; j++) ties -= keys[j] > cut;
+  const RowKey<T> cut = kthLargest(keys.data(), d, k, scratch);
+  size_t kept = 0;
   for (size_t j = 0; j < d; j++)
-    if (keys[j] > cut || (keys[j] == cut && ties > 0 && ties--)) keep(j);
+    if (keys[j] > cut) keep(j), kept++;
+  for (size_t j = 0; j < d && kept < k; j++)  // ties at the cut: lower columns first
+    if (keys[j] == cut) keep(j), kept++;
   return k;
 }
 
@@ -79,6 +99,13 @@ void writeWidth(void* p, size_t i, int bytes, uint32_t v) {
 
 size_t bitmapBytes(size_t d) { return (d + 7) / 8; }
 
+// fn(j) for every kept column j of a row's mask, ascending.
+template <typename Fn>
+void forEachKept(const uint32_t* words, size_t d, Fn&& fn) {
+  for (size_t w = 0; w < maskWords(d); w++)
+    for (uint32_t bits = words[w]; bits; bits &= bits - 1) fn(w * 32 + std::countr_zero(bits));
+}
+
 // Decodes row r's wire mask into mask words; false if malformed.
 bool decodeRow(const RowWireArgs& a, size_t r, uint32_t* words) {
   const size_t d = a.rowLength, count = a.offsets[r + 1] - a.offsets[r], at = a.offsets[r] - a.base;
@@ -114,11 +141,11 @@ dctResult_t cpuRowSelect(KernelContext* kc, RowSelectArgs* args, void*) {
     const T* rows = static_cast<const T*>(a.rows);
     const T tau = static_cast<T>(a.tau);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int w) {
-      std::vector<RowKey<T>> keys, sorted;
+      std::vector<RowKey<T>> keys, scratch;
       for (size_t r = b; r < e; r++) {
         uint32_t* mask = a.mask + r * maskWords(d);
         a.counts[r] = static_cast<uint32_t>(
-            a.k > 0 ? selectTopK(rows + r * d, d, k, mask, keys, sorted, nonFinite[w])
+            a.k > 0 ? selectTopK(rows + r * d, d, k, mask, keys, scratch, nonFinite[w])
                     : selectThreshold(rows + r * d, d, tau, mask, nonFinite[w]));
       }
     });
@@ -159,11 +186,10 @@ dctResult_t cpuRowPack(KernelContext* kc, const RowWireArgs* args, void*) {
         if (a.maskFormat == 0)
           std::memcpy(static_cast<uint8_t*>(a.wireMask) + r * bitmapBytes(d), words, bitmapBytes(d));
         size_t m = 0;
-        for (size_t j = 0; j < d; j++) {
-          if (!(words[j / 32] >> (j % 32) & 1u)) continue;
+        forEachKept(words, d, [&](size_t j) {
           if (a.maskFormat > 0) writeWidth(a.wireMask, at + m, a.maskFormat, static_cast<uint32_t>(j));
           values[at + m++] = rows[r * d + j];
-        }
+        });
       }
     });
   });
@@ -193,8 +219,9 @@ dctResult_t cpuRowUnpack(KernelContext* kc, const RowWireArgs* args, void*) {
           continue;
         }
         const uint32_t* words = a.mask + r * maskWords(d);
+        std::fill(row, row + d, T(0));
         size_t m = 0;
-        for (size_t j = 0; j < d; j++) row[j] = (words[j / 32] >> (j % 32) & 1u) ? values[at + m++] : T(0);
+        forEachKept(words, d, [&](size_t j) { row[j] = values[at + m++]; });
       }
     });
   });
