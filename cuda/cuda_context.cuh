@@ -25,6 +25,7 @@ struct Counters {
   unsigned long long malformed; // atomics: malformed groups of a packed list
   uint64_t kth;                 // threshold: bits of the k-th largest magnitude
   uint32_t packedWords;         // packIndices: data words of the packed list
+  uint64_t entries;             // rowOffsets: offsets[rowCount]
 };
 
 // A device allocation that only grows (geometrically); reused every step.
@@ -103,5 +104,10 @@ dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, siz
                        dctDataType_t dtype, void* stream);
 dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,
                   void* stream);
+// DCT-MP rows: cuda_rows_select.cu (rowSelect), cuda_rows.cu (the rest).
+dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
+dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
+dctResult_t rowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);
+dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream);
 
 }  // namespace dct::gpu

@@ -122,6 +122,10 @@ const KernelOps& cudaKernelOps() {
       .scatterAddPacked = gpu::scatterAddPacked,
       .zero = gpu::zero,
       .scale = gpu::scale,
+      .rowSelect = gpu::rowSelect,
+      .rowOffsets = gpu::rowOffsets,
+      .rowPack = gpu::rowPack,
+      .rowUnpack = gpu::rowUnpack,
   };
   return ops;
 }

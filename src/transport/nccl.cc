@@ -26,6 +26,8 @@
 //    even inside a group, so such a call simply works.
 //  * allgatherv: a padded ncclAllGather when sizes are close, else grouped
 //    ncclBroadcasts (nccl_gather.cc).
+//  * alltoallv: grouped ncclSend/ncclRecv, zero-byte peers skipped, the own
+//    block a device-to-device copy on the stream.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -92,6 +94,47 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t, void* recv, con
   return allgathervDevice(comm, send, recv, recvBytes, recvOffsets, streamOf(stream));
 }
 
+// Rounds of sends and receives per ncclGroupStart/End (two operations
+// each): NCCL has capped the operations of one group (2048 in older
+// releases).
+constexpr int kAlltoallRounds = 512;
+
+// In round i this rank sends to rank + i and receives from rank - i, so the
+// two sides of every transfer post it in the same round, hence the same
+// group: groups of rounds run in order on every rank and never wait on a
+// later one. Sizes are agreed, so both sides skip the same zero-byte
+// transfers. Round 0, the own block, is a copy (skipped when in place).
+dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
+                      void* recv, const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
+  cudaStream_t st = streamOf(stream);
+  const int P = comm->size, me = comm->rank;
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  cudaError_t copied = cudaSuccess;  // a failed copy still takes part in the exchange
+  if (recvBytes[me] && out + recvOffsets[me] != in + sendOffsets[me])
+    copied = cudaMemcpyAsync(out + recvOffsets[me], in + sendOffsets[me], recvBytes[me], cudaMemcpyDeviceToDevice, st);
+  for (int first = 1; first < P; first += kAlltoallRounds) {
+    const int end = P - first < kAlltoallRounds ? P : first + kAlltoallRounds;
+    NCCLCHECK(comm, ncclGroupStart());
+    // A failed enqueue must still close the group, or the thread's later
+    // NCCL calls (the user's too) would be swallowed into it.
+    ncclResult_t res = ncclSuccess;
+    for (int i = first; i < end && (res == ncclSuccess || res == ncclInProgress); i++) {
+      const int to = (me + i) % P, from = (me + P - i) % P;
+      if (sendBytes[to]) res = ncclSend(in + sendOffsets[to], sendBytes[to], ncclUint8, to, s->comm, st);
+      if ((res == ncclSuccess || res == ncclInProgress) && recvBytes[from])
+        res = ncclRecv(out + recvOffsets[from], recvBytes[from], ncclUint8, from, s->comm, st);
+    }
+    const ncclResult_t ended = settle(s->comm, ncclGroupEnd());
+    if (res != ncclSuccess && res != ncclInProgress) return ncclFail(comm, res, "ncclSend/ncclRecv");
+    if (ended != ncclSuccess) return ncclFail(comm, ended, "ncclGroupEnd");
+  }
+  if (copied != cudaSuccess) return cudaFail(copied, "NCCL alltoallv own block", __FILE__, __LINE__);
+  return dctSuccess;
+}
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
   if (datatype != dctFloat32 && datatype != dctFloat64)
@@ -150,6 +193,7 @@ constexpr Transport kNcclTransport = {
     .prepare = prepare,
     .allgather = allgather,
     .allgatherv = allgatherv,
+    .alltoallv = alltoallv,
     .allreduce = allreduce,
     .vote = vote,
     .destroy = destroy,

@@ -1,0 +1,202 @@
+// CUDA twin of the DCT-MP row wire ops (RowOffsetsArgs, RowWireArgs).
+//
+//   rowOffsets  counts widened to uint64 (or the fixed count) through a
+//               transform iterator, cub::DeviceScan::ExclusiveSum over
+//               rowCount + 1 items (the last one 0, so offsets[rowCount] is
+//               the total), the total back to the host
+//   rowPack     one block per row: wire counts, bitmap bytes, and a block
+//               scan of the mask bits placing each kept value (and index)
+//   rowUnpack   decodeRows validates every wire mask into the internal
+//               bitmap and counts malformed rows; the count comes back (one
+//               stream synchronisation) and only then does expandRows write
+//               the dense rows, zeros off the mask - so a malformed block
+//               writes no row, as on the CPU twin
+//
+// A null mask (format -1) means whole rows: plain copies at the offsets.
+// Wire layouts and the validation rules are the CPU twin's (cpu_rows.cc).
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "cuda_rows.cuh"
+
+namespace dct::gpu {
+namespace {
+
+using rows::maskBit;
+using rows::readWidth;
+using rows::RowScan;
+using rows::RowSum;
+using rows::writeWidth;
+
+// Item r of the offsets scan: row r's count, 0 past the last row.
+struct WidenCount {
+  const void* counts;
+  int countBytes;
+  uint64_t fixed;
+  uint64_t rows;
+  __device__ uint64_t operator()(uint64_t r) const {
+    if (r >= rows) return 0;
+    return counts ? readWidth(counts, r, countBytes) : fixed;
+  }
+};
+
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS) packRows(RowWireArgs a) {
+  __shared__ typename RowScan<THREADS>::TempStorage scan;
+  const size_t D = a.rowLength, W = rows::wordsOf(D), bitmapBytes = rows::bitmapBytesOf(D);
+  const T* in = static_cast<const T*>(a.rows);
+  T* values = static_cast<T*>(a.values);
+  DCT_ROW_LOOP(r, a.rowCount) {
+    const size_t at = a.offsets[r] - a.base;
+    const T* row = in + r * D;
+    if (a.wireCounts && threadIdx.x == 0)
+      writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
+    if (a.mask == nullptr) {
+      for (size_t j = threadIdx.x; j < D; j += THREADS) values[at + j] = row[j];
+      continue;
+    }
+    const uint32_t* words = a.mask + r * W;
+    if (a.maskFormat == 0) {  // the words' bytes, little-endian (the CPU twin's memcpy)
+      uint8_t* out = static_cast<uint8_t*>(a.wireMask) + r * bitmapBytes;
+      for (size_t b = threadIdx.x; b < bitmapBytes; b += THREADS)
+        out[b] = static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4)));
+    }
+    rows::scanRow<THREADS>(
+        scan, D, [&](size_t j) { return maskBit(words, j); },
+        [&](size_t j, bool kept, size_t m) {
+          if (!kept) return;
+          if (a.maskFormat > 0) writeWidth(a.wireMask, at + m, a.maskFormat, static_cast<uint32_t>(j));
+          values[at + m] = row[j];
+        });
+  }
+}
+
+// Wire mask -> a.mask, one block per row; counts the malformed rows. Their
+// mask words are unspecified (the CPU twin stops at the first bad entry).
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) decodeRows(RowWireArgs a, unsigned long long* malformed) {
+  __shared__ typename RowSum<THREADS>::TempStorage sum;
+  const size_t D = a.rowLength, W = rows::wordsOf(D), bitmapBytes = rows::bitmapBytesOf(D);
+  unsigned long long bad = 0;
+  DCT_ROW_LOOP(r, a.rowCount) {
+    uint32_t* words = a.mask + r * W;
+    const uint64_t count = a.offsets[r + 1] - a.offsets[r];
+    if (a.maskFormat == 0) {
+      const uint8_t* in = static_cast<const uint8_t*>(a.wireMask) + r * bitmapBytes;
+      unsigned long long bits = 0;
+      for (size_t w = threadIdx.x; w < W; w += THREADS) {
+        uint32_t word = 0;
+        for (size_t b = 4 * w; b < 4 * w + 4 && b < bitmapBytes; b++) word |= uint32_t(in[b]) << (8 * (b % 4));
+        words[w] = word;
+        bits += __popc(word);
+      }
+      bits = RowSum<THREADS>(sum).Sum(bits);
+      const bool tailClear = D % 8 == 0 || (in[D / 8] >> (D % 8)) == 0;
+      if (threadIdx.x == 0) bad += !tailClear || bits != count;
+    } else {
+      const size_t at = a.offsets[r] - a.base;
+      for (size_t w = threadIdx.x; w < W; w += THREADS) words[w] = 0;
+      __syncthreads();  // the zeros land before any bit is set
+      // More than D entries cannot be strictly ascending below D: rejected
+      // without reading them (the CPU twin stops at the first bad one).
+      bool wrong = count > D;
+      for (size_t m = threadIdx.x; !wrong && m < count; m += THREADS) {
+        const uint64_t j = readWidth(a.wireMask, at + m, a.maskFormat);
+        if (j >= D || (m > 0 && j <= readWidth(a.wireMask, at + m - 1, a.maskFormat))) wrong = true;
+        else atomicOr(&words[j / 32], 1u << (j % 32));
+      }
+      if (__syncthreads_or(wrong) && threadIdx.x == 0) bad++;
+    }
+    __syncthreads();
+  }
+  rows::addRowCount<THREADS>(sum, bad, malformed);
+}
+
+// Dense rows from the values: whole rows (null mask), else zeros off the
+// mask and the row's values in column order on it.
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS) expandRows(RowWireArgs a) {
+  __shared__ typename RowScan<THREADS>::TempStorage scan;
+  const size_t D = a.rowLength, W = rows::wordsOf(D);
+  T* out = static_cast<T*>(a.rows);
+  const T* values = static_cast<const T*>(a.values);
+  DCT_ROW_LOOP(r, a.rowCount) {
+    const size_t at = a.offsets[r] - a.base;
+    T* row = out + r * D;
+    if (a.mask == nullptr) {
+      for (size_t j = threadIdx.x; j < D; j += THREADS) row[j] = values[at + j];
+      continue;
+    }
+    const uint32_t* words = a.mask + r * W;
+    rows::scanRow<THREADS>(
+        scan, D, [&](size_t j) { return maskBit(words, j); },
+        [&](size_t j, bool kept, size_t m) {
+          if (j < D) row[j] = kept ? values[at + m] : T(0);
+        });
+  }
+}
+
+}  // namespace
+
+dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream) {
+  RowOffsetsArgs& a = *args;
+  CudaContext* c = cudaCtx(ctx);
+  cudaStream_t s = cudaStreamOf(stream);
+  a.total = 0;
+  if (a.rowCount == 0) {
+    CUDACHECK(cudaMemsetAsync(a.offsets, 0, sizeof(uint64_t), s));
+    return dctSuccess;
+  }
+  const auto in = thrust::make_transform_iterator(
+      thrust::counting_iterator<uint64_t>(0), WidenCount{a.counts, a.countBytes, a.fixedCount, a.rowCount});
+  const uint64_t items = static_cast<uint64_t>(a.rowCount) + 1;
+  size_t bytes = 0;
+  CUDACHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, a.offsets, items, s));
+  DCTCHECK(c->temp.reserve(bytes));
+  CUDACHECK(cub::DeviceScan::ExclusiveSum(c->temp.ptr, bytes, in, a.offsets, items, s));
+  CUDACHECK(cudaMemcpyAsync(&c->host->entries, a.offsets + a.rowCount, sizeof(uint64_t),
+                            cudaMemcpyDeviceToHost, s));
+  CUDACHECK(cudaStreamSynchronize(s));  // temp is free again; the total is known
+  a.total = c->host->entries;
+  return dctSuccess;
+}
+
+dctResult_t rowPack(KernelContext*, const RowWireArgs* args, void* stream) {
+  const RowWireArgs& a = *args;
+  cudaStream_t s = cudaStreamOf(stream);
+  return dispatchValue(a.dtype, [&]<typename T>() -> dctResult_t {
+    if (a.rowCount == 0) return dctSuccess;
+    return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
+      packRows<T, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(a);
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    });
+  });
+}
+
+// Like scatterAddPacked: the malformed count comes back before any row is
+// written (one stream synchronisation per call with a wire mask).
+dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream) {
+  const RowWireArgs& a = *args;
+  CudaContext* c = cudaCtx(ctx);
+  cudaStream_t s = cudaStreamOf(stream);
+  return dispatchValue(a.dtype, [&]<typename T>() -> dctResult_t {
+    if (a.rowCount == 0) return dctSuccess;
+    return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
+      const unsigned grid = rows::rowGrid(a.rowCount);
+      if (a.maskFormat >= 0) {
+        CUDACHECK(resetCounters(c, s));
+        decodeRows<THREADS><<<grid, THREADS, 0, s>>>(a, &c->device->malformed);
+        CUDACHECK_LAUNCH();
+        CUDACHECK(fetchCounters(c, s));
+        if (c->host->malformed != 0) return dctInternalError;
+      }
+      expandRows<T, THREADS><<<grid, THREADS, 0, s>>>(a);
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    });
+  });
+}
+
+}  // namespace dct::gpu

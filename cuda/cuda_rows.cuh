@@ -1,0 +1,90 @@
+// Shared by the CUDA twin's DCT-MP row kernels (cuda_rows_select.cu,
+// cuda_rows.cu): one block per row, looping over the row in tiles of
+// THREADS columns (thread t at column tile + t), so any row length works;
+// short rows get small blocks. Grids loop over rows.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda_device.cuh"
+
+namespace dct::gpu::rows {
+
+// Rows up to this length run 64-thread blocks (typical DLRM rows are 16..256
+// entries, and a 256-bin radix histogram is 4 bins per thread), longer rows
+// 256-thread blocks. fn.template operator()<THREADS>().
+constexpr size_t kShortRow = 256;
+template <typename Fn>
+dctResult_t dispatchBlock(size_t rowLength, Fn&& fn) {
+  return rowLength <= kShortRow ? fn.template operator()<64>() : fn.template operator()<256>();
+}
+
+// One block per row, up to this many blocks (each loops over its rows).
+constexpr size_t kMaxRowBlocks = size_t(1) << 20;
+inline unsigned rowGrid(size_t rows) {
+  return static_cast<unsigned>(rows < kMaxRowBlocks ? (rows ? rows : 1) : kMaxRowBlocks);
+}
+
+#define DCT_ROW_LOOP(r, R) for (size_t r = blockIdx.x; r < (R); r += gridDim.x)
+
+__device__ __forceinline__ size_t wordsOf(size_t rowLength) { return (rowLength + 31) / 32; }
+__device__ __forceinline__ size_t bitmapBytesOf(size_t rowLength) { return (rowLength + 7) / 8; }
+__device__ __forceinline__ bool maskBit(const uint32_t* words, size_t j) {
+  return (words[j / 32] >> (j % 32)) & 1u;
+}
+
+// Counts and index lists of 1, 2 or 4 bytes (anything else reads and writes
+// 4), as the CPU twin's readWidth / writeWidth.
+__device__ __forceinline__ uint64_t readWidth(const void* p, size_t i, int bytes) {
+  switch (bytes) {
+    case 1: return static_cast<const uint8_t*>(p)[i];
+    case 2: return static_cast<const uint16_t*>(p)[i];
+    default: return static_cast<const uint32_t*>(p)[i];
+  }
+}
+__device__ __forceinline__ void writeWidth(void* p, size_t i, int bytes, uint32_t v) {
+  switch (bytes) {
+    case 1: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    case 2: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); break;
+    default: static_cast<uint32_t*>(p)[i] = v; break;
+  }
+}
+
+template <int THREADS>
+using RowScan = cub::BlockScan<uint32_t, THREADS>;
+template <int THREADS>
+using RowSum = cub::BlockReduce<unsigned long long, THREADS>;
+
+// Walks one row in column order: flag(j) (called for j < D only) marks the
+// columns of interest; visit(j, flagged, rank) runs on every thread of every
+// tile (j may be >= D there, so warp ballots are allowed), rank being the
+// number of flagged columns before j in the row. Returns the flagged total.
+// Every thread of the block must call it; it ends synchronized.
+template <int THREADS, typename Flag, typename Visit>
+__device__ __forceinline__ size_t scanRow(typename RowScan<THREADS>::TempStorage& storage, size_t D, Flag flag,
+                                          Visit visit) {
+  size_t carry = 0;
+  for (size_t tile = 0; tile < D; tile += THREADS) {
+    const size_t j = tile + threadIdx.x;
+    const uint32_t f = j < D && flag(j);
+    uint32_t rank = 0, total = 0;
+    RowScan<THREADS>(storage).ExclusiveSum(f, rank, total);
+    visit(j, f != 0, carry + rank);
+    carry += total;
+    __syncthreads();  // storage reused by the next tile
+  }
+  return carry;
+}
+
+// Adds each thread's `mine` to *counter, one atomic per block. Every thread
+// must call it (it synchronizes).
+template <int THREADS>
+__device__ __forceinline__ void addRowCount(typename RowSum<THREADS>::TempStorage& storage, unsigned long long mine,
+                                            unsigned long long* counter) {
+  const unsigned long long total = RowSum<THREADS>(storage).Sum(mine);
+  if (threadIdx.x == 0 && total) atomicAdd(counter, total);
+  __syncthreads();
+}
+
+}  // namespace dct::gpu::rows

@@ -1,0 +1,356 @@
+// CUDA twin of the DCT-MP row kernels against the CPU twin on the same
+// seeded rows: masks, counts and non-finite totals of top-K and threshold
+// selection, offsets, the packed wire bytes of every mask format (also at a
+// block whose offsets do not start at 0), the unpacked rows and decoded
+// masks, all bit for bit; malformed wire masks rejected by both twins with
+// no row written.
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "cuda_util.h"
+
+using namespace dct;
+using namespace dct::test;
+
+namespace {
+
+// Row r is random normals with NaN/Inf (r % 4 == 0), heavy ties among a few
+// magnitudes with -0 and +0 (1), mostly non-finite (2: more NaN/Inf than a
+// small k), or all zeros of both signs (3).
+template <typename T>
+std::vector<T> testRows(size_t R, size_t D, uint64_t seed) {
+  std::vector<T> v = randomVector<T>(R * D, seed);
+  std::mt19937_64 rng(seed + 11);
+  const T levels[] = {T(0), T(-0.0), T(0.5), T(-0.5), T(1), T(-1), T(2)};
+  const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+  for (size_t i = 0; i < v.size(); i++) {
+    switch ((i / D + seed) % 4) {
+      case 1: v[i] = levels[rng() % 7]; break;
+      case 2: if (rng() % 3) v[i] = rng() % 3 == 0 ? nan : (rng() % 2 ? inf : -inf); break;
+      case 3: v[i] = rng() % 2 ? T(0) : T(-0.0); break;
+      default: break;
+    }
+  }
+  return v;
+}
+
+std::vector<int> formatsFor(size_t D) {
+  std::vector<int> f = {-1, 0, 4};
+  if (D <= 256) f.push_back(1);
+  if (D <= 65536) f.push_back(2);
+  return f;
+}
+
+template <typename V>
+void requireSameBytes(const std::vector<V>& gpu, const std::vector<V>& cpu) {
+  REQUIRE(gpu.size() == cpu.size());
+  CHECK(std::memcmp(gpu.data(), cpu.data(), gpu.size() * sizeof(V)) == 0);
+}
+
+struct Selection {
+  std::vector<uint32_t> mask, counts;
+  std::vector<uint64_t> offsets;
+};
+
+template <typename T>
+Selection compareSelect(Twins& tw, const std::vector<T>& rows, size_t R, size_t D, size_t k, double tau) {
+  const size_t W = maskWords(D);
+  Selection cpu{std::vector<uint32_t>(R * W), std::vector<uint32_t>(R), std::vector<uint64_t>(R + 1)};
+  RowSelectArgs ca{rows.data(), R, D, dtypeOf<T>(), k, tau, cpu.mask.data(), cpu.counts.data()};
+  REQUIRE(tw.cpu.rowSelect(tw.cpuCtx, &ca, nullptr) == dctSuccess);
+
+  DeviceArray<T> dRows(rows);
+  DeviceArray<uint32_t> dMask(R * W + 1), dCounts(R + 1);  // a guard word past each
+  dMask.fillBytes(0xff);
+  dCounts.fillBytes(0xff);
+  RowSelectArgs ga{dRows.get(), R, D, dtypeOf<T>(), k, tau, dMask.get(), dCounts.get()};
+  REQUIRE(tw.gpu.rowSelect(tw.gpuCtx, &ga, tw.stream) == dctSuccess);
+  CHECK(ga.nonFinite == ca.nonFinite);
+  auto mask = dMask.download(), counts = dCounts.download();
+  CHECK(mask.back() == ~0u);
+  CHECK(counts.back() == ~0u);
+  mask.pop_back();
+  counts.pop_back();
+  requireSameBytes(mask, cpu.mask);
+  requireSameBytes(counts, cpu.counts);
+
+  RowOffsetsArgs co{cpu.counts.data(), 4, 0, R, cpu.offsets.data()};
+  REQUIRE(tw.cpu.rowOffsets(tw.cpuCtx, &co, nullptr) == dctSuccess);
+  DeviceArray<uint64_t> dOffsets(R + 1);
+  RowOffsetsArgs go{dCounts.get(), 4, 0, R, dOffsets.get()};
+  REQUIRE(tw.gpu.rowOffsets(tw.gpuCtx, &go, tw.stream) == dctSuccess);
+  CHECK(go.total == co.total);
+  requireSameBytes(dOffsets.download(), cpu.offsets);
+  return cpu;
+}
+
+// Counts 1 or 2 bytes wide, and a fixed count, give the CPU twin's offsets.
+void compareOffsets(Twins& tw, const std::vector<uint32_t>& counts, size_t R, size_t D) {
+  for (int width : {1, 2, 0}) {
+    CAPTURE(width);
+    if (width == 1 && D > 255) continue;
+    std::vector<uint8_t> narrow(R * (width ? width : 1) + 1);
+    for (size_t r = 0; r < R; r++) {
+      if (width == 1) narrow[r] = static_cast<uint8_t>(counts[r]);
+      if (width == 2) reinterpret_cast<uint16_t*>(narrow.data())[r] = static_cast<uint16_t>(counts[r]);
+    }
+    std::vector<uint64_t> cpu(R + 1);
+    RowOffsetsArgs ca{width ? narrow.data() : nullptr, width, D, R, cpu.data()};
+    REQUIRE(tw.cpu.rowOffsets(tw.cpuCtx, &ca, nullptr) == dctSuccess);
+    DeviceArray<uint8_t> dNarrow(narrow);
+    DeviceArray<uint64_t> dOffsets(R + 1);
+    RowOffsetsArgs ga{width ? dNarrow.get() : nullptr, width, D, R, dOffsets.get()};
+    REQUIRE(tw.gpu.rowOffsets(tw.gpuCtx, &ga, tw.stream) == dctSuccess);
+    CHECK(ga.total == ca.total);
+    requireSameBytes(dOffsets.download(), cpu);
+  }
+}
+
+// One twin's buffers of a wire form, and the arguments of block b of two
+// (rows [0, h) and [h, R)): the second block's offsets start at offsets[h]
+// (its base) and its pointers at its own first row and entry.
+template <typename T>
+struct WireBuffers {
+  T* rows;
+  uint32_t* mask;
+  const uint64_t* offsets;
+  uint8_t* wireMask;
+  uint8_t* wireCounts;
+  T* values;
+};
+
+struct Shape {
+  size_t R, D;
+  int format, countBytes;
+  std::vector<uint64_t> offsets;  // host copy
+  size_t bitmapBytes() const { return (D + 7) / 8; }
+  size_t maskBytes() const {
+    return format == 0 ? R * bitmapBytes() : format > 0 ? offsets[R] * size_t(format) : 0;
+  }
+};
+
+template <typename T>
+RowWireArgs blockArgs(const Shape& s, const WireBuffers<T>& b, int block, bool counts) {
+  const size_t h = s.R / 2, r0 = block ? h : 0, rows = block ? s.R - h : h;
+  const uint64_t e0 = s.offsets[r0];
+  uint8_t* wire = s.format == 0 ? b.wireMask + r0 * s.bitmapBytes()
+                                : s.format > 0 ? b.wireMask + e0 * size_t(s.format) : nullptr;
+  return RowWireArgs{b.rows + r0 * s.D, rows, s.D, dtypeOf<T>(), b.mask ? b.mask + r0 * maskWords(s.D) : nullptr,
+                     b.offsets + r0, e0, s.format, wire,
+                     counts && b.wireCounts ? b.wireCounts + r0 * size_t(s.countBytes) : nullptr, s.countBytes,
+                     b.values + e0};
+}
+
+template <typename T>
+void runBlocks(const KernelOps& ops, KernelContext* ctx, void* stream, const Shape& s, const WireBuffers<T>& b,
+               bool unpack) {
+  for (int block = 0; block < 2; block++) {
+    RowWireArgs a = blockArgs(s, b, block, !unpack);
+    if (a.rowCount == 0) continue;
+    REQUIRE((unpack ? ops.rowUnpack(ctx, &a, stream) : ops.rowPack(ctx, &a, stream)) == dctSuccess);
+  }
+}
+
+// Pack with both twins (same bytes everywhere, untouched padding
+// included), then unpack the CPU twin's wire with both (same rows and
+// decoded masks). A null mask: whole rows.
+template <typename T>
+void compareWire(Twins& tw, const std::vector<T>& rows, const std::vector<uint32_t>* mask, Shape s) {
+  CAPTURE(s.format);
+  CAPTURE(s.countBytes);
+  const size_t R = s.R, D = s.D, W = maskWords(D), E = s.offsets[R];
+  std::vector<T> values(E + 1);
+  std::vector<uint8_t> wireMask(s.maskBytes() + 8, 0xee), wireCounts(R * s.countBytes + 8, 0xee);
+  std::memset(values.data(), 0xee, values.size() * sizeof(T));
+  std::vector<T> rowsIn = rows;
+  std::vector<uint32_t> maskIn = mask ? *mask : std::vector<uint32_t>();
+  WireBuffers<T> cpu{rowsIn.data(), mask ? maskIn.data() : nullptr, s.offsets.data(), wireMask.data(),
+                     s.countBytes ? wireCounts.data() : nullptr, values.data()};
+  runBlocks(tw.cpu, tw.cpuCtx, nullptr, s, cpu, false);
+
+  DeviceArray<T> dRows(rows), dValues(values.size());
+  DeviceArray<uint32_t> dMask(maskIn);
+  DeviceArray<uint64_t> dOffsets(s.offsets);
+  DeviceArray<uint8_t> dWireMask(wireMask.size()), dWireCounts(wireCounts.size());
+  dValues.fillBytes(0xee);
+  dWireMask.fillBytes(0xee);
+  dWireCounts.fillBytes(0xee);
+  WireBuffers<T> gpu{dRows.get(), mask ? dMask.get() : nullptr, dOffsets.get(), dWireMask.get(),
+                     s.countBytes ? dWireCounts.get() : nullptr, dValues.get()};
+  runBlocks(tw.gpu, tw.gpuCtx, tw.stream, s, gpu, false);
+  requireSameBytes(dValues.download(), values);
+  requireSameBytes(dWireMask.download(), wireMask);
+  requireSameBytes(dWireCounts.download(), wireCounts);
+
+  // Unpack the CPU twin's wire: rows prefilled, masks decoded over junk
+  // (format >= 0) or read (format -1).
+  std::vector<T> out(R * D);
+  std::memset(out.data(), 0x5a, out.size() * sizeof(T));
+  std::vector<uint32_t> decoded = s.format >= 0 ? std::vector<uint32_t>(R * W, 0x77777777u) : maskIn;
+  cpu.rows = out.data();
+  cpu.mask = mask ? decoded.data() : nullptr;
+  runBlocks(tw.cpu, tw.cpuCtx, nullptr, s, cpu, true);
+  if (s.format >= 0) REQUIRE(decoded == *mask);
+
+  DeviceArray<T> dOut(R * D);
+  dOut.fillBytes(0x5a);
+  DeviceArray<uint32_t> dDecoded(R * W);
+  if (s.format >= 0) dDecoded.fillBytes(0x77);
+  else dDecoded.upload(maskIn.size() == R * W ? maskIn : std::vector<uint32_t>(R * W));
+  dValues.upload(values);
+  dWireMask.upload(wireMask);
+  gpu.rows = dOut.get();
+  gpu.mask = mask ? dDecoded.get() : nullptr;
+  runBlocks(tw.gpu, tw.gpuCtx, tw.stream, s, gpu, true);
+  requireSameBytes(dOut.download(), out);
+  if (mask) requireSameBytes(dDecoded.download(), decoded);
+}
+
+template <typename T>
+void compareAll(Twins& tw, size_t R, size_t D, size_t k, double tau, uint64_t seed) {
+  CAPTURE(R);
+  CAPTURE(D);
+  CAPTURE(k);
+  CAPTURE(tau);
+  CAPTURE(sizeof(T));
+  const auto rows = testRows<T>(R, D, seed);
+  const Selection sel = compareSelect(tw, rows, R, D, k, tau);
+  compareOffsets(tw, sel.counts, R, D);
+  int countBytes = 1;
+  for (int format : formatsFor(D)) {
+    countBytes = countBytes == 4 ? 0 : (countBytes ? 2 * countBytes : 1);  // 2, 4, none, 1, ...
+    if (countBytes == 1 && D > 255) countBytes = 2;
+    compareWire(tw, rows, &sel.mask, Shape{R, D, format, countBytes, sel.offsets});
+  }
+  std::vector<uint64_t> whole(R + 1);
+  for (size_t r = 0; r <= R; r++) whole[r] = r * D;
+  compareWire(tw, rows, nullptr, Shape{R, D, -1, 0, whole});
+}
+
+}  // namespace
+
+TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin") {
+  Twins tw;
+  uint64_t seed = 900;
+  for (size_t D : {1, 3, 7, 64, 129, 256, 257, 1000})
+    for (size_t R : {0, 1, 5, 33}) {
+      const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
+      for (size_t k : {size_t(1), k5, D, D + 3}) {
+        compareAll<float>(tw, R, D, k, 0, seed++);
+        compareAll<double>(tw, R, D, k, 0, seed++);
+      }
+      for (double tau : {0.5, 1.0, 1e-40}) {  // threshold mode (k = 0)
+        compareAll<float>(tw, R, D, 0, tau, seed++);
+        compareAll<double>(tw, R, D, 0, tau, seed++);
+      }
+    }
+}
+
+TEST_CASE("CUDA row kernels on long rows (a block loops over the row) and many rows (over rows)") {
+  Twins tw;
+  compareAll<float>(tw, (size_t(1) << 20) + 5, 3, 1, 0, 4000);  // more rows than blocks
+  compareAll<double>(tw, (size_t(1) << 20) + 5, 2, 0, 0.5, 4001);
+  const size_t D = 100000;
+  for (size_t k : {size_t(1), size_t(5000), size_t(99999)}) {
+    compareAll<float>(tw, 6, D, k, 0, 1000 + k);
+    compareAll<double>(tw, 3, D, k, 0, 2000 + k);
+  }
+  compareAll<float>(tw, 4, D, 0, 1.5, 3000);
+}
+
+namespace {
+
+// Corrupts a good wire mask of the last row (so a rejected block must not
+// have written even its earlier rows), unpacks it with both twins: both
+// refuse, and the CUDA twin's rows keep their old contents.
+void compareRejection(Twins& tw, const std::vector<float>& values, const std::vector<uint64_t>& offsets,
+                      size_t R, size_t D, int format, std::vector<uint8_t> wire, const char* what) {
+  CAPTURE(what);
+  CAPTURE(format);
+  CAPTURE(D);
+  const size_t W = maskWords(D);
+  std::vector<float> out(R * D, 9.0f);
+  std::vector<uint32_t> mask(R * W);
+  RowWireArgs ca{out.data(), R, D, dctFloat32, mask.data(), offsets.data(), 0, format, wire.data(), nullptr, 0,
+                 const_cast<float*>(values.data())};
+  CHECK(tw.cpu.rowUnpack(tw.cpuCtx, &ca, nullptr) == dctInternalError);
+  DeviceArray<float> dOut(out), dValues(values);
+  DeviceArray<uint32_t> dMask(R * W);
+  DeviceArray<uint64_t> dOffsets(offsets);
+  DeviceArray<uint8_t> dWire(wire);
+  RowWireArgs ga{dOut.get(), R, D, dctFloat32, dMask.get(), dOffsets.get(), 0, format, dWire.get(), nullptr, 0,
+                 dValues.get()};
+  CHECK(tw.gpu.rowUnpack(tw.gpuCtx, &ga, tw.stream) == dctInternalError);
+  requireSameBytes(dOut.download(), out);
+}
+
+void setIndex(std::vector<uint8_t>& wire, int width, size_t e, uint32_t v) {
+  std::memcpy(wire.data() + e * width, &v, width);  // little-endian: the low bytes
+}
+uint32_t getIndex(const std::vector<uint8_t>& wire, int width, size_t e) {
+  uint32_t v = 0;
+  std::memcpy(&v, wire.data() + e * width, width);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA row unpack rejects the malformed wire masks the CPU twin rejects, writing no row") {
+  Twins tw;
+  for (size_t D : {7, 64, 203, 1001}) {  // D % 8 != 0 but for 64: bits past D in the last byte
+    const size_t R = 5, k = D / 4 + 2, W = maskWords(D);
+    const auto rows = randomVector<float>(R * D, 40 + D, false);
+    std::vector<uint32_t> mask(R * W), counts(R);
+    std::vector<uint64_t> offsets(R + 1);
+    RowSelectArgs sel{rows.data(), R, D, dctFloat32, k, 0, mask.data(), counts.data()};
+    REQUIRE(tw.cpu.rowSelect(tw.cpuCtx, &sel, nullptr) == dctSuccess);
+    RowOffsetsArgs off{counts.data(), 4, 0, R, offsets.data()};
+    REQUIRE(tw.cpu.rowOffsets(tw.cpuCtx, &off, nullptr) == dctSuccess);
+    const size_t E = off.total, last = offsets[R - 1];  // the last row's first entry
+    for (int format : formatsFor(D)) {
+      if (format < 0) continue;
+      const size_t bytes = format == 0 ? R * ((D + 7) / 8) : E * format;
+      std::vector<uint8_t> wire(bytes);
+      std::vector<float> values(E);
+      RowWireArgs pack{const_cast<float*>(rows.data()), R, D, dctFloat32, mask.data(), offsets.data(), 0, format,
+                       wire.data(), nullptr, 0, values.data()};
+      REQUIRE(tw.cpu.rowPack(tw.cpuCtx, &pack, nullptr) == dctSuccess);
+      if (format > 0) {
+        auto descending = wire, repeated = wire, outside = wire;
+        const uint32_t a = getIndex(wire, format, last), b = getIndex(wire, format, last + 1);
+        setIndex(descending, format, last, b);
+        setIndex(descending, format, last + 1, a);
+        compareRejection(tw, values, offsets, R, D, format, descending, "descending");
+        setIndex(repeated, format, last + 1, a);
+        compareRejection(tw, values, offsets, R, D, format, repeated, "repeated");
+        if (format == 4 || D < (size_t(1) << (8 * format))) {
+          setIndex(outside, format, E - 1, static_cast<uint32_t>(D));
+          compareRejection(tw, values, offsets, R, D, format, outside, "index >= D");
+        }
+      } else {
+        const size_t rowBytes = (D + 7) / 8, at = (R - 1) * rowBytes;
+        auto extra = wire, tail = wire;
+        for (size_t j = 0; j < D; j++) {  // one more bit than the count
+          if (!(extra[at + j / 8] >> (j % 8) & 1)) {
+            extra[at + j / 8] |= uint8_t(1u << (j % 8));
+            break;
+          }
+        }
+        compareRejection(tw, values, offsets, R, D, 0, extra, "popcount above the count");
+        auto fewer = wire;
+        for (size_t b = 0; b < rowBytes; b++)
+          if (fewer[at + b]) {
+            fewer[at + b] &= uint8_t(fewer[at + b] - 1);  // clears the lowest set bit
+            break;
+          }
+        compareRejection(tw, values, offsets, R, D, 0, fewer, "popcount below the count");
+        if (D % 8) {  // a bit past D, the count kept right by clearing a kept one
+          tail = fewer;
+          tail[at + D / 8] |= uint8_t(1u << (D % 8));
+          compareRejection(tw, values, offsets, R, D, 0, tail, "bit >= D");
+        }
+      }
+    }
+  }
+}
