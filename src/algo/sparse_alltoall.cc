@@ -42,6 +42,7 @@ struct Call {
   void* stream;
   const char* fn;
   Blocks out, in;
+  size_t allBytes = 0;  // what every rank sends together (agreed)
   std::vector<BlockLayout> inLayout;
   std::vector<bool> inCounts;  // block from peer q carries per-row counts
 };
@@ -73,7 +74,7 @@ dctResult_t reserveWire(Call& c) {
 dctResult_t exchange(Call& c) {
   dctAlltoallPlan_t p = c.p;
   return p->comm->transport->alltoallv(p->comm, p->wireOut.as(), c.out.bytes.data(), c.out.offsets.data(),
-                                       p->wireIn.as(), c.in.bytes.data(), c.in.offsets.data(), c.stream);
+                                       p->wireIn.as(), c.in.bytes.data(), c.in.offsets.data(), c.allBytes, c.stream);
 }
 
 dctResult_t malformed(Call& c, int q) {
@@ -223,6 +224,11 @@ void commitForward(Call& c, const ForwardDraft& d) {
   s.totalDenseBytes += s.denseBytesSent;
 }
 
+void sumSent(Call& c, const std::vector<CallHeader>& all) {
+  c.allBytes = 0;
+  for (const CallHeader& h : all) c.allBytes += h.bytes;
+}
+
 CallHeader header(dctAlltoallPlan_t p, int32_t direction, dctResult_t localError) {
   CallHeader h;
   h.localError = localError;
@@ -250,10 +256,12 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* r
     }();
   }
   mine.nnz = d.kept;
+  mine.bytes = c.out.total;
   mine.flags = d.variable;
   std::vector<CallHeader> all;
   bool variable = false;
   DCTCHECK(agree(p->comm, mine, all, stream, fn, [&] {
+    sumSent(c, all);
     for (const CallHeader& h : all) variable = variable || h.flags != 0;
     if (variable) return dctSuccess;  // sizes come with the entry counts
     layoutIncoming(c, all, nullptr);
@@ -310,8 +318,10 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
       return dctSuccess;
     }();
   }
+  mine.bytes = c.out.total;
   std::vector<CallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
+  sumSent(c, all);
   dctResult_t res = exchange(c);
   for (int q = 0; q < P && res == dctSuccess; q++) {
     if (p->send.rows[q] == 0) continue;

@@ -55,10 +55,10 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
-                      const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
+                      const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const bool h = hit(comm);
-  dctResult_t res =
-      seamOf(comm)->inner->alltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets, stream);
+  dctResult_t res = seamOf(comm)->inner->alltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets,
+                                                   totalBytes, stream);
   size_t end = 0;
   for (int r = 0; r < comm->size; r++) end = recvOffsets[r] + recvBytes[r] > end ? recvOffsets[r] + recvBytes[r] : end;
   return h ? injected(comm, recv, end, "alltoallv") : res;

@@ -121,25 +121,21 @@ dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendB
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
-                      const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
+                      const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const int P = comm->size;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.input(comm, send, extent(sendBytes, sendOffsets, P), stream));
   DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, P), false, stream));
+  // Every count and displacement of every rank is at most the total all
+  // ranks send, which every rank knows alike: the same choice everywhere.
   std::vector<int> sc(P), sd(P), rc(P), rd(P);
-  bool fits = true;
   for (int q = 0; q < P; q++) {
-    for (size_t v : {sendBytes[q], sendOffsets[q], recvBytes[q], recvOffsets[q]}) fits = fits && v <= mpiCountLimit();
     sc[q] = static_cast<int>(sendBytes[q]);
     sd[q] = static_cast<int>(sendOffsets[q]);
     rc[q] = static_cast<int>(recvBytes[q]);
     rd[q] = static_cast<int>(recvOffsets[q]);
   }
-  // Pairwise sizes agree, so each pair makes the same choice... but every
-  // rank must make the same one for the collective: decide globally.
-  int fitsAll = fits ? 1 : 0;
-  MPICHECK(comm, MPI_Allreduce(MPI_IN_PLACE, &fitsAll, 1, MPI_INT, MPI_MIN, mpiOf(comm)));
-  if (fitsAll)
+  if (totalBytes <= mpiCountLimit())
     MPICHECK(comm, MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
                                  mpiOf(comm)));
   else

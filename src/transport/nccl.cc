@@ -105,7 +105,7 @@ constexpr int kAlltoallRounds = 512;
 // later one. Sizes are agreed, so both sides skip the same zero-byte
 // transfers. Round 0, the own block, is a copy (skipped when in place).
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
-                      void* recv, const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
+                      void* recv, const size_t* recvBytes, const size_t* recvOffsets, size_t, void* stream) {
   State* s = stateOf(comm);
   DeviceGuard guard(s->device);
   cudaStream_t st = streamOf(stream);

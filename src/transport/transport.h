@@ -30,8 +30,11 @@ struct Transport {
   // Rank q gets sendBytes[q] bytes from send + sendOffsets[q] and this rank
   // gets recvBytes[q] bytes from rank q at recv + recvOffsets[q] (agreed
   // sizes: this rank's sendBytes[q] is rank q's recvBytes[this rank]).
+  // totalBytes: what all ranks send together, the same on every rank, so
+  // that every rank takes the same path where a backend has to choose.
   dctResult_t (*alltoallv)(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
-                           void* recv, const size_t* recvBytes, const size_t* recvOffsets, void* stream);
+                           void* recv, const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes,
+                           void* stream);
   dctResult_t (*allreduce)(dctComm_t comm, const void* send, void* recv, size_t count,
                            dctDataType_t datatype, void* stream);  // sum
   // *worst = max over ranks of `mine` (a dctResult_t; 0 is success). Host
