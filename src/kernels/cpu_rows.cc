@@ -39,27 +39,36 @@ Key kthLargest(const Key* keys, size_t d, size_t k, std::vector<Key>& scratch) {
   return best[k - 1];
 }
 
+// Mask words of the columns whose key beats `cut` (branch-free, so the
+// compiler vectorises the compares); returns how many.
+template <typename Key>
+size_t maskAbove(const Key* keys, size_t d, Key cut, uint32_t* mask) {
+  size_t kept = 0;
+  for (size_t w = 0; w < maskWords(d); w++) {
+    const size_t end = std::min(d - w * 32, size_t(32));
+    uint32_t bits = 0;
+    for (size_t b = 0; b < end; b++) bits |= static_cast<uint32_t>(keys[w * 32 + b] > cut) << b;
+    mask[w] = bits;
+    kept += std::popcount(bits);
+  }
+  return kept;
+}
+
 template <typename T>
 size_t selectTopK(const T* row, size_t d, size_t k, uint32_t* mask, std::vector<RowKey<T>>& keys,
                   std::vector<RowKey<T>>& scratch, size_t& nonFinite) {
+  using Key = RowKey<T>;
   keys.resize(d);
   size_t nf = 0;
   for (size_t j = 0; j < d; j++) nf += (keys[j] = rowKey(row[j])) == kInfKey<T>;
   nonFinite += nf;
-  std::fill(mask, mask + maskWords(d), 0u);
-  auto keep = [&](size_t j) { mask[j / 32] |= 1u << (j % 32); };
-  if (nf >= k) {  // the non-finite entries alone (all of them)
-    for (size_t j = 0; j < d; j++)
-      if (keys[j] == kInfKey<T>) keep(j);
-    return nf;
-  }
-  const RowKey<T> cut = kthLargest(keys.data(), d, k, scratch);
-  size_t kept = 0;
-  for (size_t j = 0; j < d; j++)
-    if (keys[j] > cut) keep(j), kept++;
+  // A row with at least k non-finite entries keeps those alone: all above
+  // the largest finite key.
+  const Key cut = nf >= k ? kInfKey<T> - 1 : kthLargest(keys.data(), d, k, scratch);
+  size_t kept = maskAbove(keys.data(), d, cut, mask);
   for (size_t j = 0; j < d && kept < k; j++)  // ties at the cut: lower columns first
-    if (keys[j] == cut) keep(j), kept++;
-  return k;
+    if (keys[j] == cut) mask[j / 32] |= 1u << (j % 32), kept++;
+  return kept;
 }
 
 template <typename T>

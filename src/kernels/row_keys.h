@@ -24,7 +24,7 @@ DCT_HOST_DEVICE RowKey<T> rowKey(T x) {
   RowKey<T> bits;
   std::memcpy(&bits, &x, sizeof(bits));
   bits &= ~(RowKey<T>(1) << (8 * sizeof(T) - 1));  // |x|
-  return bits > kInfKey<T> ? kInfKey<T> : bits;    // NaN ranks as Inf
+  return bits < kInfKey<T> ? bits : kInfKey<T>;    // NaN ranks as Inf
 }
 
 }  // namespace dct
