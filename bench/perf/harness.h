@@ -16,7 +16,7 @@
 namespace dctbench {
 
 struct Options {
-  std::string collective = "allreduce";  // -C allreduce|allgather
+  std::string collective = "allreduce";  // -C allreduce|allgather|alltoall
   size_t minBytes = 1 << 20;             // -b
   size_t maxBytes = 16 << 20;            // -e
   double stepFactor = 2.0;               // -f
@@ -31,6 +31,7 @@ struct Options {
   std::string jsonPath;                  // -J
   bool uniform = false;                  // -u
   uint64_t seed = 1;                     // -s
+  size_t rowLength = 64;                 // -R / --row-length (alltoall)
 };
 
 // Parses argv. Returns 0 to run, 1 when help was printed, -1 on a bad flag
@@ -74,6 +75,11 @@ class PerfCase {
 
 std::unique_ptr<PerfCase> makeAllreduceCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
 std::unique_ptr<PerfCase> makeAllgatherCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
+
+// -C alltoall runs its own loop (three timed calls per iteration: dense
+// MPI_Alltoallv, DCT-MP forward, backward; see alltoall.cc). Returns the
+// process exit code like runHarness.
+int runAlltoallBench(const Options& opt, dctComm_t comm, MPI_Comm mpi);
 
 // One printed row: the reductions across iterations and ranks, done.
 struct Row {

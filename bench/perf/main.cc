@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     if (!dctbench::allOk(res == dctSuccess, MPI_COMM_WORLD)) {
       if (res != dctSuccess) dctbench::reportDctFailure(nullptr, rank, "dctCommInitMpi", res);
       rc = 1;
+    } else if (opt.collective == "alltoall") {
+      rc = dctbench::runAlltoallBench(opt, comm, MPI_COMM_WORLD);  // plans go before comm
     } else {
       auto pc = opt.collective == "allgather"
                     ? dctbench::makeAllgatherCase(opt, comm, MPI_COMM_WORLD)

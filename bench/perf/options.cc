@@ -1,8 +1,10 @@
 // dct_perf command line: nccl-tests flags where they mean the same thing,
-// plus libdct's own (density, algorithm, threshold interval, JSON rows).
+// plus libdct's own (density, algorithm, threshold interval, row length, JSON rows).
+#include <getopt.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,11 +16,15 @@ namespace {
 
 const char* kHelp =
     "usage: dct_perf [flags]   (run under mpirun; rank 0 prints)\n"
-    "  -C allreduce|allgather  collective (default allreduce):\n"
+    "  -C allreduce|allgather|alltoall  collective (default allreduce):\n"
     "       allreduce: dctSparseAllreduce (DCT-DP: EF + threshold + compaction +\n"
     "                  exchange) vs dense MPI_Allreduce of the same input\n"
     "       allgather: dctSparseAllgather of each rank's COO message vs\n"
     "                  MPI_Allgather(counts) + MPI_Allgatherv of the same COO bytes\n"
+    "       alltoall:  DCT-MP dctSparseAlltoall (per-row top-K) forward and\n"
+    "                  dctSparseAlltoallBackward vs dense MPI_Alltoallv of the full\n"
+    "                  rows; size = send buffer bytes per rank, rows = size /\n"
+    "                  (row length * sizeof(type)), split evenly over the ranks\n"
     "  -b minbytes  -e maxbytes   dense tensor size range, K/M/G = 2^10/2^20/2^30\n"
     "                             (default 1M .. 16M)\n"
     "  -f stepfactor              size multiplier between rows (default 2)\n"
@@ -34,6 +40,8 @@ const char* kHelp =
     "  -J file                    append one JSON object per row (JSON lines)\n"
     "  -u                         uniform input in [-1,1) instead of gradient-like\n"
     "  -s seed                    input seed (default 1; each rank derives its own)\n"
+    "  -R, --row-length D         alltoall: elements per row (default 64); each row\n"
+    "                             keeps K = ceil(density * D) entries\n"
     "  -h                         this help\n"
     "Input: gradient-like by default, a new draw every iteration (outside the\n"
     "timed region): a fixed log-normal per-element scale times Student-t(3)\n"
@@ -54,7 +62,11 @@ const char* kHelp =
     "                                           algbw * (n-1)/n (allgather)\n"
     "  #wrong     elements differing from a plain reference (-1: not checked)\n"
     "Exit status: 0 when every call succeeded and #wrong is 0 everywhere.\n"
-    "Dense MPI times depend on malloc history; see GLIBC_TUNABLES in the preamble.\n";
+    "Dense MPI times depend on malloc history; see GLIBC_TUNABLES in the preamble.\n"
+    "alltoall prints its own columns (three timed calls; see bench/README.md):\n"
+    "  rows, D, K, fmt (wire mask), dense_us, fwd_us, bwd_us, fwd_x and bwd_x\n"
+    "  (dense_us over each), wire_fwd / wire_bwd (plan stats, bytes sent to other\n"
+    "  ranks), ratio (dense bytes / wire_fwd); -a, -L, -o, -u do not apply.\n";
 
 // "64K" -> 65536; false on junk.
 bool parseSize(const char* s, size_t& out) {
@@ -120,10 +132,16 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
   int c;
   bool ok = true;
   opterr = 0;
-  while (ok && (c = getopt(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:h")) != -1) {
+  static const struct option kLong[] = {{"row-length", required_argument, nullptr, 'R'},
+                                        {"help", no_argument, nullptr, 'h'},
+                                        {nullptr, 0, nullptr, 0}};
+  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:h", kLong,
+                                nullptr)) != -1) {
     switch (c) {
       case 'C': opt.collective = optarg;
-        ok = opt.collective == "allreduce" || opt.collective == "allgather"; break;
+        ok = opt.collective == "allreduce" || opt.collective == "allgather" ||
+             opt.collective == "alltoall";
+        break;
       case 'b': ok = parseSize(optarg, opt.minBytes); break;
       case 'e': ok = parseSize(optarg, opt.maxBytes); break;
       case 'f': ok = parseDouble(optarg, opt.stepFactor) && opt.stepFactor > 1.0; break;
@@ -151,6 +169,9 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'J': opt.jsonPath = optarg; break;
       case 'u': opt.uniform = true; break;
       case 's': ok = parseSeed(optarg, opt.seed); break;
+      case 'R':
+        ok = parseSize(optarg, opt.rowLength) && opt.rowLength >= 1 && opt.rowLength <= INT_MAX;
+        break;
       case 'h':
         if (verbose) std::fputs(kHelp, stdout);
         return 1;
