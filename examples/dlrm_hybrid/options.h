@@ -1,0 +1,42 @@
+// Command-line options of the DLRM example (see printUsage for the flags).
+#pragma once
+
+#include <dct/dct.h>
+
+#include <string>
+
+#include "data.h"
+#include "model.h"
+
+namespace dlrm {
+
+enum class Mode { kDense, kMp, kDp, kMpDp };
+const char* modeName(Mode mode);
+
+struct Options {
+  Mode mode = Mode::kMpDp;
+  double mpDensity = 0.05;     // DCT-MP: K = ceil(density D) entries per row
+  double dpDensity = 0.01;     // DCT-DP (mpdp only)
+  int dpInterval = 0;          // DCT-DP threshold interval L (0: library default)
+  int dpWarmup = -1;           // DCT-DP dense warm-up steps (-1: library default)
+  int dpAlgorithm = dctAlgoAllgather;  // DCT-DP algorithm (dctAlgorithm_t)
+  int batch = 1024;            // global batch B
+  int epochs = 8;
+  int stepsPerEpoch = 200;
+  int heldOut = 32768;         // rounded up to a multiple of B
+  float lr = 0.02f;            // MLP optimizer
+  float adagradInit = 0.f;     // MLP Adagrad initial accumulator
+  bool sgd = false;            // MLP optimizer: SGD instead of Adagrad
+  double checkAuc = 0;         // > 0: fail unless the final held-out AUC exceeds it
+  bool evalFull = true;        // MP modes: also evaluate with full (uncompressed) rows
+  std::string tag;             // label of the RESULT lines
+  DataConfig data;
+  ModelConfig model;
+};
+
+// Parses argv; false with a message in *error on a bad or unknown flag,
+// false with an empty *error for --help.
+bool parseOptions(int argc, char** argv, Options* options, std::string* error);
+void printUsage(const char* program);
+
+}  // namespace dlrm
