@@ -56,32 +56,16 @@ void EmbeddingExchange::alltoallv(const float* send, const std::vector<size_t>& 
 
 void EmbeddingExchange::forward(const float* send, float* recv) {
   const double start = MPI_Wtime();
-  if (plan_) {
-    DLRM_DCT_CHECK(comm_, dctSparseAlltoall(plan_, send, recv, nullptr));
-    dctAlltoallStats_t s = stats();
-    traffic_.sent += s.forwardBytesSent;
-  } else {
-    alltoallv(send, layout_.sendRows, layout_.sendOffsets, recv, layout_.recvRows, layout_.recvOffsets);
-    traffic_.sent += denseForward_;
-  }
-  traffic_.dense += denseForward_;
-  traffic_.calls++;
-  traffic_.seconds += MPI_Wtime() - start;
+  if (plan_) DLRM_DCT_CHECK(comm_, dctSparseAlltoall(plan_, send, recv, nullptr));
+  else alltoallv(send, layout_.sendRows, layout_.sendOffsets, recv, layout_.recvRows, layout_.recvOffsets);
+  traffic_.add(start, plan_ ? stats().forwardBytesSent : denseForward_, denseForward_);
 }
 
 void EmbeddingExchange::backward(const float* gradRecv, float* gradSend) {
   const double start = MPI_Wtime();
-  if (plan_) {
-    DLRM_DCT_CHECK(comm_, dctSparseAlltoallBackward(plan_, gradRecv, gradSend, nullptr));
-    dctAlltoallStats_t s = stats();
-    traffic_.sent += s.backwardBytesSent;
-  } else {
-    alltoallv(gradRecv, layout_.recvRows, layout_.recvOffsets, gradSend, layout_.sendRows, layout_.sendOffsets);
-    traffic_.sent += denseBackward_;
-  }
-  traffic_.dense += denseBackward_;
-  traffic_.calls++;
-  traffic_.seconds += MPI_Wtime() - start;
+  if (plan_) DLRM_DCT_CHECK(comm_, dctSparseAlltoallBackward(plan_, gradRecv, gradSend, nullptr));
+  else alltoallv(gradRecv, layout_.recvRows, layout_.recvOffsets, gradSend, layout_.sendRows, layout_.sendOffsets);
+  traffic_.add(start, plan_ ? stats().backwardBytesSent : denseBackward_, denseBackward_);
 }
 
 dctAlltoallStats_t EmbeddingExchange::stats() const {
@@ -115,14 +99,10 @@ void GradientSync::sum(float* grads) {
     const float p = static_cast<float>(ranks_);
     for (size_t i = 0; i < count_; i++) grads[i] *= p;
     DLRM_DCT_CHECK(comm_, dctSparseAllreduce(grads, grads, count_, dctFloat32, dctAvg, compressor_, comm_, nullptr));
-    traffic_.sent += stats().bytesSent;
   } else {
     DLRM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, grads, static_cast<int>(count_), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
-    traffic_.sent += denseBytes;
   }
-  traffic_.dense += denseBytes;
-  traffic_.calls++;
-  traffic_.seconds += MPI_Wtime() - start;
+  traffic_.add(start, compressor_ ? stats().bytesSent : denseBytes, denseBytes);
 }
 
 dctStats_t GradientSync::stats() const {

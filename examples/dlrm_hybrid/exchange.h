@@ -25,6 +25,13 @@ struct Traffic {
   uint64_t dense = 0;  // what the dense baseline sends for the same calls
   uint64_t calls = 0;
   double seconds = 0;  // wall time inside the calls (MPI_Wtime)
+  // One call that began at `start` (MPI_Wtime) and sent `bytes`.
+  void add(double start, uint64_t bytes, uint64_t denseBytes) {
+    sent += bytes;
+    dense += denseBytes;
+    calls++;
+    seconds += MPI_Wtime() - start;
+  }
 };
 
 class EmbeddingExchange {
