@@ -24,10 +24,8 @@ namespace dct::gpu {
 namespace {
 
 using rows::maskBit;
-using rows::readWidth;
 using rows::RowScan;
 using rows::RowSum;
-using rows::writeWidth;
 
 // Item r of the offsets scan: row r's count, 0 past the last row.
 struct WidenCount {
@@ -44,7 +42,7 @@ struct WidenCount {
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS) packRows(RowWireArgs a) {
   __shared__ typename RowScan<THREADS>::TempStorage scan;
-  const size_t D = a.rowLength, W = rows::wordsOf(D), bitmapBytes = rows::bitmapBytesOf(D);
+  const size_t D = a.rowLength, W = dct::maskWords(D), bitmapBytes = dct::bitmapBytes(D);
   const T* in = static_cast<const T*>(a.rows);
   T* values = static_cast<T*>(a.values);
   DCT_ROW_LOOP(r, a.rowCount) {
@@ -77,7 +75,7 @@ __global__ void __launch_bounds__(THREADS) packRows(RowWireArgs a) {
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) decodeRows(RowWireArgs a, unsigned long long* malformed) {
   __shared__ typename RowSum<THREADS>::TempStorage sum;
-  const size_t D = a.rowLength, W = rows::wordsOf(D), bitmapBytes = rows::bitmapBytesOf(D);
+  const size_t D = a.rowLength, W = dct::maskWords(D), bitmapBytes = dct::bitmapBytes(D);
   unsigned long long bad = 0;
   DCT_ROW_LOOP(r, a.rowCount) {
     uint32_t* words = a.mask + r * W;
@@ -118,7 +116,7 @@ __global__ void __launch_bounds__(THREADS) decodeRows(RowWireArgs a, unsigned lo
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS) expandRows(RowWireArgs a) {
   __shared__ typename RowScan<THREADS>::TempStorage scan;
-  const size_t D = a.rowLength, W = rows::wordsOf(D);
+  const size_t D = a.rowLength, W = dct::maskWords(D);
   T* out = static_cast<T*>(a.rows);
   const T* values = static_cast<const T*>(a.values);
   DCT_ROW_LOOP(r, a.rowCount) {

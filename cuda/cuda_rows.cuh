@@ -8,6 +8,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuda_device.cuh"
+#include "kernels/row_wire.h"
 
 namespace dct::gpu::rows {
 
@@ -28,27 +29,8 @@ inline unsigned rowGrid(size_t rows) {
 
 #define DCT_ROW_LOOP(r, R) for (size_t r = blockIdx.x; r < (R); r += gridDim.x)
 
-__device__ __forceinline__ size_t wordsOf(size_t rowLength) { return (rowLength + 31) / 32; }
-__device__ __forceinline__ size_t bitmapBytesOf(size_t rowLength) { return (rowLength + 7) / 8; }
 __device__ __forceinline__ bool maskBit(const uint32_t* words, size_t j) {
   return (words[j / 32] >> (j % 32)) & 1u;
-}
-
-// Counts and index lists of 1, 2 or 4 bytes (anything else reads and writes
-// 4), as the CPU twin's readWidth / writeWidth.
-__device__ __forceinline__ uint64_t readWidth(const void* p, size_t i, int bytes) {
-  switch (bytes) {
-    case 1: return static_cast<const uint8_t*>(p)[i];
-    case 2: return static_cast<const uint16_t*>(p)[i];
-    default: return static_cast<const uint32_t*>(p)[i];
-  }
-}
-__device__ __forceinline__ void writeWidth(void* p, size_t i, int bytes, uint32_t v) {
-  switch (bytes) {
-    case 1: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
-    case 2: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); break;
-    default: static_cast<uint32_t*>(p)[i] = v; break;
-  }
 }
 
 template <int THREADS>

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(THREADS)
                uint32_t* __restrict__ mask, uint32_t* __restrict__ counts, unsigned long long* nonFiniteOut) {
   __shared__ SelectShared<T, THREADS> sh;
   unsigned long long nonFinite = 0;
-  const size_t W = rows::wordsOf(D);
+  const size_t W = dct::maskWords(D);
   DCT_ROW_LOOP(r, R) {
     const T* row = in + r * D;
     Cut<RowKey<T>> cut{0, 0, SIZE_MAX};  // every entry (k >= D)

@@ -38,6 +38,7 @@ struct Blocks {
 };
 
 struct Call {
+  Call(dctAlltoallPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}
   dctAlltoallPlan_t p;
   void* stream;
   const char* fn;
@@ -95,9 +96,9 @@ dctResult_t estimateTau(Call& c, const void* send, ForwardDraft& d) {
   d.tau = p->tau;
   const bool due = !p->haveTau || p->stats.forwardSteps - p->lastEstimate >= uint64_t(p->config.thresholdInterval);
   if (p->config.rowSelection != dctRowThreshold || !due || p->send.totalRows() == 0) return dctSuccess;
-  uint64_t seed = static_cast<uint64_t>(p->config.seed) ^ (p->stats.forwardSteps * 0xd1b54a32d192ed03ull);
   ThresholdArgs args{send, p->send.totalRows() * p->rowLength, p->dtype, p->config.density,
-                     static_cast<dctThresholdMethod_t>(p->config.thresholdMethod), splitmix64(seed)};
+                     static_cast<dctThresholdMethod_t>(p->config.thresholdMethod),
+                     stepSeed(p->config.seed, p->stats.forwardSteps)};
   DCTCHECK(p->ops->threshold(p->kernels, &args, &d.tau, c.stream));
   d.estimated = true;
   return dctSuccess;

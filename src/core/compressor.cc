@@ -17,11 +17,6 @@ namespace {
 // k within 30 steps at L = 1000), halving the compression users asked for.
 constexpr double kDriftBand = 1.25;
 
-// Per-step sample stream: the same on every run, different every step.
-uint64_t sampleSeed(dctCompressor_t c) {
-  uint64_t s = static_cast<uint64_t>(c->config.seed) ^ (c->stats.step * 0xd1b54a32d192ed03ull);
-  return splitmix64(s);
-}
 
 // Drift: count outside [k / band, k * band]. An accepted tie count gets
 // its own band (TauState::acceptedCount).
@@ -41,7 +36,7 @@ dctResult_t materialise(dctCompressor_t c, const void* grad, void* stream) {
 // tau from the accumulator in the spare residual.
 dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
   ThresholdArgs args{c->spareResidual(), c->count, c->dtype, c->config.density,
-                     static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), sampleSeed(c)};
+                     static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), stepSeed(c->config.seed, c->stats.step)};
   DCTCHECK(c->ops->threshold(c->kernels, &args, &d.tau.tau, stream));
   d.tau.have = true;
   d.tau.lastEstimateStep = c->stats.step;

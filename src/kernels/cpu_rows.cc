@@ -10,6 +10,7 @@
 
 #include "kernels/cpu_context.h"
 #include "kernels/row_keys.h"
+#include "kernels/row_wire.h"
 
 namespace dct {
 namespace {
@@ -89,24 +90,6 @@ template <typename Fn>
 dctResult_t dispatchValue(dctDataType_t dtype, Fn&& fn) {
   return dispatchTypes(dtype, 4, [&]<typename T, typename>() { fn.template operator()<T>(); });
 }
-
-uint64_t readWidth(const void* p, size_t i, int bytes) {
-  switch (bytes) {
-    case 1: return static_cast<const uint8_t*>(p)[i];
-    case 2: return static_cast<const uint16_t*>(p)[i];
-    default: return static_cast<const uint32_t*>(p)[i];
-  }
-}
-
-void writeWidth(void* p, size_t i, int bytes, uint32_t v) {
-  switch (bytes) {
-    case 1: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
-    case 2: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); break;
-    default: static_cast<uint32_t*>(p)[i] = v; break;
-  }
-}
-
-size_t bitmapBytes(size_t d) { return (d + 7) / 8; }
 
 // fn(j) for every kept column j of a row's mask, ascending.
 template <typename Fn>

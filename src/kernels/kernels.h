@@ -8,6 +8,7 @@
 
 #include "dct/dct.h"
 #include "dct_config.h"
+#include "kernels/host_device.h"
 
 namespace dct {
 
@@ -77,7 +78,7 @@ struct PackArgs {
 // DCT-MP rows (dctSparseAlltoall): R rows of D entries, row-major. A row's
 // mask is a bitmap of maskWords(D) uint32 words, bit j%32 of word j/32 set
 // when column j is kept; bits past D are zero.
-inline size_t maskWords(size_t rowLength) { return (rowLength + 31) / 32; }
+DCT_HOST_DEVICE size_t maskWords(size_t rowLength) { return (rowLength + 31) / 32; }
 
 // Per-row selection. Keys compare the magnitude's bits (|x| as an unsigned
 // integer, NaN and +-Inf as the bits of +Inf), so both twins rank alike and
@@ -213,6 +214,11 @@ inline uint64_t splitmix64(uint64_t& state) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+// The sample stream of one step: the same on every run, different every step.
+inline uint64_t stepSeed(long long seed, uint64_t step) {
+  uint64_t s = static_cast<uint64_t>(seed) ^ (step * 0xd1b54a32d192ed03ull);
+  return splitmix64(s);
 }
 inline size_t samplePosition(uint64_t random, size_t n) {
   return static_cast<size_t>((static_cast<unsigned __int128>(random) * n) >> 64);

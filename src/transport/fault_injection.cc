@@ -49,9 +49,7 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
                        const size_t* recvOffsets, void* stream) {
   const bool h = hit(comm);
   dctResult_t res = seamOf(comm)->inner->allgatherv(comm, send, sendBytes, recv, recvBytes, recvOffsets, stream);
-  size_t end = 0;
-  for (int r = 0; r < comm->size; r++) end = recvOffsets[r] + recvBytes[r] > end ? recvOffsets[r] + recvBytes[r] : end;
-  return h ? injected(comm, recv, end, "allgatherv") : res;
+  return h ? injected(comm, recv, blocksExtent(recvBytes, recvOffsets, comm->size), "allgatherv") : res;
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
@@ -59,9 +57,7 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
   const bool h = hit(comm);
   dctResult_t res = seamOf(comm)->inner->alltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets,
                                                    totalBytes, stream);
-  size_t end = 0;
-  for (int r = 0; r < comm->size; r++) end = recvOffsets[r] + recvBytes[r] > end ? recvOffsets[r] + recvBytes[r] : end;
-  return h ? injected(comm, recv, end, "alltoallv") : res;
+  return h ? injected(comm, recv, blocksExtent(recvBytes, recvOffsets, comm->size), "alltoallv") : res;
 }
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t dtype,

@@ -23,13 +23,6 @@ struct MpiState {
 MpiState* stateOf(dctComm_t comm) { return static_cast<MpiState*>(comm->transportState); }
 MPI_Comm mpiOf(dctComm_t comm) { return stateOf(comm)->comm; }
 
-size_t extent(const size_t* bytes, const size_t* offsets, int n) {
-  size_t end = 0;
-  for (int i = 0; i < n; i++)
-    if (bytes[i] && offsets[i] + bytes[i] > end) end = offsets[i] + bytes[i];
-  return end;
-}
-
 dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -63,7 +56,7 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   const int P = comm->size;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.input(comm, send, sendBytes, stream));
-  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, P), false, stream));
+  DCTCHECK(stage.output(comm, recv, blocksExtent(recvBytes, recvOffsets, P), false, stream));
   std::vector<int> counts(P), displs(P);
   bool fits = sendBytes <= mpiCountLimit();
   for (int r = 0; r < P && fits; r++) {
@@ -124,8 +117,8 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
                       const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const int P = comm->size;
   HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.input(comm, send, extent(sendBytes, sendOffsets, P), stream));
-  DCTCHECK(stage.output(comm, recv, extent(recvBytes, recvOffsets, P), false, stream));
+  DCTCHECK(stage.input(comm, send, blocksExtent(sendBytes, sendOffsets, P), stream));
+  DCTCHECK(stage.output(comm, recv, blocksExtent(recvBytes, recvOffsets, P), false, stream));
   // Every count and displacement of every rank is at most the total all
   // ranks send, which every rank knows alike: the same choice everywhere.
   std::vector<int> sc(P), sd(P), rc(P), rd(P);

@@ -17,6 +17,14 @@
 
 namespace dct {
 
+// End of the furthest non-empty block of a (bytes, offsets) layout.
+inline size_t blocksExtent(const size_t* bytes, const size_t* offsets, int n) {
+  size_t end = 0;
+  for (int i = 0; i < n; i++)
+    if (bytes[i] && offsets[i] + bytes[i] > end) end = offsets[i] + bytes[i];
+  return end;
+}
+
 struct Transport {
   const char* name;
   bool hostBuffers;    // data ops take host buffers
