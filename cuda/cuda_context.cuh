@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "base/cuda_check.h"
+#include "base/half_types.h"
 #include "kernels/kernels.h"
 
 // After a <<<>>> launch: configuration errors are reported here, faults in
@@ -91,15 +92,44 @@ dctResult_t dispatchTypes(dctDataType_t dtype, int indexBytes, Fn&& fn) {
   });
 }
 
+// fn.template operator()<T>() for any of the four value types.
+template <typename Fn>
+dctResult_t dispatchAnyValue(dctDataType_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case dctFloat32: return fn.template operator()<float>();
+    case dctFloat64: return fn.template operator()<double>();
+    case dctFloat16: return fn.template operator()<Half>();
+    case dctBFloat16: return fn.template operator()<BFloat16>();
+    default: return dctNotSupported;
+  }
+}
+
+// fn.template operator()<D, V, I>() for a scatter's dense, value and index
+// types. Values no wider than the dense buffer only (11 of the 16 type pairs:
+// what libdct sends, a wire type at most as wide as the tensor's); the rest
+// are dctNotSupported, which keeps the build to 22 instantiations per kernel.
+template <typename Fn>
+dctResult_t dispatchScatter(const ScatterArgs& a, Fn&& fn) {
+  return dispatchAnyValue(a.dtype, [&]<typename D>() {
+    return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
+      if constexpr (sizeof(V) > sizeof(D)) return dctNotSupported;
+      else return a.indexBytes == 8 ? fn.template operator()<D, V, uint64_t>()
+                                    : fn.template operator()<D, V, uint32_t>();
+    });
+  });
+}
+
 // Entry points of the table, one file each.
 dctResult_t selectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream);
-dctResult_t threshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void* stream);
+dctResult_t threshold(KernelContext* ctx, ThresholdArgs* args, double* tau, void* stream);
 dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream);
 dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t add(KernelContext* ctx, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,
-                void* stream);
+                dctDataType_t bType, void* stream);
+dctResult_t convert(KernelContext* ctx, void* dst, dctDataType_t dstType, const void* src,
+                    dctDataType_t srcType, size_t n, double factor, void* stream);
 dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, size_t n,
                        dctDataType_t dtype, void* stream);
 dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,
@@ -109,5 +139,9 @@ dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t rowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);
 dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream);
+// 1-bit compressed allreduce: cuda_onebit.cu.
+dctResult_t onebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
+dctResult_t onebitAverage(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);
+dctResult_t onebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
 
 }  // namespace dct::gpu

@@ -1,6 +1,7 @@
 // CUDA twin: the streaming element-wise ops (residual += grad, out = a + b, x *= factor).
 // Entry (type dispatch) -> launch -> grid-stride kernel.
 #include "cuda_device.cuh"
+#include "cuda_values.cuh"
 
 namespace dct::gpu {
 namespace {
@@ -10,10 +11,11 @@ __global__ void accumulateKernel(T* __restrict__ residual, const T* __restrict__
   DCT_GRID_STRIDE(i, n) residual[i] += grad[i];
 }
 
-// out may alias a or b: each element is read before it is written.
-template <typename T>
-__global__ void addKernel(T* out, const T* a, const T* b, size_t n) {
-  DCT_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+// out may alias a: each element is read before it is written. b (any
+// type) is widened to T first, as on the CPU twin: out = a + T(b).
+template <typename T, typename B>
+__global__ void addKernel(T* out, const T* a, const B* b, size_t n) {
+  DCT_GRID_STRIDE(i, n) out[i] = hostAdd(a[i], widenValue<T>(b[i]));
 }
 
 template <typename T>
@@ -35,13 +37,15 @@ dctResult_t accumulate(KernelContext*, void* residual, const void* grad, size_t 
 }
 
 dctResult_t add(KernelContext*, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,
-                void* stream) {
-  return dispatchValue(dtype, [&]<typename T>() -> dctResult_t {
-    if (n == 0) return dctSuccess;
-    addKernel<T><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
-        static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
-    CUDACHECK_LAUNCH();
-    return dctSuccess;
+                dctDataType_t bType, void* stream) {
+  return dispatchValue(dtype, [&]<typename T>() {
+    return dispatchAnyValue(bType, [&]<typename B>() -> dctResult_t {
+      if (n == 0) return dctSuccess;
+      addKernel<T, B><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
+          static_cast<T*>(out), static_cast<const T*>(a), static_cast<const B*>(b), n);
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    });
   });
 }
 

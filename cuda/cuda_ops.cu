@@ -114,6 +114,7 @@ const KernelOps& cudaKernelOps() {
       .streamEnd = gpu::streamEnd,
       .accumulate = gpu::accumulate,
       .add = gpu::add,
+      .convert = gpu::convert,
       .selectCompact = gpu::selectCompact,
       .selectDense = gpu::selectDense,
       .threshold = gpu::threshold,
@@ -126,6 +127,9 @@ const KernelOps& cudaKernelOps() {
       .rowOffsets = gpu::rowOffsets,
       .rowPack = gpu::rowPack,
       .rowUnpack = gpu::rowUnpack,
+      .onebitCompress = gpu::onebitCompress,
+      .onebitAverage = gpu::onebitAverage,
+      .onebitDecode = gpu::onebitDecode,
   };
   return ops;
 }

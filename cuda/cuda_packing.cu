@@ -13,6 +13,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "cuda_device.cuh"
+#include "cuda_values.cuh"
 #include "kernels/index_packing.h"
 
 namespace dct::gpu {
@@ -54,14 +55,14 @@ __global__ void validateGroups(Sections<I> s, size_t groups, size_t nnz, uint64_
 
 // Runs only on a validated list: groups cover disjoint ascending ranges, so
 // no two threads share a target. decodeGroup still bounds every access.
-template <typename T, typename I>
-__global__ void scatterGroups(T* __restrict__ dense, uint64_t n, Sections<I> s, size_t groups,
-                              size_t nnz, const T* __restrict__ values) {
+template <typename D, typename V, typename I>
+__global__ void scatterGroups(D* __restrict__ dense, uint64_t n, Sections<I> s, size_t groups,
+                              size_t nnz, const V* __restrict__ values) {
   DCT_GRID_STRIDE(g, groups) {
-    const T* val = values + g * kPackGroup;
+    const V* val = values + g * kPackGroup;
     packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g],
                             s.widths[g], packing::groupSize(nnz, g), n,
-                            [&](size_t j, I i) { dense[i] += val[j]; });
+                            [&](size_t j, I i) { addInto(dense[i], val[j]); });
   }
 }
 
@@ -109,7 +110,7 @@ dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* 
   const ScatterArgs& a = *args;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t st = cudaStreamOf(stream);
-  return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() -> dctResult_t {
+  return dispatchScatter(a, [&]<typename D, typename V, typename I>() -> dctResult_t {
     const Layout l(a.nnz, sizeof(I));
     if (a.nnz == 0) return dctSuccess;
     if (!packing::validSize(l, a.packedBytes)) return dctInternalError;
@@ -121,9 +122,9 @@ dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* 
     CUDACHECK_LAUNCH();
     CUDACHECK(fetchCounters(c, st));
     if (c->host->malformed != 0) return dctInternalError;
-    scatterGroups<T, I><<<gridFor(l.groups), kThreads, 0, st>>>(static_cast<T*>(a.dense), a.n, s,
-                                                                 l.groups, a.nnz,
-                                                                 static_cast<const T*>(a.values));
+    scatterGroups<D, V, I><<<gridFor(l.groups), kThreads, 0, st>>>(static_cast<D*>(a.dense), a.n, s,
+                                                                    l.groups, a.nnz,
+                                                                    static_cast<const V*>(a.values));
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

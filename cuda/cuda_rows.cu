@@ -14,6 +14,8 @@
 //
 // A null mask (format -1) means whole rows: plain copies at the offsets.
 // Wire layouts and the validation rules are the CPU twin's (cpu_rows.cc).
+// Values only move, so pack and unpack run on their bits: one instantiation
+// per width (2, 4, 8 bytes) serves all four value types.
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -26,6 +28,18 @@ namespace {
 using rows::maskBit;
 using rows::RowScan;
 using rows::RowSum;
+
+// fn.template operator()<T>() with T the unsigned integer as wide as dtype.
+template <typename Fn>
+dctResult_t dispatchBits(dctDataType_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case dctFloat16:
+    case dctBFloat16: return fn.template operator()<uint16_t>();
+    case dctFloat32: return fn.template operator()<uint32_t>();
+    case dctFloat64: return fn.template operator()<uint64_t>();
+    default: return dctNotSupported;
+  }
+}
 
 // Item r of the offsets scan: row r's count, 0 past the last row.
 struct WidenCount {
@@ -130,7 +144,7 @@ __global__ void __launch_bounds__(THREADS) expandRows(RowWireArgs a) {
     rows::scanRow<THREADS>(
         scan, D, [&](size_t j) { return maskBit(words, j); },
         [&](size_t j, bool kept, size_t m) {
-          if (j < D) row[j] = kept ? values[at + m] : T(0);
+          if (j < D) row[j] = kept ? values[at + m] : T(0);  // all-zero bits: +0 in every type
         });
   }
 }
@@ -163,7 +177,7 @@ dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream) {
 dctResult_t rowPack(KernelContext*, const RowWireArgs* args, void* stream) {
   const RowWireArgs& a = *args;
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchValue(a.dtype, [&]<typename T>() -> dctResult_t {
+  return dispatchBits(a.dtype, [&]<typename T>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       packRows<T, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(a);
@@ -179,7 +193,7 @@ dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream)
   const RowWireArgs& a = *args;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchValue(a.dtype, [&]<typename T>() -> dctResult_t {
+  return dispatchBits(a.dtype, [&]<typename T>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       const unsigned grid = rows::rowGrid(a.rowCount);

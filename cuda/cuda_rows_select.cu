@@ -16,12 +16,14 @@
 //
 // The rules are the CPU twin's (cpu_rows.cc): top-K keeps the non-finite
 // entries alone when there are at least k of them, else the k largest keys
-// (the cut's ties lowest column first); threshold keeps !(|x| < T(tau)).
+// (the cut's ties lowest column first); threshold keeps !(|x| < tau), x and
+// tau in T's accumulation type (fp32 for the halves).
 // The k-th largest key is a value, so the kept set is the CPU twin's bit for
 // bit, whatever order the block reads the row in.
 #include <cstdint>
 
 #include "cuda_rows.cuh"
+#include "cuda_values.cuh"
 #include "kernels/row_keys.h"
 
 namespace dct::gpu {
@@ -101,7 +103,7 @@ __device__ Cut<RowKey<T>> findCut(const T* __restrict__ row, size_t D, size_t k,
 
 // Writes the row's mask words and returns its kept count (on thread 0).
 template <typename T, int THREADS>
-__device__ uint32_t markRow(const T* __restrict__ row, size_t D, bool threshold, T tau, Cut<RowKey<T>> cut,
+__device__ uint32_t markRow(const T* __restrict__ row, size_t D, bool threshold, AccOf<T> tau, Cut<RowKey<T>> cut,
                             uint32_t* __restrict__ words, SelectShared<T, THREADS>& sh,
                             unsigned long long& nonFinite) {
   unsigned long long kept = 0;
@@ -109,10 +111,10 @@ __device__ uint32_t markRow(const T* __restrict__ row, size_t D, bool threshold,
   for (size_t tile = 0; tile < D; tile += THREADS) {
     const size_t j = tile + threadIdx.x;
     const bool in = j < D;
-    const T x = in ? row[j] : T(0);
+    const T x = in ? row[j] : T{};
     bool keep;
     if (threshold) {
-      keep = in && taken(x, tau);
+      keep = in && taken(loadValue(x), tau);
     } else {
       const RowKey<T> key = rowKey(x) & cut.known;
       const uint32_t tie = in && key == cut.prefix;
@@ -125,7 +127,7 @@ __device__ uint32_t markRow(const T* __restrict__ row, size_t D, bool threshold,
     const uint32_t word = __ballot_sync(0xffffffffu, keep);
     if (threadIdx.x % 32 == 0 && in) words[j / 32] = word;  // lane 0 holds the word's first column
     kept += keep;
-    nonFinite += keep && !finite(x);
+    nonFinite += keep && !finiteValue(x);
   }
   const unsigned long long total = RowSum<THREADS>(sh.tmp.sum).Sum(kept);
   return static_cast<uint32_t>(total);
@@ -134,7 +136,7 @@ __device__ uint32_t markRow(const T* __restrict__ row, size_t D, bool threshold,
 // k = min(k, D); threshold when the caller's k is 0.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-    selectRows(const T* __restrict__ in, size_t R, size_t D, size_t k, bool threshold, T tau,
+    selectRows(const T* __restrict__ in, size_t R, size_t D, size_t k, bool threshold, AccOf<T> tau,
                uint32_t* __restrict__ mask, uint32_t* __restrict__ counts, unsigned long long* nonFiniteOut) {
   __shared__ SelectShared<T, THREADS> sh;
   unsigned long long nonFinite = 0;
@@ -157,11 +159,11 @@ dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream) {
   a.nonFinite = 0;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchValue(a.dtype, [&]<typename T>() -> dctResult_t {
+  return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
     if (a.rowLength > UINT32_MAX) return dctNotSupported;  // counts and histograms are 32-bit
     const size_t k = a.k < a.rowLength ? a.k : a.rowLength;
-    const T tau = static_cast<T>(a.tau);  // rounded to T, as on the CPU
+    const AccOf<T> tau = static_cast<AccOf<T>>(a.tau);  // rounded as on the CPU
     CUDACHECK(resetCounters(c, s));
     DCTCHECK(rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       selectRows<T, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(

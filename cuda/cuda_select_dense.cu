@@ -1,26 +1,43 @@
 // CUDA twin of the dense-output select (what the dense algorithm sends):
-// one pass, outValues[i] = taken ? acc : 0, residual = taken ? 0 : acc, with
-// the selected and non-finite counts reduced per block into integer atomics.
+// one pass, outValues[i] = taken ? V(acc) : 0 (saturated), residual = taken ?
+// acc - V(acc) : acc, with the selected and non-finite counts reduced per
+// block into integer atomics.
 #include "cuda_device.cuh"
+#include "cuda_values.cuh"
 
 namespace dct::gpu {
 namespace {
 
-template <typename T>
-__global__ void selectDenseKernel(const T* grad, const T* in, T* residual,
-                                  T* out, size_t n, T tau, Counters* counters) {
+// acc = in + T(grad): T the accumulation type, G the gradient's, V the values'.
+template <typename T, typename G, typename V>
+__global__ void selectDenseKernel(const G* grad, const T* in, T* residual,
+                                  V* out, size_t n, T tau, AccOf<V> limit, Counters* counters) {
   unsigned long long hits = 0, nonFinite = 0;
   DCT_GRID_STRIDE(i, n) {
     T acc = in[i];  // in may be residual: read before written
-    if (grad) acc += grad[i];
-    const bool take = taken(acc, tau);
-    out[i] = take ? acc : T(0);
-    residual[i] = take ? T(0) : acc;
+    if (grad) acc = hostAdd(acc, widenValue<T>(grad[i]));
+    const bool take = taken(acc, tau), fin = finite(acc);
+    const V v = take ? saturateValue<V>(acc, limit) : V{};
+    out[i] = v;
+    residual[i] = !take ? acc : (fin ? hostSub(acc, widenValue<T>(v)) : T(0));
     hits += take;
-    nonFinite += !finite(acc);  // non-finite entries are always taken
+    nonFinite += !fin;  // non-finite entries are always taken
   }
   addBlockCount(hits, &counters->hits);
   addBlockCount(nonFinite, &counters->nonFinite);
+}
+
+// The gradient is read in the kernel when it is T itself or a half widened
+// into fp32 (the types libdct sends); any other pair is added into the
+// residual first (the add op), so the kernel set stays at 16.
+template <typename T, typename Fn>
+dctResult_t dispatchGrad(const SelectArgs& a, Fn&& fn) {
+  if (a.grad == nullptr || a.gradT() == a.dtype) return fn.template operator()<T>();
+  if constexpr (::cuda::std::is_same_v<T, float>) {
+    if (a.gradT() == dctFloat16) return fn.template operator()<Half>();
+    if (a.gradT() == dctBFloat16) return fn.template operator()<BFloat16>();
+  }
+  return dctNotSupported;  // the caller adds first
 }
 
 }  // namespace
@@ -30,18 +47,32 @@ dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream) {
   a.nnz = a.selected = a.nonFinite = 0;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchValue(a.dtype, [&]<typename T>() -> dctResult_t {
-    if (a.n == 0) return dctSuccess;
-    CUDACHECK(resetCounters(c, s));
-    selectDenseKernel<T><<<gridFor(a.n), kThreads, 0, s>>>(
-        static_cast<const T*>(a.grad), static_cast<const T*>(a.in()), static_cast<T*>(a.residual),
-        static_cast<T*>(a.outValues),
-        a.n, static_cast<T>(a.tau), c->device);
-    CUDACHECK_LAUNCH();
-    CUDACHECK(fetchCounters(c, s));
-    a.selected = a.nnz = static_cast<size_t>(c->host->hits);
-    a.nonFinite = static_cast<size_t>(c->host->nonFinite);
-    return dctSuccess;
+  return dispatchValue(a.dtype, [&]<typename T>() {
+    return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
+      if (a.n == 0) return dctSuccess;
+      const void* grad = a.grad;
+      const void* in = a.in();
+      auto launch = [&]<typename G>() -> dctResult_t {
+        CUDACHECK(resetCounters(c, s));
+        selectDenseKernel<T, G, V><<<gridFor(a.n), kThreads, 0, s>>>(
+            static_cast<const G*>(grad), static_cast<const T*>(in), static_cast<T*>(a.residual),
+            static_cast<V*>(a.outValues), a.n, static_cast<T>(a.tau), valueLimitOf<T, V>(a), c->device);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      };
+      dctResult_t res = dispatchGrad<T>(a, launch);
+      if (res == dctNotSupported) {  // an unusual gradient type: EF by the add op, then select
+        DCTCHECK(add(ctx, a.residual, in, grad, a.n, a.dtype, a.gradT(), stream));
+        grad = nullptr;
+        in = a.residual;
+        res = launch.template operator()<T>();
+      }
+      DCTCHECK(res);
+      CUDACHECK(fetchCounters(c, s));
+      a.selected = a.nnz = static_cast<size_t>(c->host->hits);
+      a.nonFinite = static_cast<size_t>(c->host->nonFinite);
+      return dctSuccess;
+    });
   });
 }
 

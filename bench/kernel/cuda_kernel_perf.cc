@@ -19,6 +19,7 @@
 #include "count_arg.h"
 #include "kernels/index_packing.h"
 #include "kernels/kernels.h"
+#include "threshold_bench.h"
 
 namespace {
 
@@ -33,7 +34,11 @@ const char* kUsage =
     "  element counts (float), default 2^20 .. 2^28 by 4; K/M = 2^10/2^20\n"
     "kernels: select (fused EF + threshold + compaction, 3*4 B/element), pack and\n"
     "scatter-packed (the message's packed indices), tau-sample, tau-exact (CUB radix\n"
-    "sort of every magnitude: an exact top-k), memcpy-d2d (2*4 B/element).\n";
+    "sort of every magnitude: an exact top-k), memcpy-d2d (2*4 B/element).\n"
+    "       cuda_kernel_perf -T [-b minN] [-e maxN] [-f factor] [-n reps] [-D density]\n"
+    "                        [-d float|double|half|bf16]\n"
+    "  the threshold estimators side by side (sampled / exact / bisect; see\n"
+    "  kernel_perf -h): defaults 1M .. 16M by 4, densities 0.001, 0.01, 0.1, 5 reps.\n";
 
 #define CHECK_CUDA(call)                                                         \
   do {                                                                           \
@@ -143,13 +148,17 @@ void runSize(const Options& opt, size_t n, const std::vector<float>& host, dct::
 int main(int argc, char** argv) {
   using dctbench::parseCount;
   Options opt;
-  for (int c; (c = getopt(argc, argv, "b:e:f:n:D:h")) != -1;) {
+  dctbench::ThresholdBenchOptions topt;
+  bool thresholds = false, sized = false, factored = false, repeated = false, dense = false;
+  for (int c; (c = getopt(argc, argv, "b:e:f:n:D:d:Th")) != -1;) {
     bool ok = true;
-    if (c == 'b') ok = parseCount(optarg, opt.minN);
-    else if (c == 'e') ok = parseCount(optarg, opt.maxN);
-    else if (c == 'f') ok = parseCount(optarg, opt.factor) && opt.factor >= 2;
-    else if (c == 'n') ok = (opt.reps = std::atoi(optarg)) > 0;
-    else if (c == 'D') ok = (opt.density = std::atof(optarg)) > 0 && opt.density <= 1;
+    if (c == 'b') ok = parseCount(optarg, opt.minN), sized = true;
+    else if (c == 'e') ok = parseCount(optarg, opt.maxN), sized = true;
+    else if (c == 'f') ok = parseCount(optarg, opt.factor) && opt.factor >= 2, factored = true;
+    else if (c == 'n') ok = (opt.reps = std::atoi(optarg)) > 0, repeated = true;
+    else if (c == 'D') ok = (opt.density = std::atof(optarg)) > 0 && opt.density <= 1, dense = true;
+    else if (c == 'd') ok = dctbench::parseThresholdType(optarg, topt.dtype);
+    else if (c == 'T') thresholds = true;
     else ok = false;
     if (!ok) {
       std::fputs(kUsage, c == 'h' ? stdout : stderr);
@@ -163,6 +172,29 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (thresholds) {
+    if (sized) topt.minN = opt.minN, topt.maxN = opt.maxN;
+    if (factored) topt.factor = static_cast<double>(opt.factor);
+    if (repeated) topt.reps = opt.reps;
+    if (dense) topt.density = opt.density;
+    const dct::KernelOps& ops = dct::cudaKernelOps();
+    dct::KernelContext* ctx = nullptr;
+    CHECK_DCT(ops.createContext(&ctx));
+    cudaStream_t s;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    dctbench::DataPlacement device{
+        [](size_t bytes) { return deviceAlloc(bytes); },
+        [](void* dst, const void* src, size_t bytes) {
+          CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+          CHECK_CUDA(cudaDeviceSynchronize());  // a pageable copy may return before it lands
+        },
+        [](void* p) { CHECK_CUDA(cudaFree(p)); }};
+    const std::string title = std::string("cuda_kernel_perf -T, ") + prop.name;
+    const int rc = dctbench::runThresholdComparison(topt, ops, ctx, s, &device, title.c_str());
+    ops.destroyContext(ctx);
+    cudaStreamDestroy(s);
+    return rc;
+  }
   std::printf("# cuda_kernel_perf: %s, CUDA ops table, float, density %g, median of %d reps\n", prop.name,
               opt.density, opt.reps);
   std::printf("#%11s %14s %13s %12s %9s %9s\n", "n", "kernel", "bytes", "median_us", "GB/s", "x_memcpy");

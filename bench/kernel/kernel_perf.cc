@@ -10,6 +10,7 @@
 
 #include "count_arg.h"
 #include "kernel_bench.h"
+#include "threshold_bench.h"
 #include "kernels/thread_pool.h"
 
 namespace {
@@ -19,6 +20,8 @@ using dctbench::parseCount;
 const char* kHelp =
     "usage: kernel_perf [-b minN] [-e maxN] [-f factor] [-n reps] [-t threads]\n"
     "                   [-d float|double] [-D density] [-L rowLength] [-K rowDensity]\n"
+    "       kernel_perf -T [-b minN] [-e maxN] [-f factor] [-n reps] [-t threads]\n"
+    "                   [-d float|double|half|bf16] [-D density]\n"
     "  -b/-e  element counts, K/M suffixes = 2^10/2^20 (default 64K .. 64M, i.e. 2^16..2^26)\n"
     "  -f     size multiplier (default 2)\n"
     "  -n     timed repetitions per kernel, median reported (default 10; +1 warm-up)\n"
@@ -43,25 +46,30 @@ const char* kHelp =
     "  tau-exact            2*es per element (read x, write |x|; nth_element not counted)\n"
     "  row-select/-pack/-unpack  es per element (dense-row equivalent, see row_bench.h)\n"
     "  memcpy               2*es per element\n"
-    "x_memcpy = kernel GB/s / memcpy GB/s at the same size and threads.\n";
+    "x_memcpy = kernel GB/s / memcpy GB/s at the same size and threads.\n"
+    "-T: the threshold estimators side by side instead (sampled / exact / bisect:\n"
+    "  median us per estimate, bisect's counting passes, the count tau selects vs\n"
+    "  k) on normal, grad (t3 x log-normal scale) and cauchy inputs, as a markdown\n"
+    "  table. Defaults there: 1M .. 16M by 4, densities 0.001, 0.01 and 0.1\n"
+    "  (-D picks one), 5 reps.\n";
 
 // 0 to run, 1 after help, -1 on a bad flag.
-int parse(int argc, char** argv, dctbench::KernelOptions& opt) {
+int parse(int argc, char** argv, dctbench::KernelOptions& opt, bool& thresholds,
+          dctbench::ThresholdBenchOptions& topt) {
   int c;
   opterr = 0;
-  while ((c = getopt(argc, argv, "b:e:f:n:t:d:D:L:K:h")) != -1) {
+  bool sized = false, factored = false, repeated = false, dense = false;
+  while ((c = getopt(argc, argv, "b:e:f:n:t:d:D:L:K:Th")) != -1) {
     bool ok = true;
     switch (c) {
-      case 'b': ok = parseCount(optarg, opt.minN); break;
-      case 'e': ok = parseCount(optarg, opt.maxN); break;
-      case 'f': opt.factor = std::atof(optarg); ok = opt.factor > 1.0; break;
-      case 'n': opt.reps = std::atoi(optarg); ok = opt.reps >= 1; break;
+      case 'b': ok = parseCount(optarg, opt.minN); sized = true; break;
+      case 'e': ok = parseCount(optarg, opt.maxN); sized = true; break;
+      case 'f': opt.factor = std::atof(optarg); ok = opt.factor > 1.0; factored = true; break;
+      case 'n': opt.reps = std::atoi(optarg); ok = opt.reps >= 1; repeated = true; break;
       case 't': opt.threads = std::atoi(optarg); ok = opt.threads >= 1; break;
-      case 'd':
-        ok = !std::strcmp(optarg, "float") || !std::strcmp(optarg, "double");
-        opt.dtype = !std::strcmp(optarg, "double") ? dctFloat64 : dctFloat32;
-        break;
-      case 'D': opt.density = std::atof(optarg); ok = opt.density > 0 && opt.density <= 1; break;
+      case 'd': ok = dctbench::parseThresholdType(optarg, opt.dtype); break;
+      case 'T': thresholds = true; break;
+      case 'D': opt.density = std::atof(optarg); ok = opt.density > 0 && opt.density <= 1; dense = true; break;
       case 'L': ok = parseCount(optarg, opt.rowLength) && opt.rowLength >= 1; break;
       case 'K': opt.rowDensity = std::atof(optarg); ok = opt.rowDensity > 0 && opt.rowDensity <= 1; break;
       case 'h': std::fputs(kHelp, stdout); return 1;
@@ -72,7 +80,15 @@ int parse(int argc, char** argv, dctbench::KernelOptions& opt) {
       return -1;
     }
   }
-  if (optind < argc || opt.minN > opt.maxN) {
+  if (thresholds) {  // its own defaults where no flag was given
+    if (sized) topt.minN = opt.minN, topt.maxN = opt.maxN;
+    if (factored) topt.factor = opt.factor;
+    if (repeated) topt.reps = opt.reps;
+    if (dense) topt.density = opt.density;
+    topt.dtype = opt.dtype;
+  }
+  const bool halfType = opt.dtype == dctFloat16 || opt.dtype == dctBFloat16;
+  if (optind < argc || opt.minN > opt.maxN || topt.minN > topt.maxN || (halfType && !thresholds)) {
     std::fprintf(stderr, "kernel_perf: bad arguments (-h for help)\n");
     return -1;
   }
@@ -102,10 +118,24 @@ void printSize(const dctbench::SizeResult& r) {
 
 int main(int argc, char** argv) {
   dctbench::KernelOptions opt;
-  int parsed = parse(argc, argv, opt);
+  dctbench::ThresholdBenchOptions topt;
+  bool thresholds = false;
+  int parsed = parse(argc, argv, opt, thresholds, topt);
   if (parsed != 0) return parsed > 0 ? 0 : 2;
   // Must precede the pool's first use: it reads DCT_NUM_THREADS once.
   if (opt.threads > 0) setenv("DCT_NUM_THREADS", std::to_string(opt.threads).c_str(), 1);
+  if (thresholds) {
+    const dct::KernelOps& ops = dct::cpuKernelOps();
+    dct::KernelContext* ctx = nullptr;
+    if (ops.createContext(&ctx) != dctSuccess) return 1;
+    const char* forced = std::getenv("DCT_NUM_THREADS");
+    char title[96];
+    std::snprintf(title, sizeof(title), "kernel_perf -T, %d worker thread(s) (DCT_NUM_THREADS=%s)",
+                  dct::ThreadPool::instance().size(), forced ? forced : "unset");
+    const int rc = dctbench::runThresholdComparison(topt, ops, ctx, nullptr, nullptr, title);
+    ops.destroyContext(ctx);
+    return rc;
+  }
 
   dctbench::KernelBench bench(opt);
   const char* forced = std::getenv("DCT_NUM_THREADS");

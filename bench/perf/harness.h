@@ -16,7 +16,7 @@
 namespace dctbench {
 
 struct Options {
-  std::string collective = "allreduce";  // -C allreduce|allgather|alltoall
+  std::string collective = "allreduce";  // -C allreduce|allgather|alltoall|onebit
   size_t minBytes = 1 << 20;             // -b
   size_t maxBytes = 16 << 20;            // -e
   double stepFactor = 2.0;               // -f
@@ -75,6 +75,8 @@ class PerfCase {
 
 std::unique_ptr<PerfCase> makeAllreduceCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
 std::unique_ptr<PerfCase> makeAllgatherCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
+// -C onebit: the 1-bit compressed allreduce (a dctCompressorOnebit compressor).
+std::unique_ptr<PerfCase> makeOnebitCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
 
 // -C alltoall runs its own loop (three timed calls per iteration: dense
 // MPI_Alltoallv, DCT-MP forward, backward; see alltoall.cc). Returns the

@@ -23,9 +23,10 @@ int main(int argc, char** argv) {
     } else if (opt.collective == "alltoall") {
       rc = dctbench::runAlltoallBench(opt, comm, MPI_COMM_WORLD);  // plans go before comm
     } else {
-      auto pc = opt.collective == "allgather"
-                    ? dctbench::makeAllgatherCase(opt, comm, MPI_COMM_WORLD)
-                    : dctbench::makeAllreduceCase(opt, comm, MPI_COMM_WORLD);
+      if (opt.collective == "onebit") opt.density = 1.0;  // every entry goes, as one bit
+      auto pc = opt.collective == "allgather" ? dctbench::makeAllgatherCase(opt, comm, MPI_COMM_WORLD)
+                : opt.collective == "onebit"  ? dctbench::makeOnebitCase(opt, comm, MPI_COMM_WORLD)
+                                              : dctbench::makeAllreduceCase(opt, comm, MPI_COMM_WORLD);
       rc = dctbench::runHarness(opt, *pc, MPI_COMM_WORLD);
       pc.reset();  // compressors go before their comm
     }

@@ -16,7 +16,7 @@ namespace {
 
 const char* kHelp =
     "usage: dct_perf [flags]   (run under mpirun; rank 0 prints)\n"
-    "  -C allreduce|allgather|alltoall  collective (default allreduce):\n"
+    "  -C allreduce|allgather|alltoall|onebit  collective (default allreduce):\n"
     "       allreduce: dctSparseAllreduce (DCT-DP: EF + threshold + compaction +\n"
     "                  exchange) vs dense MPI_Allreduce of the same input\n"
     "       allgather: dctSparseAllgather of each rank's COO message vs\n"
@@ -24,7 +24,12 @@ const char* kHelp =
     "       alltoall:  DCT-MP dctSparseAlltoall (per-row top-K) forward and\n"
     "                  dctSparseAlltoallBackward vs dense MPI_Alltoallv of the full\n"
     "                  rows; size = send buffer bytes per rank, rows = size /\n"
-    "                  (row length * sizeof(type)), split evenly over the ranks\n"
+    "                  (row length * sizeof(type)), split evenly over the ranks\n"    "       onebit:    dctSparseAllreduce with a 1-bit compressor (1-bit Adam's\n"
+    "                  compressed allreduce: sign bits + one scale per chunk, worker\n"
+    "                  and server error feedback) vs dense MPI_Allreduce; -D, -a, -L\n"
+    "                  do not apply (density prints 1); dctAvg is not applied to\n"
+    "                  the dense side (1-bit averages by construction); the check\n"
+    "                  replays the algorithm with plain MPI, bit for bit\n"
     "  -b minbytes  -e maxbytes   dense tensor size range, K/M/G = 2^10/2^20/2^30\n"
     "                             (default 1M .. 16M)\n"
     "  -f stepfactor              size multiplier between rows (default 2)\n"
@@ -140,7 +145,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
     switch (c) {
       case 'C': opt.collective = optarg;
         ok = opt.collective == "allreduce" || opt.collective == "allgather" ||
-             opt.collective == "alltoall";
+             opt.collective == "alltoall" || opt.collective == "onebit";
         break;
       case 'b': ok = parseSize(optarg, opt.minBytes); break;
       case 'e': ok = parseSize(optarg, opt.maxBytes); break;

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define DCT_MAJOR 0
-#define DCT_MINOR 2
+#define DCT_MINOR 3
 #define DCT_PATCH 0
 #define DCT_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
 #define DCT_VERSION_CODE DCT_VERSION(DCT_MAJOR, DCT_MINOR, DCT_PATCH)
@@ -39,11 +39,19 @@ typedef enum {
   dctNumResults = 9
 } dctResult_t;
 
+/* Half types (fp16, bf16) are accepted by every call that takes a
+ * datatype: buffers hold that type; compressors keep their error-feedback
+ * residual in fp32; sparse sums (allgather algorithm, scatter-add) are
+ * formed in fp32 and rounded once to the half type, while the dense
+ * algorithm reduces in the wire type (one rounding per reduction step, as
+ * NCCL's half allreduce does). Conversions round to nearest even, overflow
+ * to Inf, and write one canonical quiet NaN; fp64 reaches the half types
+ * through fp32. */
 typedef enum {
   dctFloat32 = 0,
   dctFloat64 = 1,
-  dctFloat16 = 2,  /* reserved: dctNotSupported in this version */
-  dctBFloat16 = 3, /* reserved: dctNotSupported in this version */
+  dctFloat16 = 2,  /* IEEE binary16 */
+  dctBFloat16 = 3, /* bfloat16 (the top half of an fp32) */
   dctNumTypes = 4
 } dctDataType_t;
 
@@ -52,7 +60,9 @@ typedef enum { dctSum = 0, dctAvg = 1, dctNumOps = 2 } dctRedOp_t;
 typedef enum {
   dctThresholdSampled = 0, /* k-th largest |x| of a PRNG sample (default) */
   dctThresholdExact = 1,   /* exact k-th largest |x| (nth_element) */
-  dctNumThresholdMethods = 2
+  dctThresholdBisect = 2,  /* MSTopK: bisection between mean and max of |x|,
+                              a fixed number of counting passes */
+  dctNumThresholdMethods = 3
 } dctThresholdMethod_t;
 
 typedef enum {
@@ -62,6 +72,15 @@ typedef enum {
   dctAlgoSplit = 3,     /* reserved: reduce-scatter + allgather (later version) */
   dctNumAlgorithms = 4
 } dctAlgorithm_t;
+
+/* What a compressor does to a tensor (dctSparseAllreduce). */
+typedef enum {
+  dctCompressorTopk = 0,   /* DCT-DP: threshold selection, sparse messages (default) */
+  dctCompressorOnebit = 1, /* 1-bit Adam's compressed allreduce: sign bits + one
+                              scale per chunk, worker and server error feedback;
+                              see dctSparseAllreduce. dctCompress: dctInvalidUsage */
+  dctNumCompressorKinds = 2
+} dctCompressorKind_t;
 
 /* DCT-MP row selection (dctSparseAlltoall). */
 typedef enum {
@@ -93,6 +112,12 @@ typedef struct {
   int algorithm;           /* dctAlgorithm_t; auto (DCT_ALGORITHM) */
   long long seed;          /* sample PRNG seed, >= 0; default 0 (DCT_SEED) */
   int rowSelection;        /* dctRowSelection_t (all-to-all); top-K (DCT_ROW_SELECTION) */
+  int wireType;            /* dctDataType_t the selected values travel in: the
+                              tensor's own type (default), or a narrower one,
+                              e.g. fp32 gradients as fp16/bf16 values with the
+                              rounding error kept in the residual (DCT_WIRE_TYPE
+                              = fp32|fp64|fp16|bf16) */
+  int compressor;          /* dctCompressorKind_t; top-K (DCT_COMPRESSOR = topk|onebit) */
 } dctConfig_t;
 
 #define DCT_CONFIG_INITIALIZER                                                 \
@@ -100,7 +125,8 @@ typedef struct {
     sizeof(dctConfig_t), DCT_CONFIG_MAGIC, DCT_VERSION_CODE,                   \
         DCT_CONFIG_UNDEF_DOUBLE, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,   \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
-        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT                             \
+        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
+        DCT_CONFIG_UNDEF_INT                                                   \
   }
 
 /* What the last step did, plus totals since creation. Bytes are payload
@@ -164,20 +190,39 @@ DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctCon
 
 /* DCT-DP: recvbuf = sum (or mean) over ranks of each rank's compressed
  * (sendbuf + residual). Collective; in place allowed; every rank ends with a
- * bit-identical recvbuf. count 0 is a no-op (buffers may be NULL). */
+ * bit-identical recvbuf. count 0 is a no-op (buffers may be NULL).
+ *
+ * With a dctCompressorOnebit compressor the same call is the 1-bit
+ * compressed allreduce of 1-bit Adam (one stateful handle per tensor, one
+ * call, so training code and the drop-in shims switch with DCT_COMPRESSOR=
+ * onebit): each rank sends the sign bits of x = sendbuf + worker error and
+ * one scale ||x||_2 / sqrt(count); rank j averages chunk j over the ranks,
+ * adds its server error and re-compresses it the same way; the chunks' bits
+ * and scales are allgathered. About count/8 bytes per phase instead of
+ * 4*count. recvbuf is the average by construction (dctSum multiplies it by
+ * the rank count); sums in fp32 (fp64 for fp64 tensors), rounded once to the
+ * tensor's type. A NaN/Inf in any rank's input makes this step's recvbuf NaN
+ * everywhere and leaves both errors as they were (a loss scaler skips the
+ * step; the next one is unaffected). config.warmupSteps dense steps come
+ * first. Stats: nnz = count, threshold = this rank's worker scale (0 in
+ * warm-up), nonFinite = 1 when its input was not finite, algorithm =
+ * dctAlgoDense in warm-up else dctNumAlgorithms, bytes = sign words and
+ * scales this rank sent to / received from the others. */
 DCT_EXPORT dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
                                dctDataType_t datatype, dctRedOp_t op,
                                dctCompressor_t compressor, dctComm_t comm, void* stream);
 
 /* Local compression for users with their own transport: one DCT-DP step
  * (EF, threshold schedule) of sendbuf into COO. indices are uint32_t, or
- * uint64_t when the compressor's count >= 2^32 (stats.indexBytes), ascending.
+ * uint64_t when the compressor's count >= 2^32 (stats.indexBytes), ascending;
+ * values are in the compressor's wireType (the tensor's type by default).
  * At most `capacity` entries are written; the rest stay in the residual
  * (nothing is lost). Not collective. */
 DCT_EXPORT dctResult_t dctCompress(dctCompressor_t compressor, const void* sendbuf, void* indices,
                         void* values, size_t capacity, size_t* nnz, void* stream);
 
-/* dense[indices[j]] += values[j], j < nnz (uint32 indices, each < count). */
+/* dense[indices[j]] += values[j], j < nnz (uint32 indices, each < count).
+ * Half types: each sum is formed in fp32 and rounded once. */
 DCT_EXPORT dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* indices,
                           const void* values, size_t nnz, dctDataType_t datatype,
                           void* stream);

@@ -43,4 +43,12 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t plan, const void* send, void
 dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t plan, const void* gradSend, void* gradRecv, void* stream,
                                    dctResult_t localError, const char* fn);
 
+// The 1-bit compressed allreduce (onebit_allreduce.cc), for compressors with
+// config.compressor == dctCompressorOnebit: the same transaction contract
+// as sparseAllreduce (any failure on any rank: every rank returns an error,
+// worker and server error unchanged, a retry is bit-identical).
+dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
+                            const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
+                            dctResult_t localError, const char* fn);
+
 }  // namespace dct

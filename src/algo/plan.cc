@@ -19,7 +19,7 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   std::vector<uint64_t> forecast(comm->size, targetNnz(c));
   if (c->lastMessages.size() == forecast.size())
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
-  CostInputs in{comm->size, c->count, dtypeSize(c->dtype), static_cast<size_t>(c->indexBytes),
+  CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
                 forecast.data()};
   const CostParams params = costParamsFromEnv();
   if (comm->size == 1) {

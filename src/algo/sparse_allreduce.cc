@@ -5,9 +5,14 @@
 //                gather buffer for the agreed sizes, vote
 //   exchange     allgatherv + rank-order scatter, or dense allreduce, into
 //                the step's target (recvbuf; a staging buffer when in place,
-//                so sendbuf survives a failed step), vote
-//   commit       residual swap, tau, stats, auto's bookkeeping; in-place
-//                results copied out
+//                so sendbuf survives a failed step, or when the sum is built
+//                in another type than the tensor's), vote
+//   commit       residual swap, tau, stats, auto's bookkeeping; staged
+//                results converted (and averaged) into recvbuf
+//
+// Types: the allgather algorithm sums the wire values in the accumulation
+// type (fp32 for half tensors); the dense algorithm reduces in the wire type
+// itself, as NCCL and MPI_Allreduce of that type would.
 //
 // A rank that fails anywhere still takes part in every collective of the
 // step (transport.h's contract), so nobody waits; the votes carry the
@@ -27,20 +32,21 @@ namespace {
 struct Step {
   const void* send;
   void* recv;
-  void* target;  // where the result is built (recv, or c->staged in place)
+  void* target;  // where the result is built (recv, or c->staged)
+  dctDataType_t targetType;  // what the target holds once the exchange is done
   dctRedOp_t op;
   dctCompressor_t c;
   dctComm_t comm;
   void* stream;
   Plan plan;
   bool plain = false;  // dense plan with nothing to select: send the gradient as is
-  StepDraft draft;
-  Message msg;
+  StepDraft draft{};
+  Message msg{};
   size_t bytes = 0;     // this rank's message on the wire
   size_t received = 0;  // bytes from other ranks
 };
 
-size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->dtype); }
+size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->wireType); }
 
 // Lays the selection out in `wire` as one contiguous message: the indices
 // delta bit-packed (kernels/index_packing.h: ~1.3 bytes each at density 1%
@@ -50,7 +56,7 @@ size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->dtype); }
 dctResult_t pack(Step& s) {
   dctCompressor_t c = s.c;
   const Message& msg = s.msg;
-  const size_t valueBytes = msg.nnz * dtypeSize(c->dtype), padded = packing::pad8(valueBytes);
+  const size_t valueBytes = msg.nnz * dtypeSize(c->wireType), padded = packing::pad8(valueBytes);
   DCTCHECK(c->wire.reserve(packing::maxPackedBytes(msg.nnz, c->indexBytes) + padded));
   char* wire = c->wire.as<char>();
   PackArgs packed{msg.indices, msg.nnz, c->indexBytes, wire};
@@ -109,11 +115,12 @@ dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
   char* gathered = c->gathered.as<char>();
   DCTCHECK(s.comm->transport->allgatherv(s.comm, c->wire.as(), s.bytes, gathered, bytes.data(), offsets.data(),
                                          s.stream));
-  DCTCHECK(c->ops->zero(c->kernels, s.target, denseBytes(s), s.stream));
+  DCTCHECK(c->ops->zero(c->kernels, s.target, c->count * dtypeSize(c->accType), s.stream));
   for (int r = 0; r < P; r++) {
-    const size_t nnz = all[r].nnz, packed = bytes[r] - packing::pad8(nnz * dtypeSize(c->dtype));
+    const size_t nnz = all[r].nnz, packed = bytes[r] - packing::pad8(nnz * dtypeSize(c->wireType));
     char* base = gathered + offsets[r];
-    ScatterArgs add{s.target, c->count, c->dtype, c->indexBytes, base, base + packed, nnz, true, packed};
+    ScatterArgs add{s.target, c->count, c->accType, c->indexBytes, base, base + packed, nnz, true, packed};
+    add.valueType = c->wireType;
     if (dctResult_t res = c->ops->scatterAddPacked(c->kernels, &add, s.stream); res != dctSuccess)
       return fail(s.comm, res, "dctSparseAllreduce: malformed message from rank %d (%llu entries, %zu bytes)", r,
                   static_cast<unsigned long long>(nnz), bytes[r]);
@@ -127,12 +134,22 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   if (s.plan.algorithm == dctAlgoAllgather) DCTCHECK(exchangeAllgather(s, all));
   else {
     const void* from = s.plain ? s.send : s.target;  // the selection is already in the target
-    DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->dtype, s.stream));
+    DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
     s.received = denseBytes(s);
   }
-  if (s.op == dctAvg && s.comm->size > 1)
+  if (s.op == dctAvg && s.comm->size > 1 && s.target == s.recv)
     DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.comm->size, s.stream));
   return dctSuccess;
+}
+
+// A staged result reaches recvbuf in the tensor's type, averaged on the way.
+dctResult_t finish(Step& s) {
+  if (s.target == s.recv) return dctSuccess;
+  dctCompressor_t c = s.c;
+  const double factor = s.op == dctAvg && s.comm->size > 1 ? 1.0 / s.comm->size : 1.0;
+  if (s.targetType == c->dtype && factor == 1.0)
+    return c->ops->copy(c->kernels, s.recv, s.target, c->count * dtypeSize(c->dtype), s.stream);
+  return c->ops->convert(c->kernels, s.recv, c->dtype, s.target, s.targetType, c->count, factor, s.stream);
 }
 
 void commit(Step& s, const std::vector<CallHeader>& all) {
@@ -161,14 +178,15 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   std::vector<CallHeader> all;
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
-  Step s{sendbuf, recvbuf, recvbuf, op, c, comm, stream, planAlgorithm(c, comm)};
-  if (sendbuf == recvbuf) s.target = nullptr;  // set once staged exists
-  s.plain = s.plan.algorithm == dctAlgoDense && sendsAll(c) && c->residualZero;
+  Step s{sendbuf, recvbuf, recvbuf, dctFloat32, op, c, comm, stream, planAlgorithm(c, comm)};
+  // Plain: a dense step with nothing to select or round sends the gradient as is.
+  s.plain = s.plan.algorithm == dctAlgoDense && sendsAll(c) && c->residualZero && c->wireType == c->dtype;
+  s.targetType = s.plan.algorithm == dctAlgoDense ? c->wireType : c->accType;
   mine.algorithm = s.plan.algorithm;
   mine.mode = inWarmup(c) ? 1 : 0;
   mine.lastStepNs = c->lastStepNs;
-  if (s.target == nullptr) {
-    mine.localError = c->staged.reserve(count * dtypeSize(dtype));
+  if (sendbuf == recvbuf || s.targetType != dtype) {  // staged: sendbuf must survive, or types differ
+    mine.localError = c->staged.reserve(count * dtypeSize(c->accType));
     s.target = c->staged.as();
   }
   if (mine.localError == dctSuccess) mine.localError = localWork(s);
@@ -188,7 +206,7 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   commit(s, all);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d", (unsigned long long)c->stats.step,
             (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm));
-  if (s.target != recvbuf) DCTCHECK(c->ops->copy(c->kernels, recvbuf, s.target, count * dtypeSize(dtype), stream));
+  DCTCHECK(finish(s));
   DCTCHECK(c->ops->streamEnd(c->kernels, stream));
   c->lastStepNs = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(exchangeEnd - exchangeStart).count());

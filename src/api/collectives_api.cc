@@ -41,6 +41,8 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
   return guarded(comm, fn, [&] {
     dctResult_t local = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
+    if (validCompressor(compressor) && compressor->config.compressor == dctCompressorOnebit)
+      return onebitAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
     return sparseAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
   });
 }

@@ -51,12 +51,14 @@ extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void*
   const char* fn = "dctCompress";
   if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
   dctComm_t comm = c->comm;
+  if (c->config.compressor == dctCompressorOnebit)  // no COO form: its step is the collective itself
+    return fail(comm, dctInvalidUsage, "%s: a 1-bit compressor (dctCompressorOnebit) has no local step; use dctSparseAllreduce", fn);
   return guarded(comm, fn, [&] {
     if (nnz == nullptr) return fail(comm, dctInvalidArgument, "%s: nnz is NULL", fn);
-    const size_t es = dtypeSize(c->dtype);
+    const size_t es = dtypeSize(c->dtype), vs = dtypeSize(c->wireType);
     DCTCHECK(checkBuffer(comm, sendbuf, c->count, es, "sendbuf", fn));
     DCTCHECK(checkBuffer(comm, indices, capacity, c->indexBytes, "indices", fn));
-    DCTCHECK(checkBuffer(comm, values, capacity, es, "values", fn));
+    DCTCHECK(checkBuffer(comm, values, capacity, vs, "values", fn));
     *nnz = 0;
     if (c->count == 0) return dctSuccess;
     if (capacity > 0 && (&twinFor(indices) != &twinFor(sendbuf) || &twinFor(values) != &twinFor(sendbuf)))
@@ -66,7 +68,7 @@ extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void*
     StepDraft draft;
     DCTCHECK(compressStep(c, sendbuf, msg, draft, stream));
     *nnz = msg.nnz;
-    commitStep(c, draft, msg.nnz * (c->indexBytes + es), 0, static_cast<dctAlgorithm_t>(c->config.algorithm));
+    commitStep(c, draft, msg.nnz * (c->indexBytes + vs), 0, static_cast<dctAlgorithm_t>(c->config.algorithm));
     return dctSuccess;
   });
 }

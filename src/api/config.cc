@@ -2,6 +2,7 @@
 
 #include "base/debug.h"
 #include "base/env.h"
+#include "kernels/kernels.h"
 
 namespace dct {
 namespace {
@@ -32,7 +33,9 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
                   user->version, DCT_VERSION_CODE);
     c = *user;
   }
-  static const char* const methods[] = {"sampled", "exact"};
+  static const char* const methods[] = {"sampled", "exact", "bisect"};
+  static const char* const types[] = {"fp32", "fp64", "fp16", "bf16"};
+  static const char* const kinds[] = {"topk", "onebit"};
   static const char* const algos[] = {"auto", "allgather", "dense", "split"};
   static const char* const rowSelections[] = {"topk", "threshold"};
   DCTCHECK(pick(comm, c.density, DCT_CONFIG_UNDEF_DOUBLE, envReal("DCT_DENSITY"), "DCT_DENSITY", 0.01));
@@ -44,12 +47,16 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
                 "DCT_WARMUP_STEPS", 0));
   DCTCHECK(pick(comm, c.seed, static_cast<long long>(DCT_CONFIG_UNDEF_INT), envInteger("DCT_SEED"),
                 "DCT_SEED", 0LL));
-  DCTCHECK(pick(comm, c.thresholdMethod, DCT_CONFIG_UNDEF_INT, envChoice("DCT_THRESHOLD_METHOD", methods, 2),
+  DCTCHECK(pick(comm, c.thresholdMethod, DCT_CONFIG_UNDEF_INT, envChoice("DCT_THRESHOLD_METHOD", methods, 3),
                 "DCT_THRESHOLD_METHOD", static_cast<int>(dctThresholdSampled)));
   DCTCHECK(pick(comm, c.algorithm, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ALGORITHM", algos, 4), "DCT_ALGORITHM",
                 static_cast<int>(dctAlgoAuto)));
   DCTCHECK(pick(comm, c.rowSelection, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ROW_SELECTION", rowSelections, 2),
                 "DCT_ROW_SELECTION", static_cast<int>(dctRowTopK)));
+  DCTCHECK(pick(comm, c.wireType, DCT_CONFIG_UNDEF_INT, envChoice("DCT_WIRE_TYPE", types, 4), "DCT_WIRE_TYPE",
+                kWireTypeOfTensor));
+  DCTCHECK(pick(comm, c.compressor, DCT_CONFIG_UNDEF_INT, envChoice("DCT_COMPRESSOR", kinds, 2), "DCT_COMPRESSOR",
+                static_cast<int>(dctCompressorTopk)));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN
     return fail(comm, dctInvalidArgument, "density %g is outside (0, 1]", c.density);
@@ -67,6 +74,10 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
     return fail(comm, dctInvalidArgument, "algorithm %d is not a dctAlgorithm_t", c.algorithm);
   if (c.rowSelection < 0 || c.rowSelection >= dctNumRowSelections)
     return fail(comm, dctInvalidArgument, "rowSelection %d is not a dctRowSelection_t", c.rowSelection);
+  if (c.wireType < kWireTypeOfTensor || c.wireType >= dctNumTypes)
+    return fail(comm, dctInvalidArgument, "wireType %d is not a dctDataType_t", c.wireType);
+  if (c.compressor < 0 || c.compressor >= dctNumCompressorKinds)
+    return fail(comm, dctInvalidArgument, "compressor %d is not a dctCompressorKind_t", c.compressor);
   if (c.algorithm == dctAlgoSplit)
     return fail(comm, dctNotSupported, "dctAlgoSplit is reserved for a later version");
   *out = c;

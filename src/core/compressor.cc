@@ -7,6 +7,7 @@
 
 #include "base/debug.h"
 #include "base/memory_space.h"
+#include "transport/comm.h"
 
 namespace dct {
 namespace {
@@ -30,12 +31,12 @@ bool drifted(const TauState& t, double selected, size_t k, bool tauAtFloor) {
 
 // acc = grad + committed residual, materialised in the spare residual.
 dctResult_t materialise(dctCompressor_t c, const void* grad, void* stream) {
-  return c->ops->add(c->kernels, c->spareResidual(), c->residual(), grad, c->count, c->dtype, stream);
+  return c->ops->add(c->kernels, c->spareResidual(), c->residual(), grad, c->count, c->accType, c->dtype, stream);
 }
 
 // tau from the accumulator in the spare residual.
 dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
-  ThresholdArgs args{c->spareResidual(), c->count, c->dtype, c->config.density,
+  ThresholdArgs args{c->spareResidual(), c->count, c->accType, c->config.density,
                      static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), stepSeed(c->config.seed, c->stats.step)};
   DCTCHECK(c->ops->threshold(c->kernels, &args, &d.tau.tau, stream));
   d.tau.have = true;
@@ -46,9 +47,17 @@ dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
   return dctSuccess;
 }
 
+// The largest power of two P values of `wire` can each reach without their
+// sum overflowing it (any summation order): sent values of a wire type
+// narrower than the accumulator are clamped there, the rest stays behind.
+double sumSafeLimit(dctDataType_t wire, int ranks) {
+  const double max = wire == dctFloat16 ? 65504.0 : (wire == dctBFloat16 ? 3.3895313892515355e38 : 3.4028234663852886e38);
+  return std::ldexp(1.0, static_cast<int>(std::floor(std::log2(max / ranks))));
+}
+
 dctResult_t layOut(dctCompressor_t c, Message& msg, size_t capacity) {
   size_t idxBytes = alignedIndexBytes(capacity, c->indexBytes);
-  DCTCHECK(msg.storage->reserve(idxBytes + capacity * dtypeSize(c->dtype)));
+  DCTCHECK(msg.storage->reserve(idxBytes + capacity * dtypeSize(c->wireType)));
   msg.indices = msg.storage->as();
   msg.values = msg.storage->as<char>() + idxBytes;
   msg.capacity = capacity;
@@ -62,15 +71,13 @@ dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg
                    void* stream) {
   void* out = c->spareResidual();
   const void* in = grad ? c->residual() : out;
-  if (msg.dense) {
-    args = SelectArgs{grad, out, c->count, c->dtype, c->indexBytes, tau, c->count, nullptr, msg.dense};
-    args.residualIn = in;
-    DCTCHECK(c->ops->selectDense(c->kernels, &args, stream));
-  } else {
-    args = SelectArgs{grad, out, c->count, c->dtype, c->indexBytes, tau, msg.capacity, msg.indices, msg.values};
-    args.residualIn = in;
-    DCTCHECK(c->ops->selectCompact(c->kernels, &args, stream));
-  }
+  args = msg.dense ? SelectArgs{grad, out, c->count, c->accType, c->indexBytes, tau, c->count, nullptr, msg.dense}
+                   : SelectArgs{grad, out, c->count, c->accType, c->indexBytes, tau, msg.capacity, msg.indices, msg.values};
+  args.residualIn = in;
+  args.gradType = c->dtype;
+  args.valueType = c->wireType;
+  args.valueLimit = c->valueLimit;
+  DCTCHECK(msg.dense ? c->ops->selectDense(c->kernels, &args, stream) : c->ops->selectCompact(c->kernels, &args, stream));
   msg.nnz = args.nnz;
   return dctSuccess;
 }
@@ -90,7 +97,7 @@ size_t targetNnz(dctCompressor_t c) {
 
 dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, StepDraft& d, void* stream) {
   const size_t k = targetNnz(c);
-  const double tauFloor = c->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()
+  const double tauFloor = c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
                                                  : std::numeric_limits<float>::denorm_min();
   d = StepDraft{};
   d.tau = c->tau;
@@ -165,7 +172,7 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn) {
   c->ops = &twin;
   for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged})
     b->bind(c->ops, c->kernels);
-  const size_t bytes = c->count * dtypeSize(c->dtype);
+  const size_t bytes = c->count * dtypeSize(c->accType);
   res = c->residuals[0].reserve(bytes);
   if (res == dctSuccess) res = c->residuals[1].reserve(bytes);
   if (res == dctSuccess) res = c->ops->zero(c->kernels, c->residual(), bytes, nullptr);
@@ -193,13 +200,21 @@ dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
 
 dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out) {
+  const int wire = resolved.wireType == kWireTypeOfTensor ? dtype : resolved.wireType;
+  if (dtypeSize(static_cast<dctDataType_t>(wire)) > dtypeSize(dtype))
+    return fail(comm, dctInvalidArgument, "dctCompressorCreate: wireType %s is wider than the tensor's %s",
+                dtypeName(static_cast<dctDataType_t>(wire)), dtypeName(dtype));
   auto* c = new (std::nothrow) dctCompressor();
   if (c == nullptr) return fail(comm, dctOutOfMemory, "dctCompressorCreate: out of memory");
   c->comm = comm;
   c->count = count;
   c->dtype = dtype;
+  c->accType = accumulationType(dtype);
+  c->wireType = static_cast<dctDataType_t>(wire);
+  c->valueLimit = sumSafeLimit(c->wireType, comm ? comm->size : 1);
   c->indexBytes = count > 0xffffffffull ? 8 : 4;
   c->config = resolved;
+  c->config.wireType = wire;  // resolved: the type in use
   c->stats.indexBytes = c->indexBytes;
   c->stats.algorithm = resolved.algorithm;
   c->stats.denseBytes = count * dtypeSize(dtype);
@@ -210,6 +225,7 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
 void compressorDestroy(dctCompressor_t c) {
   for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged})
     b->reset();
+  c->onebit.release();
   if (c->kernels) c->ops->destroyContext(c->kernels);
   c->magic = 0;
   delete c;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/auto_tuner.h"
+#include "core/onebit_state.h"
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -67,7 +68,10 @@ struct dctCompressor {
   unsigned magic = kMagic;
   dctComm_t comm = nullptr;
   size_t count = 0;
-  dctDataType_t dtype = dctFloat32;
+  dctDataType_t dtype = dctFloat32;     // the tensor's (sendbuf, recvbuf)
+  dctDataType_t accType = dctFloat32;   // residual and sums: fp32 for half tensors
+  dctDataType_t wireType = dctFloat32;  // the values sent (config.wireType)
+  double valueLimit = 0;  // sent magnitudes clamp here when wireType is narrower than accType
   int indexBytes = 4;
   dctConfig_t config{};  // resolved: no undefined fields
   // The twin is bound on the first step, from where the buffers live; the
@@ -89,6 +93,9 @@ struct dctCompressor {
   uint64_t lastStepNs = 0;  // wall time of this rank's previous step
   dct::TauState tau;
   dctStats_t stats{};
+  // 1-bit compressors (config.compressor): the server error and the step's
+  // wire buffers; the worker error is the residual above.
+  dct::OnebitState onebit;
 
   void* residual() const { return residuals[committed].as(); }
   void* spareResidual() const { return residuals[1 - committed].as(); }

@@ -2,9 +2,11 @@
 // scratch, owned by one compressor and reused every step.
 #pragma once
 
+#include <type_traits>
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "kernels/thread_pool.h"
 
@@ -64,6 +66,42 @@ dctResult_t dispatchTypes(dctDataType_t dtype, int indexBytes, Fn&& fn) {
   return dctSuccess;
 }
 
+// Calls fn.template operator()<T>() for any of the four value types.
+template <typename Fn>
+dctResult_t dispatchAnyValue(dctDataType_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case dctFloat32: fn.template operator()<float>(); break;
+    case dctFloat64: fn.template operator()<double>(); break;
+    case dctFloat16: fn.template operator()<Half>(); break;
+    case dctBFloat16: fn.template operator()<BFloat16>(); break;
+    default: return dctNotSupported;
+  }
+  return dctSuccess;
+}
+
+// Calls fn.template operator()<D, V, I>() for a scatter's dense, value and
+// index types: values no wider than the dense buffer (the CUDA twin's set).
+template <typename Fn>
+dctResult_t dispatchScatter(const ScatterArgs& a, Fn&& fn) {
+  if (dtypeSize(a.valueT()) > dtypeSize(a.dtype)) return dctNotSupported;
+  dctResult_t inner = dctSuccess;
+  dctResult_t outer = dispatchAnyValue(a.dtype, [&]<typename D>() {
+    inner = dispatchAnyValue(a.valueT(), [&]<typename V>() {
+      if (a.indexBytes == 8) fn.template operator()<D, V, uint64_t>();
+      else fn.template operator()<D, V, uint32_t>();
+    });
+  });
+  return outer != dctSuccess ? outer : inner;
+}
+
+// dense += value, the sum formed in D's accumulation type, rounded once.
+template <typename D, typename V>
+inline void addInto(D& dense, V value) {
+  using Acc = typename Value<D>::Acc;
+  if constexpr (std::is_same_v<D, V> && std::is_same_v<D, Acc>) dense += value;
+  else dense = Value<D>::store(Value<D>::load(dense) + static_cast<Acc>(Value<V>::load(value)));
+}
+
 inline CpuContext* cpuCtx(KernelContext* ctx) { return static_cast<CpuContext*>(ctx); }
 
 // Bytes the select scratch holds now (tests watch it shrink).
@@ -75,7 +113,7 @@ inline size_t selectScratchBytes(KernelContext* ctx) {
 
 dctResult_t cpuSelectCompact(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void* stream);
-dctResult_t cpuThreshold(KernelContext* ctx, const ThresholdArgs* args, double* tau, void* stream);
+dctResult_t cpuThreshold(KernelContext* ctx, ThresholdArgs* args, double* tau, void* stream);
 dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void* stream);
 dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
@@ -83,5 +121,9 @@ dctResult_t cpuRowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t cpuRowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t cpuRowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);
 dctResult_t cpuRowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream);
+// 1-bit compressed allreduce: cpu_onebit.cc.
+dctResult_t cpuOnebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
+dctResult_t cpuOnebitAverage(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);
+dctResult_t cpuOnebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
 
 }  // namespace dct

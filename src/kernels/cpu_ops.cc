@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
+#include "base/half_bulk.h"
 #include "kernels/cpu_context.h"
 
 namespace dct {
@@ -46,15 +48,54 @@ dctResult_t accumulate(KernelContext* kc, void* residual, const void* grad, size
 }
 
 dctResult_t add(KernelContext* kc, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,
-                void*) {
+                dctDataType_t bType, void*) {
   CpuContext* ctx = cpuCtx(kc);
-  return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
-    T* o = static_cast<T*>(out);
-    const T *x = static_cast<const T*>(a), *y = static_cast<const T*>(b);
-    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t lo, size_t hi, int) {
-      for (size_t i = lo; i < hi; i++) o[i] = x[i] + y[i];
+  dctResult_t inner = dctSuccess;
+  dctResult_t outer = dispatchTypes(dtype, 4, [&]<typename T, typename>() {
+    inner = dispatchAnyValue(bType, [&]<typename B>() {
+      T* o = static_cast<T*>(out);
+      const T* x = static_cast<const T*>(a);
+      const B* y = static_cast<const B*>(b);
+      ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t lo, size_t hi, int) {
+        for (size_t i = lo; i < hi; i++) o[i] = x[i] + static_cast<T>(Value<B>::load(y[i]));
+      });
     });
   });
+  return outer != dctSuccess ? outer : inner;
+}
+
+// dst = src * factor in W (fp64 if either side is, else fp32), rounded to D.
+template <typename D, typename S>
+void convertRange(D* dst, const S* src, size_t begin, size_t end, double factor) {
+  using W = std::conditional_t<std::is_same_v<D, double> || std::is_same_v<S, double>, double, float>;
+  using Acc = typename Value<D>::Acc;
+  const W f = static_cast<W>(factor);
+  if constexpr (std::is_same_v<D, Half> && std::is_same_v<S, float>) {
+    if (f == W(1)) return floatToHalfBulk(src + begin, reinterpret_cast<uint16_t*>(dst + begin), end - begin);
+  }
+  if constexpr (std::is_same_v<D, float> && std::is_same_v<S, Half>) {
+    if (f == W(1)) return halfToFloatBulk(reinterpret_cast<const uint16_t*>(src + begin), dst + begin, end - begin);
+  }
+  if (f == W(1)) {
+    for (size_t i = begin; i < end; i++) dst[i] = convertValue<D>(src[i]);
+  } else {
+    for (size_t i = begin; i < end; i++)
+      dst[i] = Value<D>::store(static_cast<Acc>(static_cast<W>(Value<S>::load(src[i])) * f));
+  }
+}
+
+dctResult_t convert(KernelContext* kc, void* dst, dctDataType_t dstType, const void* src, dctDataType_t srcType,
+                    size_t n, double factor, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  dctResult_t inner = dctSuccess;
+  dctResult_t outer = dispatchAnyValue(dstType, [&]<typename D>() {
+    inner = dispatchAnyValue(srcType, [&]<typename S>() {
+      ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t b, size_t e, int) {
+        convertRange(static_cast<D*>(dst), static_cast<const S*>(src), b, e, factor);
+      });
+    });
+  });
+  return outer != dctSuccess ? outer : inner;
 }
 
 dctResult_t zero(KernelContext* kc, void* data, size_t bytes, void*) {
@@ -78,9 +119,9 @@ dctResult_t scale(KernelContext* kc, void* data, size_t n, dctDataType_t dtype, 
   });
 }
 
-template <typename T, typename I>
-void scatterRange(T* dense, const I* idx, const T* val, size_t begin, size_t end) {
-  for (size_t j = begin; j < end; j++) dense[idx[j]] += val[j];
+template <typename D, typename V, typename I>
+void scatterRange(D* dense, const I* idx, const V* val, size_t begin, size_t end) {
+  for (size_t j = begin; j < end; j++) addInto(dense[idx[j]], val[j]);
 }
 
 }  // namespace
@@ -88,10 +129,10 @@ void scatterRange(T* dense, const I* idx, const T* val, size_t begin, size_t end
 dctResult_t cpuScatterAdd(KernelContext* kc, const ScatterArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   const ScatterArgs& a = *args;
-  return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
-    T* dense = static_cast<T*>(a.dense);
+  return dispatchScatter(a, [&]<typename D, typename V, typename I>() {
+    D* dense = static_cast<D*>(a.dense);
     const I* idx = static_cast<const I*>(a.indices);
-    const T* val = static_cast<const T*>(a.values);
+    const V* val = static_cast<const V*>(a.values);
     if (!a.sortedUnique) {
       scatterRange(dense, idx, val, 0, a.nnz);  // order matters for repeated indices
       return;
@@ -118,6 +159,7 @@ const KernelOps& cpuKernelOps() {
       .streamEnd = streamOrder,
       .accumulate = accumulate,
       .add = add,
+      .convert = convert,
       .selectCompact = cpuSelectCompact,
       .selectDense = cpuSelectDense,
       .threshold = cpuThreshold,
@@ -130,6 +172,9 @@ const KernelOps& cpuKernelOps() {
       .rowOffsets = cpuRowOffsets,
       .rowPack = cpuRowPack,
       .rowUnpack = cpuRowUnpack,
+      .onebitCompress = cpuOnebitCompress,
+      .onebitAverage = cpuOnebitAverage,
+      .onebitDecode = cpuOnebitDecode,
   };
   return ops;
 }

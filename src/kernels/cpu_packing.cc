@@ -45,7 +45,7 @@ dctResult_t packList(KernelContext* kc, PackArgs& a) {
   return dctSuccess;
 }
 
-template <typename T, typename I>
+template <typename T, typename V, typename I>
 dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
   CpuContext* ctx = cpuCtx(kc);
   const Layout l(a.nnz, sizeof(I));
@@ -64,7 +64,7 @@ dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
   });
   if (malformed.load() != 0) return dctInternalError;
   T* dense = static_cast<T*>(a.dense);
-  const T* values = static_cast<const T*>(a.values);
+  const V* values = static_cast<const V*>(a.values);
   // Valid groups cover disjoint ascending index ranges: workers never share
   // a target. Each group is decoded whole first, then scattered in a tight
   // loop: the random dense accesses then overlap as in plain scatter-add
@@ -75,8 +75,8 @@ dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
       const size_t count = packing::groupSize(a.nnz, g);
       packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g],
                               s.widths[g], count, a.n, [&](size_t j, I i) { local[j] = i; });
-      const T* val = values + g * kPackGroup;
-      for (size_t j = 0; j < count; j++) dense[local[j]] += val[j];
+      const V* val = values + g * kPackGroup;
+      for (size_t j = 0; j < count; j++) addInto(dense[local[j]], val[j]);
     }
   });
   return dctSuccess;
@@ -97,8 +97,8 @@ dctResult_t cpuScatterAddPacked(KernelContext* kc, const ScatterArgs* args, void
   CpuContext* ctx = cpuCtx(kc);
   const ScatterArgs& a = *args;
   dctResult_t res = dctSuccess;
-  dctResult_t dispatched = dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
-    res = scatterPacked<T, I>(ctx, a);
+  dctResult_t dispatched = dispatchScatter(a, [&]<typename T, typename V, typename I>() {
+    res = scatterPacked<T, V, I>(ctx, a);
   });
   return dispatched != dctSuccess ? dispatched : res;
 }

@@ -72,23 +72,18 @@ size_t selectTopK(const T* row, size_t d, size_t k, uint32_t* mask, std::vector<
   return kept;
 }
 
-template <typename T>
-size_t selectThreshold(const T* row, size_t d, T tau, uint32_t* mask, size_t& nonFinite) {
+template <typename T, typename Acc = typename Value<T>::Acc>
+size_t selectThreshold(const T* row, size_t d, Acc tau, uint32_t* mask, size_t& nonFinite) {
   std::fill(mask, mask + maskWords(d), 0u);
   size_t kept = 0;
   for (size_t j = 0; j < d; j++) {
-    if (std::fabs(row[j]) < tau) continue;  // NaN fails the test: kept
+    const Acc x = Value<T>::load(row[j]);
+    if (std::fabs(x) < tau) continue;  // NaN fails the test: kept
     mask[j / 32] |= 1u << (j % 32);
     kept++;
-    nonFinite += !std::isfinite(row[j]);
+    nonFinite += !std::isfinite(x);
   }
   return kept;
-}
-
-// Calls fn.template operator()<T>() for the runtime dtype.
-template <typename Fn>
-dctResult_t dispatchValue(dctDataType_t dtype, Fn&& fn) {
-  return dispatchTypes(dtype, 4, [&]<typename T, typename>() { fn.template operator()<T>(); });
 }
 
 // fn(j) for every kept column j of a row's mask, ascending.
@@ -129,9 +124,9 @@ dctResult_t cpuRowSelect(KernelContext* kc, RowSelectArgs* args, void*) {
   RowSelectArgs& a = *args;
   std::vector<size_t> nonFinite(ctx->pool.size(), 0);
   const size_t d = a.rowLength, k = std::min(a.k, d);
-  dctResult_t res = dispatchValue(a.dtype, [&]<typename T>() {
+  dctResult_t res = dispatchAnyValue(a.dtype, [&]<typename T>() {
     const T* rows = static_cast<const T*>(a.rows);
-    const T tau = static_cast<T>(a.tau);
+    const auto tau = static_cast<typename Value<T>::Acc>(a.tau);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int w) {
       std::vector<RowKey<T>> keys, scratch;
       for (size_t r = b; r < e; r++) {
@@ -163,7 +158,7 @@ dctResult_t cpuRowPack(KernelContext* kc, const RowWireArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   const RowWireArgs& a = *args;
   const size_t d = a.rowLength;
-  return dispatchValue(a.dtype, [&]<typename T>() {
+  return dispatchAnyValue(a.dtype, [&]<typename T>() {
     const T* rows = static_cast<const T*>(a.rows);
     T* values = static_cast<T*>(a.values);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
@@ -199,7 +194,7 @@ dctResult_t cpuRowUnpack(KernelContext* kc, const RowWireArgs* args, void*) {
     });
     if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return dctInternalError;
   }
-  return dispatchValue(a.dtype, [&]<typename T>() {
+  return dispatchAnyValue(a.dtype, [&]<typename T>() {
     T* rows = static_cast<T*>(a.rows);
     const T* values = static_cast<const T*>(a.values);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
@@ -211,7 +206,7 @@ dctResult_t cpuRowUnpack(KernelContext* kc, const RowWireArgs* args, void*) {
           continue;
         }
         const uint32_t* words = a.mask + r * maskWords(d);
-        std::fill(row, row + d, T(0));
+        std::fill(row, row + d, T{});  // +0 in every type
         size_t m = 0;
         forEachKept(words, d, [&](size_t j) { row[j] = values[at + m++]; });
       }

@@ -4,6 +4,7 @@
 // is, index) order. Entries past `capacity` go back into the residual.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu_context.h"
 #include "kernels/cpu_select_simd.h"
@@ -13,17 +14,18 @@ namespace {
 
 constexpr size_t kBlock = 2048;
 
-// Compacts [begin, end) of one block: SSE2 where available, then a
-// branch-free scalar loop for the tail (or everything elsewhere).
-template <typename T, typename I, bool kHasGrad>
-size_t selectBlock(const T* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
+// Compacts [begin, end) of one block in the accumulator's type: SSE2 where
+// available (one type throughout), then a branch-free scalar loop for the
+// tail (or everything elsewhere). G is the gradient's type.
+template <typename T, typename G, typename I, bool kHasGrad>
+size_t selectBlock(const G* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
   size_t m = 0, i = begin;
 #if DCT_SELECT_SIMD
-  m = selectSimd<I, kHasGrad>(grad, in, residual, begin, end, tau, idx, val, i);
+  if constexpr (std::is_same_v<G, T>) m = selectSimd<I, kHasGrad>(grad, in, residual, begin, end, tau, idx, val, i);
 #endif
   for (; i < end; i++) {
     T acc = in[i];
-    if constexpr (kHasGrad) acc += grad[i];
+    if constexpr (kHasGrad) acc += static_cast<T>(Value<G>::load(grad[i]));
     const bool take = !(std::fabs(acc) < tau);  // also true for NaN
     idx[m] = static_cast<I>(i);
     val[m] = acc;
@@ -33,11 +35,19 @@ size_t selectBlock(const T* grad, const T* in, T* residual, size_t begin, size_t
   return m;
 }
 
-template <typename T, typename I>
+template <typename V>
+typename Value<V>::Acc limitOf(const SelectArgs& a) {
+  return a.valueLimit > 0 ? static_cast<typename Value<V>::Acc>(a.valueLimit) : Value<V>::max();
+}
+
+// A worker's chunk into its scratch, values still in the accumulator's type
+// (rounding to the wire type happens on the way out, so entries that do not
+// fit go back to the residual exactly).
+template <typename T, typename G, typename I>
 void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& out) {
   I idx[kBlock];
   T val[kBlock];
-  const T* grad = static_cast<const T*>(a.grad);
+  const G* grad = static_cast<const G*>(a.grad);
   const T* in = static_cast<const T*>(a.in());
   T* residual = static_cast<T*>(a.residual);
   const T tau = static_cast<T>(a.tau);
@@ -45,8 +55,8 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
   out.nonFinite = 0;
   for (size_t b = begin; b < end; b += kBlock) {
     size_t e = b + kBlock < end ? b + kBlock : end;
-    size_t m = grad ? selectBlock<T, I, true>(grad, in, residual, b, e, tau, idx, val)
-                    : selectBlock<T, I, false>(grad, in, residual, b, e, tau, idx, val);
+    size_t m = grad ? selectBlock<T, G, I, true>(grad, in, residual, b, e, tau, idx, val)
+                    : selectBlock<T, G, I, false>(grad, in, residual, b, e, tau, idx, val);
     if (m == 0) continue;
     out.indices.reserve((out.count + m) * sizeof(I), out.count * sizeof(I));
     out.values.reserve((out.count + m) * sizeof(T), out.count * sizeof(T));
@@ -57,19 +67,29 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
   }
 }
 
-// Copies a worker's entries to out[offset...], returning those that do not
-// fit to the residual (their slots there were zeroed, so += restores them).
-template <typename T, typename I>
+// Copies a worker's entries to out[offset...], values rounded to V (a V
+// narrower than T leaves each value's rounding error, and any clamped
+// excess, in the residual), and returns those that do not fit to the
+// residual (their slots there were zeroed, so += restores acc exactly).
+template <typename T, typename V, typename I>
 size_t emitChunk(const SelectArgs& a, const WorkerScratch& w, size_t offset) {
   size_t fit = offset >= a.capacity ? 0 : (a.capacity - offset < w.count ? a.capacity - offset : w.count);
   const I* idx = w.indices.as<const I>();
   const T* val = w.values.as<const T>();
-  if (fit > 0) {
-    std::memcpy(static_cast<I*>(a.outIndices) + offset, idx, fit * sizeof(I));
-    std::memcpy(static_cast<T*>(a.outValues) + offset, val, fit * sizeof(T));
+  T* residual = static_cast<T*>(a.residual);
+  if (fit > 0) std::memcpy(static_cast<I*>(a.outIndices) + offset, idx, fit * sizeof(I));
+  if constexpr (std::is_same_v<V, T>) {
+    if (fit > 0) std::memcpy(static_cast<T*>(a.outValues) + offset, val, fit * sizeof(T));
+  } else {
+    V* out = static_cast<V*>(a.outValues) + offset;
+    const auto limit = limitOf<V>(a);
+    for (size_t j = 0; j < fit; j++) {
+      out[j] = storeSaturated<V>(val[j], limit);
+      const T error = val[j] - static_cast<T>(Value<V>::load(out[j]));
+      residual[idx[j]] = error == error ? error : T(0);  // NaN/Inf leave nothing behind
+    }
   }
   size_t nonFinite = 0;
-  T* residual = static_cast<T*>(a.residual);
   for (size_t j = fit; j < w.count; j++) residual[idx[j]] += val[j];
   if (fit < w.count)
     for (size_t j = 0; j < fit; j++) nonFinite += !std::isfinite(val[j]);
@@ -78,15 +98,42 @@ size_t emitChunk(const SelectArgs& a, const WorkerScratch& w, size_t offset) {
   return nonFinite;
 }
 
+// Calls fn.template operator()<T, G, V, I>() for the select's accumulator,
+// gradient, value and index types. Gradients and values are the
+// accumulator's type or a narrower float type.
+template <typename Fn>
+dctResult_t dispatchSelect(const SelectArgs& a, Fn&& fn) {
+  dctResult_t res = dctNotSupported;
+  dctResult_t outer = dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
+    auto withValue = [&]<typename G>() {
+      auto run = [&]<typename V>() {
+        fn.template operator()<T, G, V, I>();
+        res = dctSuccess;
+      };
+      const dctDataType_t v = a.valueT();
+      if (v == a.dtype) run.template operator()<T>();
+      else if (v == dctFloat32) run.template operator()<float>();
+      else if (v == dctFloat16) run.template operator()<Half>();
+      else if (v == dctBFloat16) run.template operator()<BFloat16>();
+    };
+    const dctDataType_t g = a.gradT();
+    if (g == a.dtype) withValue.template operator()<T>();
+    else if (g == dctFloat32) withValue.template operator()<float>();
+    else if (g == dctFloat16) withValue.template operator()<Half>();
+    else if (g == dctBFloat16) withValue.template operator()<BFloat16>();
+  });
+  return outer != dctSuccess ? outer : res;
+}
+
 }  // namespace
 
 dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   SelectArgs& a = *args;
   int workers = ctx->pool.workersFor(a.n, kMinPerWorker);
-  return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
+  return dispatchSelect(a, [&]<typename T, typename G, typename V, typename I>() {
     ctx->pool.parallelFor(a.n, kMinPerWorker, [&](size_t begin, size_t end, int w) {
-      selectChunk<T, I>(a, begin, end, ctx->workers[w]);
+      selectChunk<T, G, I>(a, begin, end, ctx->workers[w]);
     });
     size_t offsets[kMaxWorkers];
     size_t total = 0;
@@ -96,7 +143,7 @@ dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
     }
     size_t nonFinite[kMaxWorkers] = {};
     ctx->pool.parallelFor(static_cast<size_t>(workers), 1, [&](size_t b, size_t e, int) {
-      for (size_t w = b; w < e; w++) nonFinite[w] = emitChunk<T, I>(a, ctx->workers[w], offsets[w]);
+      for (size_t w = b; w < e; w++) nonFinite[w] = emitChunk<T, V, I>(a, ctx->workers[w], offsets[w]);
     });
     a.selected = total;
     a.nnz = total < a.capacity ? total : a.capacity;
@@ -109,21 +156,31 @@ dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
 
 namespace {
 
-template <typename T, bool kHasGrad>
+template <typename T, typename G, typename V, bool kHasGrad>
 void selectDenseRange(const SelectArgs& a, size_t begin, size_t end, size_t& selected,
                       size_t& nonFinite) {
-  const T* grad = static_cast<const T*>(a.grad);
+  const G* grad = static_cast<const G*>(a.grad);
   const T* in = static_cast<const T*>(a.in());
   T* residual = static_cast<T*>(a.residual);
-  T* out = static_cast<T*>(a.outValues);
+  V* out = static_cast<V*>(a.outValues);
   const T tau = static_cast<T>(a.tau);
+  const auto limit = limitOf<V>(a);
   size_t hits = 0, odd = 0;
   for (size_t i = begin; i < end; i++) {
     T acc = in[i];
-    if constexpr (kHasGrad) acc += grad[i];
+    if constexpr (kHasGrad) acc += static_cast<T>(Value<G>::load(grad[i]));
     const bool take = !(std::fabs(acc) < tau);
-    out[i] = take ? acc : T(0);
-    residual[i] = take ? T(0) : acc;
+    if constexpr (std::is_same_v<V, T>) {
+      out[i] = take ? acc : T(0);
+      residual[i] = take ? T(0) : acc;
+    } else if (!take) {  // most entries: no rounding to do
+      out[i] = V{};
+      residual[i] = acc;
+    } else {
+      out[i] = storeSaturated<V>(acc, limit);
+      const T error = acc - static_cast<T>(Value<V>::load(out[i]));
+      residual[i] = error == error ? error : T(0);
+    }
     hits += take;
     odd += !std::isfinite(acc);  // non-finite entries are always taken
   }
@@ -137,10 +194,10 @@ dctResult_t cpuSelectDense(KernelContext* kc, SelectArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   SelectArgs& a = *args;
   size_t selected[kMaxWorkers] = {}, nonFinite[kMaxWorkers] = {};
-  dctResult_t res = dispatchTypes(a.dtype, 4, [&]<typename T, typename>() {
+  dctResult_t res = dispatchSelect(a, [&]<typename T, typename G, typename V, typename>() {
     ctx->pool.parallelFor(a.n, kMinPerWorker, [&](size_t b, size_t e, int w) {
-      if (a.grad) selectDenseRange<T, true>(a, b, e, selected[w], nonFinite[w]);
-      else selectDenseRange<T, false>(a, b, e, selected[w], nonFinite[w]);
+      if (a.grad) selectDenseRange<T, G, V, true>(a, b, e, selected[w], nonFinite[w]);
+      else selectDenseRange<T, G, V, false>(a, b, e, selected[w], nonFinite[w]);
     });
   });
   a.selected = a.nonFinite = 0;

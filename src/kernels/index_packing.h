@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/host_device.h"
+#include "base/host_device.h"
 
 namespace dct::packing {
 

@@ -8,7 +8,8 @@
 
 #include "dct/dct.h"
 #include "dct_config.h"
-#include "kernels/host_device.h"
+#include "base/host_device.h"
+#include "kernels/onebit_kernels.h"  // the 1-bit ops' argument structs
 
 namespace dct {
 
@@ -21,9 +22,15 @@ struct KernelContext {
 // Fused error feedback + threshold select + compaction:
 //   acc = (grad ? grad : 0) + (residualIn ? residualIn : residual)
 //   selected = { i : !(|acc_i| < tau) }   (so NaN and Inf are always selected)
-//   out = selected entries in ascending index order, at most `capacity`
-//   residual = acc with the written entries zeroed (entries beyond capacity
-//   keep their acc, so nothing is ever lost).
+//   out = selected entries in ascending index order, at most `capacity`,
+//         each value rounded to valueType, a valueType narrower than dtype
+//         clamped to +-valueLimit first (storeSaturated: a finite acc never
+//         becomes Inf, and P such values never sum past the type's range)
+//   residual = acc minus what was written for the written entries (0 when
+//   valueType is dtype, or the rounding error; 0 for NaN/Inf), entries
+//   beyond capacity keep their acc: nothing is ever lost.
+// dtype is the accumulation type (residual, acc: fp32 or fp64); grad is
+// gradType (any, converted exactly or rounded to dtype), values valueType.
 // Reading the old residual from residualIn and writing the new one to
 // `residual` costs the same traffic as in place and leaves the old one
 // intact: the compressor commits a step only when every rank succeeded.
@@ -41,19 +48,28 @@ struct SelectArgs {
   size_t selected = 0;   // out: entries meeting the threshold (may exceed nnz)
   size_t nonFinite = 0;  // out: NaN/Inf among the written entries
   const void* residualIn = nullptr;  // may equal residual
+  dctDataType_t gradType = dctNumTypes;   // dctNumTypes: dtype
+  dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
+  double valueLimit = 0;  // a valueType value; 0: valueType's largest finite
   const void* in() const { return residualIn ? residualIn : residual; }
+  dctDataType_t gradT() const { return gradType == dctNumTypes ? dtype : gradType; }
+  dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
 };
 
 struct ThresholdArgs {
   const void* data;
   size_t n;
-  dctDataType_t dtype;
+  dctDataType_t dtype;  // any type (the all-to-all's rows may be fp16/bf16)
   double density;
   dctThresholdMethod_t method;
   uint64_t seed;  // sample PRNG stream (sampled method)
+  int maxPasses = 0;  // bisect: counting-pass budget (0: kBisectMaxPasses, threshold_bisect.h)
+  int passes = 0;     // out: counting passes over x the bisect method made (0 for the others)
 };
 
 // dense[indices[j]] += values[j] for j < nnz, in j order for equal indices.
+// dense is dtype, values valueType (any pair): each sum is formed in
+// dtype's accumulation type and rounded to dtype once.
 struct ScatterArgs {
   void* dense;
   size_t n;
@@ -64,6 +80,8 @@ struct ScatterArgs {
   size_t nnz;
   bool sortedUnique;  // indices strictly ascending: lets the twin split by range
   size_t packedBytes = 0;  // scatterAddPacked: bytes of the packed index list
+  dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
+  dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
 };
 
 // Delta bit-packing of a strictly ascending index list (index_packing.h).
@@ -75,7 +93,8 @@ struct PackArgs {
   size_t bytes = 0;  // out: bytes written (valid on the host when the op returns)
 };
 
-// DCT-MP rows (dctSparseAlltoall): R rows of D entries, row-major. A row's
+// DCT-MP rows (dctSparseAlltoall): R rows of D entries, row-major, of any
+// dtype (fp16/bf16 rank by their own 16-bit keys). A row's
 // mask is a bitmap of maskWords(D) uint32 words, bit j%32 of word j/32 set
 // when column j is kept; bits past D are zero.
 DCT_HOST_DEVICE size_t maskWords(size_t rowLength) { return (rowLength + 31) / 32; }
@@ -156,18 +175,25 @@ struct KernelOps {
   // residual += grad
   dctResult_t (*accumulate)(KernelContext* ctx, void* residual, const void* grad, size_t n,
                             dctDataType_t dtype, void* stream);
-  // out = a + b (out may be a or b): an accumulator built beside the
-  // residual it came from.
+  // out = a + b (out may be a): an accumulator built beside the residual
+  // it came from. out and a are dtype (fp32/fp64), b is bType (any; a
+  // half gradient is widened exactly).
   dctResult_t (*add)(KernelContext* ctx, void* out, const void* a, const void* b, size_t n,
-                     dctDataType_t dtype, void* stream);
+                     dctDataType_t dtype, dctDataType_t bType, void* stream);
+  // dst[i] = src[i] * factor, computed in the wider accumulation type and
+  // rounded to dstType (IEEE: overflow is Inf; NaN canonical in halves).
+  // Any pair of types; dst and src must not overlap unless they are the
+  // same pointer with types of equal size.
+  dctResult_t (*convert)(KernelContext* ctx, void* dst, dctDataType_t dstType, const void* src,
+                         dctDataType_t srcType, size_t n, double factor, void* stream);
   dctResult_t (*selectCompact)(KernelContext* ctx, SelectArgs* args, void* stream);
   // The same selection written densely: outValues[i] = acc_i if selected
   // else 0 (capacity and outIndices unused; nnz = selected). One pass, no
   // compaction: what the dense algorithm sends.
   dctResult_t (*selectDense)(KernelContext* ctx, SelectArgs* args, void* stream);
-  // tau such that about density*n entries have |x| >= tau; tau > 0 always.
-  dctResult_t (*threshold)(KernelContext* ctx, const ThresholdArgs* args, double* tau,
-                           void* stream);
+  // tau such that about density*n entries have |x| >= tau; tau > 0 always
+  // (+Inf for n == 0). Both twins return the same tau bit for bit.
+  dctResult_t (*threshold)(KernelContext* ctx, ThresholdArgs* args, double* tau, void* stream);
   dctResult_t (*scatterAdd)(KernelContext* ctx, const ScatterArgs* args, void* stream);
   dctResult_t (*packIndices)(KernelContext* ctx, PackArgs* args, void* stream);
   // scatterAdd of a message whose `indices` are a packed list of
@@ -192,6 +218,12 @@ struct KernelOps {
   // bitmaps with popcount = the row's count and no bit >= D): if any row is
   // malformed nothing is written and the op returns dctInternalError.
   dctResult_t (*rowUnpack)(KernelContext* ctx, const RowWireArgs* args, void* stream);
+  // --- 1-bit compressed allreduce (onebit_kernels.h: bit layout, the fixed
+  // sum-of-squares order, the NaN rule) ---
+  dctResult_t (*onebitCompress)(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
+  dctResult_t (*onebitAverage)(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);
+  dctResult_t (*onebitDecode)(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
+  // --- end 1-bit ---
 };
 
 const KernelOps& cpuKernelOps();
@@ -207,6 +239,25 @@ inline size_t dtypeSize(dctDataType_t dtype) {
     default: return 4;
   }
 }
+
+inline const char* dtypeName(dctDataType_t dtype) {
+  switch (dtype) {
+    case dctFloat32: return "fp32";
+    case dctFloat64: return "fp64";
+    case dctFloat16: return "fp16";
+    case dctBFloat16: return "bf16";
+    default: return "unknown";
+  }
+}
+
+// The type a tensor's sums and error-feedback residual are kept in: fp32
+// for the half types, else the tensor's own.
+inline dctDataType_t accumulationType(dctDataType_t dtype) {
+  return dtype == dctFloat16 || dtype == dctBFloat16 ? dctFloat32 : dtype;
+}
+
+// dctConfig_t.wireType left unset resolves to this: "the tensor's own type".
+constexpr int kWireTypeOfTensor = -1;
 
 // Deterministic sample positions: splitmix64 stream mapped onto [0, n).
 inline uint64_t splitmix64(uint64_t& state) {

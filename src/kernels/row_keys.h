@@ -7,17 +7,20 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/host_device.h"
+#include "base/half_types.h"
+#include "base/host_device.h"
 
 namespace dct {
 
 template <typename T> struct RowKeyOf;
-template <> struct RowKeyOf<float> { using type = uint32_t; };
-template <> struct RowKeyOf<double> { using type = uint64_t; };
+template <> struct RowKeyOf<float> { using type = uint32_t; static constexpr uint32_t inf = 0x7f800000u; };
+template <> struct RowKeyOf<double> { using type = uint64_t; static constexpr uint64_t inf = 0x7ff0000000000000ull; };
+template <> struct RowKeyOf<Half> { using type = uint16_t; static constexpr uint16_t inf = kHalfInf; };
+template <> struct RowKeyOf<BFloat16> { using type = uint16_t; static constexpr uint16_t inf = kBf16Inf; };
 template <typename T> using RowKey = typename RowKeyOf<T>::type;
 
 template <typename T>
-inline constexpr RowKey<T> kInfKey = sizeof(T) == 4 ? RowKey<T>(0x7f800000u) : RowKey<T>(0x7ff0000000000000ull);
+inline constexpr RowKey<T> kInfKey = RowKeyOf<T>::inf;
 
 template <typename T>
 DCT_HOST_DEVICE RowKey<T> rowKey(T x) {

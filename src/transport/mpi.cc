@@ -10,6 +10,7 @@
 #include "dct/dct_mpi.h"
 #include "transport/comm.h"
 #include "transport/host_staging.h"
+#include "transport/mpi_half.h"
 #include "transport/mpi_limits.h"
 
 namespace dct {
@@ -18,6 +19,7 @@ namespace {
 struct MpiState {
   MPI_Comm comm = MPI_COMM_NULL;
   HostStaging staging;  // device buffers through pinned host memory
+  MpiHalfOps halfOps;   // fp16/bf16 sums, created on first use
 };
 
 MpiState* stateOf(dctComm_t comm) { return static_cast<MpiState*>(comm->transportState); }
@@ -139,10 +141,15 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
-  if (datatype != dctFloat32 && datatype != dctFloat64)
-    return fail(comm, dctNotSupported, "MPI allreduce: datatype %d", static_cast<int>(datatype));
   MPI_Datatype type = datatype == dctFloat64 ? MPI_DOUBLE : MPI_FLOAT;
-  const size_t elem = datatype == dctFloat64 ? 8 : 4;
+  MPI_Op op = MPI_SUM;
+  if (datatype == dctFloat16 || datatype == dctBFloat16) {
+    type = MPI_UINT16_T;
+    MPICHECK(comm, mpiHalfSum(stateOf(comm)->halfOps, datatype, &op));
+  } else if (datatype != dctFloat32 && datatype != dctFloat64) {
+    return fail(comm, dctNotSupported, "MPI allreduce: datatype %d", static_cast<int>(datatype));
+  }
+  const size_t elem = datatype == dctFloat64 ? 8 : (type == MPI_UINT16_T ? 2 : 4);
   const bool inPlace = send == recv;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.output(comm, recv, count * elem, inPlace, stream));
@@ -152,7 +159,7 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   for (size_t off = 0; off < count; off += piece) {
     int n = static_cast<int>(count - off < piece ? count - off : piece);
     const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
-    MPICHECK(comm, MPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, MPI_SUM, mpiOf(comm)));
+    MPICHECK(comm, MPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, op, mpiOf(comm)));
   }
   return stage.finish(comm, stream);
 }
@@ -173,6 +180,7 @@ void destroy(dctComm_t comm) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && state->comm != MPI_COMM_NULL) MPI_Comm_free(&state->comm);
+  if (!finalized) mpiHalfOpsFree(state->halfOps);
   delete state;
   comm->transportState = nullptr;
 }

@@ -137,11 +137,16 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
-  if (datatype != dctFloat32 && datatype != dctFloat64)
-    return fail(comm, dctNotSupported, "NCCL allreduce: datatype %d", static_cast<int>(datatype));
+  ncclDataType_t type;
+  switch (datatype) {
+    case dctFloat32: type = ncclFloat32; break;
+    case dctFloat64: type = ncclFloat64; break;
+    case dctFloat16: type = ncclFloat16; break;
+    case dctBFloat16: type = ncclBfloat16; break;  // NCCL >= 2.10
+    default: return fail(comm, dctNotSupported, "NCCL allreduce: datatype %d", static_cast<int>(datatype));
+  }
   State* s = stateOf(comm);
   DeviceGuard guard(s->device);
-  ncclDataType_t type = datatype == dctFloat64 ? ncclFloat64 : ncclFloat32;
   NCCLCHECK(comm, ncclAllReduce(send, recv, count, type, ncclSum, s->comm, streamOf(stream)));
   return dctSuccess;
 }

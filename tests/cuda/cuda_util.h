@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/memory_space.h"
+#include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 
@@ -91,9 +92,10 @@ void requireSameValues(const std::vector<T>& gpu, const std::vector<T>& cpu, siz
   }
 }
 
+// float, double, Half or BFloat16 -> its dctDataType_t.
 template <typename T>
 constexpr dctDataType_t dtypeOf() {
-  return sizeof(T) == 8 ? dctFloat64 : dctFloat32;
+  return Value<T>::type;
 }
 
 }  // namespace dct::test

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <type_traits>
 
 #include "cuda_util.h"
 
@@ -32,6 +33,16 @@ std::vector<T> testRows(size_t R, size_t D, uint64_t seed) {
       default: break;
     }
   }
+  return v;
+}
+
+// fp16/bf16 rows: the fp32 rows rounded (more ties still).
+template <typename T>
+  requires(std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+std::vector<T> testRows(size_t R, size_t D, uint64_t seed) {
+  const auto wide = testRows<float>(R, D, seed);
+  std::vector<T> v(wide.size());
+  for (size_t i = 0; i < v.size(); i++) v[i] = Value<T>::store(wide[i]);
   return v;
 }
 
@@ -353,4 +364,23 @@ TEST_CASE("CUDA row unpack rejects the malformed wire masks the CPU twin rejects
       }
     }
   }
+}
+
+TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin on fp16/bf16 rows") {
+  Twins tw;
+  uint64_t seed = 5000;
+  for (size_t D : {1, 3, 7, 64, 129, 257, 1000})
+    for (size_t R : {0, 1, 5, 33}) {
+      const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
+      for (size_t k : {size_t(1), k5, D}) {
+        compareAll<Half>(tw, R, D, k, 0, seed++);
+        compareAll<BFloat16>(tw, R, D, k, 0, seed++);
+      }
+      for (double tau : {0.5, 1e-6, 7e4}) {  // threshold mode; 7e4: above fp16's max
+        compareAll<Half>(tw, R, D, 0, tau, seed++);
+        compareAll<BFloat16>(tw, R, D, 0, tau, seed++);
+      }
+    }
+  compareAll<Half>(tw, 6, 100000, 5000, 0, seed++);  // long rows: every 8-bit digit of the keys
+  compareAll<BFloat16>(tw, (size_t(1) << 20) + 5, 3, 1, 0, seed++);
 }

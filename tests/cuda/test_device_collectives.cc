@@ -16,6 +16,7 @@
 #include "cuda_util.h"
 #include "dct/dct_mpi.h"
 #include "dct/dct_nccl.h"
+#include "base/half_types.h"
 
 namespace {
 
@@ -51,6 +52,33 @@ void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t 
   CHECK(dctSparseAllreduce(g.data(), dOut, kCount, dctFloat32, dctSum, devC, devComm, nullptr) == dctInvalidArgument);
   cudaFree(dIn);
   cudaFree(dOut);
+  dctCompressorDestroy(hostC);
+  dctCompressorDestroy(devC);
+}
+
+// fp16/bf16 tensors (16-bit words here): `steps` steps on host buffers over
+// hostComm and device buffers over devComm give the same bytes.
+void compareHalfHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t algo, dctDataType_t dtype) {
+  CAPTURE(dtype);
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+  cfg.algorithm = algo;
+  cfg.thresholdInterval = 3;
+  dctCompressor_t hostC = nullptr, devC = nullptr;
+  REQUIRE(dctCompressorCreate(hostComm, kCount, dtype, &cfg, &hostC) == dctSuccess);
+  REQUIRE(dctCompressorCreate(devComm, kCount, dtype, &cfg, &devC) == dctSuccess);
+  dct::test::DeviceArray<uint16_t> dIn(kCount), dOut(kCount);
+  std::vector<uint16_t> in(kCount), hostOut(kCount);
+  for (int step = 0; step < 6; step++) {
+    CAPTURE(step);
+    const auto g = gradient(step);
+    for (size_t i = 0; i < kCount; i++)
+      in[i] = dtype == dctFloat16 ? dct::Value<dct::Half>::store(g[i]).bits : dct::Value<dct::BFloat16>::store(g[i]).bits;
+    dIn.upload(in);
+    REQUIRE(dctSparseAllreduce(in.data(), hostOut.data(), kCount, dtype, dctSum, hostC, hostComm, nullptr) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(dIn.get(), dOut.get(), kCount, dtype, dctSum, devC, devComm, nullptr) == dctSuccess);
+    const auto devOut = dOut.download();
+    REQUIRE(std::memcmp(devOut.data(), hostOut.data(), kCount * sizeof(uint16_t)) == 0);
+  }
   dctCompressorDestroy(hostC);
   dctCompressorDestroy(devC);
 }
@@ -113,6 +141,21 @@ TEST_CASE("1-rank NCCL communicator matches the host path") {
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
   compareAlltoall(hostComm, devComm);
+  dctCommDestroy(devComm);
+  dctCommDestroy(hostComm);
+  ncclCommDestroy(nccl);
+}
+
+TEST_CASE("1-rank NCCL communicator: fp16 and bf16 tensors match the host path byte for byte") {
+  ensureMpi();
+  ncclComm_t nccl = nullptr;
+  int device = 0;
+  REQUIRE(ncclCommInitAll(&nccl, 1, &device) == ncclSuccess);
+  dctComm_t devComm = nullptr, hostComm = nullptr;
+  REQUIRE(dctCommInitNccl(nccl, &devComm) == dctSuccess);
+  REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &hostComm) == dctSuccess);
+  for (dctDataType_t dtype : {dctFloat16, dctBFloat16})
+    for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense}) compareHalfHostAndDevice(hostComm, devComm, algo, dtype);
   dctCommDestroy(devComm);
   dctCommDestroy(hostComm);
   ncclCommDestroy(nccl);

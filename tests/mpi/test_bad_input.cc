@@ -63,8 +63,17 @@ TEST_CASE("compressor creation rejects bad types and configs") {
   World w;
   dctCompressor_t c = nullptr;
   CHECK(dctCompressorCreate(w.comm, 10, static_cast<dctDataType_t>(42), nullptr, &c) == dctInvalidArgument);
-  CHECK(dctCompressorCreate(w.comm, 10, dctFloat16, nullptr, &c) == dctNotSupported);
-  CHECK(dctCompressorCreate(w.comm, 10, dctBFloat16, nullptr, &c) == dctNotSupported);
+  CHECK(dctCompressorCreate(w.comm, 10, static_cast<dctDataType_t>(-1), nullptr, &c) == dctInvalidArgument);
+  for (dctDataType_t half : {dctFloat16, dctBFloat16}) {  // supported since 0.3
+    REQUIRE(dctCompressorCreate(w.comm, 10, half, nullptr, &c) == dctSuccess);
+    CHECK(dctCompressorDestroy(c) == dctSuccess);
+  }
+  for (int wire : {-2, 4, 99}) {
+    dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+    cfg.wireType = wire;
+    CHECK(dctCompressorCreate(w.comm, 10, dctFloat32, &cfg, &c) == dctInvalidArgument);
+    CHECK(hasMessage(w.comm));
+  }
   CHECK(dctCompressorCreate(w.comm, 10, dctFloat32, nullptr, nullptr) == dctInvalidArgument);
   for (double d : {0.0, -1.0, 1.0000001, 2.0, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
     dctConfig_t cfg = DCT_CONFIG_INITIALIZER;

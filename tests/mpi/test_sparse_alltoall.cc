@@ -7,8 +7,10 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <type_traits>
 
 #include "../common/row_reference.h"
+#include "../common/half_reference.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
@@ -66,14 +68,54 @@ std::vector<bool> keepOf(const T* row, size_t d, size_t k, dctRowSelection_t sel
   return sel == dctRowTopK || k >= d ? referenceTopK(row, d, k) : referenceThreshold(row, d, tau);
 }
 
+// Half rows (`half` = fp16/bf16, T = float): the data is made exact in the
+// half type, travels as 16-bit elements, and is checked widened to float,
+// where the float references rank it exactly as the half keys do.
+std::vector<float> roundedTo(dctDataType_t half, std::vector<float> v) {
+  for (float& x : v) x = half == dctFloat16 ? refHalfToFloat(refFloatToHalf(x)) : refBf16ToFloat(refFloatToBf16(x));
+  return v;
+}
+std::vector<uint16_t> toHalf(dctDataType_t half, const std::vector<float>& v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); i++) h[i] = half == dctFloat16 ? refFloatToHalf(v[i]) : refFloatToBf16(v[i]);
+  return h;
+}
+std::vector<float> fromHalf(dctDataType_t half, const std::vector<uint16_t>& h) {
+  std::vector<float> v(h.size());
+  for (size_t i = 0; i < h.size(); i++) v[i] = half == dctFloat16 ? refHalfToFloat(h[i]) : refBf16ToFloat(h[i]);
+  return v;
+}
+
 template <typename T>
-void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyRank, uint64_t seed) {
+void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyRank, uint64_t seed,
+                    dctDataType_t half = dctFloat32) {
   CAPTURE(d);
   CAPTURE(density);
   CAPTURE(sel);
   CAPTURE(emptyRank);
+  CAPTURE(half);
   World w;
-  const dctDataType_t dt = sizeof(T) == 8 ? dctFloat64 : dctFloat32;
+  const bool halves = half != dctFloat32;
+  auto dataOf = [&](int p, int q, size_t rows, size_t len, uint64_t sd) {
+    auto v = blockData<T>(p, q, rows, len, sd);
+    if constexpr (std::is_same_v<T, float>)
+      if (halves) v = roundedTo(half, v);
+    return v;
+  };
+  // The library's call with T rows, or with their half form.
+  auto call = [&](auto fn, std::vector<T>& in, std::vector<T>& out) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (halves) {
+        auto hin = toHalf(half, in);
+        std::vector<uint16_t> hout(out.size(), 0x5140);
+        const dctResult_t res = fn(hin.empty() ? nullptr : hin.data(), hout.empty() ? nullptr : hout.data());
+        out = fromHalf(half, hout);
+        return res;
+      }
+    }
+    return fn(in.empty() ? nullptr : static_cast<void*>(in.data()), out.empty() ? nullptr : static_cast<void*>(out.data()));
+  };
+  const dctDataType_t dt = halves ? half : (sizeof(T) == 8 ? dctFloat64 : dctFloat32);
   const Split s(w.rank, w.size, emptyRank);
   const size_t k = std::min(d, std::max<size_t>(1, static_cast<size_t>(std::ceil(density * d - 1e-9))));
   dctConfig_t cfg = rowConfig(density, sel);
@@ -82,11 +124,11 @@ void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyR
 
   std::vector<T> send(s.sendStart[w.size] * d), recv(s.recvStart[w.size] * d, T(42));
   for (int q = 0; q < w.size; q++) {
-    auto block = blockData<T>(w.rank, q, s.send[q], d, seed);
+    auto block = dataOf(w.rank, q, s.send[q], d, seed);
     std::copy(block.begin(), block.end(), send.begin() + s.sendStart[q] * d);
   }
-  REQUIRE(dctSparseAlltoall(plan, send.empty() ? nullptr : send.data(), recv.empty() ? nullptr : recv.data(),
-                            nullptr) == dctSuccess);
+  REQUIRE(call([&](void* in, void* out) { return dctSparseAlltoall(plan, in, out, nullptr); }, send, recv) ==
+          dctSuccess);
   dctAlltoallStats_t st;
   REQUIRE(dctAlltoallPlanGetStats(plan, &st) == dctSuccess);
   std::vector<double> taus(w.size);
@@ -94,7 +136,7 @@ void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyR
 
   // Forward: each received row is the sender's row under the reference mask.
   for (int q = 0; q < w.size; q++) {
-    auto block = blockData<T>(q, w.rank, s.recv[q], d, seed);
+    auto block = dataOf(q, w.rank, s.recv[q], d, seed);
     for (size_t r = 0; r < s.recv[q]; r++) {
       const auto want = maskedRow(&block[r * d], keepOf(&block[r * d], d, k, sel, taus[q]));
       const T* got = &recv[(s.recvStart[q] + r) * d];
@@ -104,13 +146,13 @@ void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyR
   // Backward: the gradient of received rows, back on the sender's mask only.
   std::vector<T> grad(recv.size()), gradBack(send.size(), T(42));
   for (int q = 0; q < w.size; q++) {
-    auto g = blockData<T>(w.rank, q, s.recv[q], d, seed + 1);  // gradient rank me holds for q's rows
+    auto g = dataOf(w.rank, q, s.recv[q], d, seed + 1);  // gradient rank me holds for q's rows
     std::copy(g.begin(), g.end(), grad.begin() + s.recvStart[q] * d);
   }
-  REQUIRE(dctSparseAlltoallBackward(plan, grad.empty() ? nullptr : grad.data(),
-                                    gradBack.empty() ? nullptr : gradBack.data(), nullptr) == dctSuccess);
+  REQUIRE(call([&](void* in, void* out) { return dctSparseAlltoallBackward(plan, in, out, nullptr); }, grad,
+               gradBack) == dctSuccess);
   for (int q = 0; q < w.size; q++) {
-    auto g = blockData<T>(q, w.rank, s.send[q], d, seed + 1);
+    auto g = dataOf(q, w.rank, s.send[q], d, seed + 1);
     for (size_t r = 0; r < s.send[q]; r++) {
       const T* row = &send[(s.sendStart[q] + r) * d];
       const auto want = maskedRow(&g[r * d], keepOf(row, d, k, sel, taus[w.rank]));
@@ -134,6 +176,15 @@ TEST_CASE("forward and backward match the masked references") {
       checkRoundTrip<float>(d, 0.05, dctRowTopK, emptyRank, seed++);
       checkRoundTrip<double>(d, 0.3, dctRowTopK, emptyRank, seed++);
       checkRoundTrip<float>(d, 0.1, dctRowThreshold, emptyRank, seed++);
+    }
+}
+
+TEST_CASE("fp16 and bf16 rows: forward and backward match the masked references") {
+  uint64_t seed = 100;
+  for (size_t d : {1, 7, 64, 129})
+    for (dctDataType_t half : {dctFloat16, dctBFloat16}) {
+      checkRoundTrip<float>(d, 0.05, dctRowTopK, d == 7, seed++, half);
+      checkRoundTrip<float>(d, 0.1, dctRowThreshold, d == 64, seed++, half);
     }
 }
 

@@ -74,7 +74,67 @@ dctConfig_t config(double density, int interval) {
   return cfg;
 }
 
+// The invariant with half tensors and/or half wire values: each sent value
+// is rounded to the wire type and its rounding error stays in the (fp32)
+// residual, so the float tolerance still holds.
+void checkNothingLostTyped(dctDataType_t dtype, dctDataType_t wire, size_t n, int steps) {
+  dctConfig_t cfg = config(0.02, 5), resolved;
+  cfg.wireType = wire;
+  REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+  dctCompressor_t c = nullptr;
+  REQUIRE(compressorCreate(nullptr, n, dtype, resolved, &c) == dctSuccess);
+  std::vector<char> grad(n * dtypeSize(dtype)), values(n * dtypeSize(wire));
+  std::vector<uint32_t> idx(n);
+  REQUIRE(bindTwin(c, grad.data(), "test") == dctSuccess);
+  KernelContext* ctx = c->kernels;
+  auto widen = [&](dctDataType_t t, const void* p, size_t count) {
+    std::vector<float> out(count);
+    REQUIRE(c->ops->convert(ctx, out.data(), dctFloat32, p, t, count, 1.0, nullptr) == dctSuccess);
+    return out;
+  };
+  std::mt19937_64 rng(11);
+  std::vector<double> sumGrad(n, 0), sumSent(n, 0), tol(n, 0);
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (int t = 0; t < steps; t++) {
+    auto g32 = gradient(n, t, rng);
+    if (t == 3 && dtype != dctFloat16) g32[n / 2] = 1.0e6f;  // beyond an fp16 wire: saturates, the excess stays
+    REQUIRE(c->ops->convert(ctx, grad.data(), dtype, g32.data(), dctFloat32, n, 1.0, nullptr) == dctSuccess);
+    const auto g = widen(dtype, grad.data(), n);
+    const float* residual = static_cast<const float*>(c->residual());
+    for (size_t i = 0; i < n; i++) {
+      sumGrad[i] += g[i];
+      tol[i] += eps * (std::fabs(g[i]) + std::fabs(residual[i]));
+    }
+    Message msg{idx.data(), values.data(), n, 0, nullptr};
+    StepDraft draft;
+    REQUIRE(compressStep(c, grad.data(), msg, draft, nullptr) == dctSuccess);
+    commitStep(c, draft, 0, 0, dctAlgoAllgather);
+    const auto sent = widen(wire, values.data(), msg.nnz);
+    for (size_t j = 0; j < msg.nnz; j++) sumSent[idx[j]] += sent[j];
+  }
+  const float* residual = static_cast<const float*>(c->residual());
+  for (size_t i = 0; i < n; i++) REQUIRE(std::fabs(sumSent[i] + residual[i] - sumGrad[i]) <= tol[i] + 1e-30);
+  compressorDestroy(c);
+}
+
 }  // namespace
+
+TEST_CASE("error feedback invariant with half tensors and half wire values") {
+  checkNothingLostTyped(dctFloat32, dctFloat16, 10007, 60);
+  checkNothingLostTyped(dctFloat32, dctBFloat16, 10007, 60);
+  checkNothingLostTyped(dctFloat16, dctFloat16, 10007, 60);
+  checkNothingLostTyped(dctBFloat16, dctBFloat16, 3001, 60);
+  checkNothingLostTyped(dctFloat16, dctBFloat16, 3001, 60);
+}
+
+TEST_CASE("a wire type wider than the tensor is refused") {
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER, resolved;
+  cfg.wireType = dctFloat32;
+  REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+  dctCompressor_t c = nullptr;
+  CHECK(compressorCreate(nullptr, 10, dctFloat16, resolved, &c) == dctInvalidArgument);
+  CHECK(c == nullptr);
+}
 
 TEST_CASE("error feedback invariant over 200 steps (with drift)") {
   checkNothingLost(10007, 200, config(0.01, 10), 10007);

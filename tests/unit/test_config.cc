@@ -146,3 +146,16 @@ TEST_CASE_FIXTURE(CleanEnv, "explicit fields are immune to the environment") {
   CHECK(out.thresholdMethod == dctThresholdSampled);
   CHECK(out.algorithm == dctAlgoDense);
 }
+
+TEST_CASE_FIXTURE(CleanEnv, "the bisect threshold method is accepted by env and field") {
+  setenv("DCT_THRESHOLD_METHOD", "bisect", 1);
+  dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
+  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  CHECK(out.thresholdMethod == dctThresholdBisect);
+  unsetenv("DCT_THRESHOLD_METHOD");
+  in.thresholdMethod = dctThresholdBisect;
+  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  CHECK(out.thresholdMethod == dctThresholdBisect);
+  in.thresholdMethod = dctNumThresholdMethods;
+  CHECK(resolveConfig(nullptr, &in, &out) == dctInvalidArgument);
+}

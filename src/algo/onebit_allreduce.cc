@@ -1,0 +1,252 @@
+// The 1-bit compressed allreduce (the collective of 1-bit Adam, Tang et al.,
+// ICML 2021) as one transaction over every rank, like sparse_allreduce.cc:
+//
+//   local work   state set-up (first step); the worker compresses sendbuf +
+//                its committed error into sign words, one scale and the
+//                spare error (kernels/onebit_kernels.h); transport staging
+//   agreement    header allgather + vote
+//   exchange     alltoallv of the sign words (chunk j to rank j) and
+//                allgather of the worker scales; the server averages its
+//                chunk over the ranks, adds its committed error and
+//                compresses that into its own signs, scale and spare error;
+//                allgather of the server signs and of the server scales; vote
+//   commit       both errors swap in (not on a non-finite step), stats;
+//                recvbuf decoded from the server signs and scales
+//
+// Chunk j (OnebitChunks: word-aligned, possibly empty) is served by rank j.
+// About n/8 bytes leave each rank per phase instead of dense's ~4n.
+// Every rank runs every collective of the step whatever failed before it
+// (transport.h), so nobody waits; the vote carries a failure to every rank
+// and nothing is committed anywhere. Warm-up steps (config.warmupSteps) are
+// a plain dense allreduce that leaves the error state alone.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "algo/agree.h"
+#include "algo/algorithms.h"
+#include "base/debug.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+// The header's algorithm field: no dctAlgorithm_t, so a rank calling with a
+// top-K compressor disagrees with one calling with a 1-bit compressor.
+constexpr int32_t kOnebitHeader = 0x1b17;
+
+struct Step {
+  const void* send;
+  void* recv;
+  dctRedOp_t op;
+  dctCompressor_t c;
+  dctComm_t comm;
+  void* stream;
+  OnebitChunks chunks;
+  size_t scaleBytes;  // accumulation type: fp32, or fp64 for fp64 tensors
+  OnebitArena arena;
+  bool warm = false;
+  void* target = nullptr;  // warm-up: where the dense sum lands (recv, or staged in place)
+  double workerScale = 0;
+  bool nonFinite = false;  // some server scale is NaN: output NaN, commit no error
+  size_t sent = 0, received = 0;
+
+  char* at(size_t offset) const { return c->onebit.arena.as<char>() + offset; }
+  uint32_t* words(size_t offset) const { return reinterpret_cast<uint32_t*>(at(offset)); }
+  void* serverError(int which) const { return c->onebit.serverErrors[which].as(); }
+};
+
+Step makeStep(const void* send, void* recv, dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream) {
+  const OnebitChunks chunks(c->count, comm->size);
+  const size_t scaleBytes = dtypeSize(accumulationType(c->dtype));
+  return Step{send, recv, op, c, comm, stream, chunks, scaleBytes, OnebitArena(chunks, scaleBytes)};
+}
+
+// Payload this rank sends to / receives from the other ranks in one step.
+void countBytes(Step& s) {
+  const int P = s.comm->size, me = s.comm->rank;
+  const size_t peers = static_cast<size_t>(P - 1), gathered = peers * (s.chunks.chunkWords * 4 + s.scaleBytes);
+  s.sent = gathered + peers * s.scaleBytes;
+  for (int q = 0; q < P; q++)
+    if (q != me) s.sent += s.chunks.words(q) * 4;
+  s.received = gathered + peers * (s.scaleBytes + s.chunks.words(me) * 4);
+}
+
+dctResult_t allocateState(Step& s) {
+  dctCompressor_t c = s.c;
+  OnebitState& st = c->onebit;
+  const size_t errorBytes = c->count * s.scaleBytes, serverBytes = s.chunks.length(s.comm->rank) * s.scaleBytes;
+  st.arena.bind(c->ops, c->kernels);
+  for (TwinBuffer& b : st.serverErrors) b.bind(c->ops, c->kernels);
+  DCTCHECK(st.arena.reserve(s.arena.bytes));
+  // Zeroed once: sign words past a chunk's end are never written, and go
+  // on the wire as zeros.
+  DCTCHECK(c->ops->zero(c->kernels, st.arena.as(), s.arena.bytes, s.stream));
+  DCTCHECK(st.serverErrors[0].reserve(serverBytes));
+  DCTCHECK(st.serverErrors[1].reserve(serverBytes));
+  DCTCHECK(c->ops->zero(c->kernels, st.serverErrors[0].as(), serverBytes, s.stream));
+  st.serverCommitted = 0;
+  // The worker error is the residual, allocated and zeroed by bindOps.
+  if (c->residuals[0].capacity() < errorBytes || c->residuals[1].capacity() < errorBytes) return dctInternalError;
+  st.ops = c->ops;
+  st.kernels = c->kernels;
+  return dctSuccess;
+}
+
+// First 1-bit step (or first after a re-bind): buffers in the twin's memory.
+dctResult_t setUp(Step& s) {
+  OnebitState& st = s.c->onebit;
+  if (st.readyFor(s.c->ops, s.c->kernels)) return dctSuccess;
+  st.release();
+  dctResult_t res = allocateState(s);
+  if (res != dctSuccess) st.release();  // a later step starts over
+  return res;
+}
+
+dctResult_t localWork(Step& s) {
+  dctCompressor_t c = s.c;
+  DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
+  const size_t P = static_cast<size_t>(s.comm->size);
+  if (s.warm) {
+    const size_t bytes = c->count * dtypeSize(c->dtype);
+    s.target = s.recv;
+    if (s.send == s.recv) {  // sendbuf must survive a failed step
+      DCTCHECK(c->staged.reserve(bytes));
+      s.target = c->staged.as();
+    }
+    s.sent = s.received = bytes;
+    return s.comm->transport->prepare(s.comm, s.target, bytes, s.stream);
+  }
+  DCTCHECK(setUp(s));
+  const size_t most = P * s.chunks.chunkWords * 4 > P * s.scaleBytes ? P * s.chunks.chunkWords * 4 : P * s.scaleBytes;
+  DCTCHECK(s.comm->transport->prepare(s.comm, c->onebit.arena.as(), most, s.stream));
+  OnebitCompressArgs w{s.send, c->residual(), c->spareResidual(), c->count, c->dtype,
+                       s.words(s.arena.workerSigns), s.at(s.arena.workerScale), reinterpret_cast<double*>(s.at(s.arena.scratch))};
+  DCTCHECK(c->ops->onebitCompress(c->kernels, &w, s.stream));
+  s.workerScale = w.scaleValue;
+  countBytes(s);
+  return dctSuccess;
+}
+
+// The server's part: average of its chunk over the ranks + its error, re-compressed.
+dctResult_t serverWork(Step& s) {
+  dctCompressor_t c = s.c;
+  const int committed = c->onebit.serverCommitted;
+  const size_t len = s.chunks.length(s.comm->rank);
+  void* spare = s.serverError(1 - committed);
+  OnebitAverageArgs avg{s.words(s.arena.receivedSigns), s.chunks.chunkWords, s.at(s.arena.workerScales),
+                        s.comm->size, s.serverError(committed), spare, len, c->dtype};
+  DCTCHECK(c->ops->onebitAverage(c->kernels, &avg, s.stream));
+  OnebitCompressArgs server{nullptr, spare, spare, len, c->dtype, s.words(s.arena.serverSigns),
+                            s.at(s.arena.serverScale), reinterpret_cast<double*>(s.at(s.arena.scratch))};
+  return c->ops->onebitCompress(c->kernels, &server, s.stream);
+}
+
+// Every rank sees every server scale: one NaN makes the step non-finite.
+dctResult_t readServerScales(Step& s) {
+  const int P = s.comm->size;
+  std::vector<double> scales(P);
+  std::vector<unsigned char> raw(P * s.scaleBytes);
+  DCTCHECK(s.c->ops->copy(s.c->kernels, raw.data(), s.at(s.arena.serverScales), raw.size(), s.stream));
+  DCTCHECK(s.c->ops->synchronize(s.c->kernels, s.stream));
+  for (int j = 0; j < P; j++) {
+    double v;
+    if (s.scaleBytes == 8) std::memcpy(&v, raw.data() + 8 * j, 8);
+    else {
+      float f;
+      std::memcpy(&f, raw.data() + 4 * j, 4);
+      v = f;
+    }
+    if (!std::isfinite(v)) s.nonFinite = true;
+  }
+  return dctSuccess;
+}
+
+// Runs all four collectives whatever fails on the way; returns the first error.
+dctResult_t exchange(Step& s) {
+  dctComm_t comm = s.comm;
+  const Transport* t = comm->transport;
+  if (s.warm) return t->allreduce(comm, s.send, s.target, s.c->count, s.c->dtype, s.stream);
+  const int P = comm->size, me = comm->rank;
+  const size_t stride = s.chunks.chunkWords * 4;
+  std::vector<size_t> sendBytes(P), recvBytes(P), offsets(P);
+  for (int q = 0; q < P; q++) {
+    sendBytes[q] = s.chunks.words(q) * 4;
+    recvBytes[q] = s.chunks.words(me) * 4;
+    offsets[q] = q * stride;
+  }
+  const size_t total = static_cast<size_t>(P) * onebitWords(s.c->count) * 4;
+  dctResult_t res = dctSuccess;
+  auto keep = [&](dctResult_t r) {
+    if (res == dctSuccess) res = r;
+  };
+  keep(t->alltoallv(comm, s.at(s.arena.workerSigns), sendBytes.data(), offsets.data(), s.at(s.arena.receivedSigns),
+                    recvBytes.data(), offsets.data(), total, s.stream));
+  keep(t->allgather(comm, s.at(s.arena.workerScale), s.at(s.arena.workerScales), s.scaleBytes, s.stream));
+  if (res == dctSuccess) res = serverWork(s);
+  keep(t->allgather(comm, s.at(s.arena.serverSigns), s.at(s.arena.gatheredSigns), stride, s.stream));
+  keep(t->allgather(comm, s.at(s.arena.serverScale), s.at(s.arena.serverScales), s.scaleBytes, s.stream));
+  if (res == dctSuccess) res = readServerScales(s);
+  return res;
+}
+
+void commit(Step& s) {
+  dctCompressor_t c = s.c;
+  StepDraft d{};
+  d.tau = c->tau;
+  d.nnz = c->count;
+  d.threshold = s.warm ? 0.0 : s.workerScale;
+  d.nonFinite = !s.warm && std::isnan(s.workerScale) ? 1 : 0;
+  d.newResidual = !s.warm && !s.nonFinite;  // the worker error swaps in with the residual
+  if (d.newResidual) c->onebit.serverCommitted = 1 - c->onebit.serverCommitted;
+  commitStep(c, d, s.sent, s.received, s.warm ? dctAlgoDense : static_cast<dctAlgorithm_t>(dctNumAlgorithms));
+}
+
+// recvbuf after commit: the decoded server chunks (x P for dctSum), or the
+// warm-up's dense sum (/ P for dctAvg).
+dctResult_t finish(Step& s) {
+  dctCompressor_t c = s.c;
+  const double P = static_cast<double>(s.comm->size);
+  if (s.warm) {
+    const double factor = s.op == dctAvg ? 1.0 / P : 1.0;
+    if (s.target == s.recv && factor == 1.0) return dctSuccess;
+    return c->ops->convert(c->kernels, s.recv, c->dtype, s.target, c->dtype, c->count, factor, s.stream);
+  }
+  const double factor = s.nonFinite ? std::numeric_limits<double>::quiet_NaN() : (s.op == dctSum ? P : 1.0);
+  OnebitDecodeArgs out{s.words(s.arena.gatheredSigns), s.at(s.arena.serverScales), s.chunks.chunkLength(), c->count,
+                       c->dtype, s.recv, factor};
+  return c->ops->onebitDecode(c->kernels, &out, s.stream);
+}
+
+}  // namespace
+
+dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
+                            const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
+                            dctResult_t localError, const char* fn) {
+  CallHeader mine;
+  mine.localError = localError;
+  mine.count = count;
+  // Raw bits: unchecked C enums may hold any int (loading them is UB).
+  std::memcpy(&mine.datatype, &dtype, sizeof(mine.datatype));
+  std::memcpy(&mine.op, &op, sizeof(mine.op));
+  mine.algorithm = kOnebitHeader;
+  std::vector<CallHeader> all;
+  if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
+
+  Step s = makeStep(sendbuf, recvbuf, op, c, comm, stream);
+  s.warm = inWarmup(c);
+  mine.mode = s.warm ? 1 : 0;
+  mine.localError = localWork(s);
+  mine.bytes = s.sent;
+  DCTCHECK(agree(comm, mine, all, stream, fn));
+  DCTCHECK(vote(comm, exchange(s), stream, fn, "exchange"));
+
+  commit(s);
+  DCT_TRACE("step %llu: 1-bit%s, worker scale %g%s", (unsigned long long)c->stats.step, s.warm ? " (dense warm-up)" : "",
+            s.workerScale, s.nonFinite ? ", non-finite: output NaN, errors kept" : "");
+  DCTCHECK(finish(s));
+  return c->ops->streamEnd(c->kernels, stream);
+}
+
+}  // namespace dct

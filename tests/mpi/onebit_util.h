@@ -1,0 +1,77 @@
+// Shared by the 1-bit MPI tests: configs, typed seeded inputs that every
+// rank can generate for every rank (so each rank runs the single-process
+// reference itself), and read access to the compressor's error state.
+#pragma once
+
+#include <cstring>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "core/compressor.h"
+#include "base/half_types.h"
+#include "mpi_util.h"
+
+namespace dcttest {
+
+using dct::BFloat16;
+using dct::Half;
+using dct::Value;
+
+template <typename T>
+constexpr dctDataType_t typeOf() {
+  if constexpr (std::is_same_v<T, float>) return dctFloat32;
+  else if constexpr (std::is_same_v<T, double>) return dctFloat64;
+  else if constexpr (std::is_same_v<T, Half>) return dctFloat16;
+  else return dctBFloat16;
+}
+
+// Every field set (the environment cannot change what runs); 1-bit.
+inline dctConfig_t onebitConfig(int warmup = 0) {
+  Settings s;
+  s.warmup = warmup;
+  dctConfig_t cfg = explicitConfig(s);
+  cfg.wireType = -1;  // the tensor's own (unused by 1-bit)
+  cfg.compressor = dctCompressorOnebit;
+  return cfg;
+}
+
+// Rank r's input at `step`: normal values (scaled), a few exact zeros.
+template <typename T>
+std::vector<T> onebitInput(size_t n, int rank, int step, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed * 1000003ull + static_cast<uint64_t>(step) * 131ull + static_cast<uint64_t>(rank));
+  std::normal_distribution<double> normal(0.0, scale);
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; i++) {
+    const double d = i % 89 == 3 ? 0.0 : normal(rng) + 0.1 * rank;
+    if constexpr (std::is_same_v<T, double>) v[i] = d;
+    else v[i] = Value<T>::store(static_cast<float>(d));
+  }
+  return v;
+}
+
+template <typename T>
+std::vector<std::vector<T>> allInputs(size_t n, int ranks, int step, uint64_t seed) {
+  std::vector<std::vector<T>> in(ranks);
+  for (int r = 0; r < ranks; r++) in[r] = onebitInput<T>(n, r, step, seed);
+  return in;
+}
+
+template <typename T>
+bool sameBytes(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// The committed worker error (the residual) and server error (host twin).
+template <typename A>
+std::vector<A> workerError(dctCompressor_t c) {
+  const A* p = static_cast<const A*>(c->residual());
+  return p ? std::vector<A>(p, p + c->count) : std::vector<A>{};
+}
+template <typename A>
+std::vector<A> serverError(dctCompressor_t c, size_t length) {
+  const A* p = c->onebit.serverErrors[c->onebit.serverCommitted].template as<A>();
+  return p ? std::vector<A>(p, p + length) : std::vector<A>{};
+}
+
+}  // namespace dcttest
