@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "dct/dct.h"
@@ -26,6 +27,18 @@ struct CallHeader {
   int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
   int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size)
 };
+
+// An allreduce's header: the arguments every rank must agree on. Raw bits
+// of the enums: unchecked C enums may hold any int (loading them is UB).
+inline CallHeader allreduceHeader(dctResult_t localError, size_t count, const dctDataType_t& dtype,
+                                  const dctRedOp_t& op) {
+  CallHeader h;
+  h.localError = localError;
+  h.count = count;
+  std::memcpy(&h.datatype, &dtype, sizeof(h.datatype));
+  std::memcpy(&h.op, &op, sizeof(h.op));
+  return h;
+}
 
 // Checks every rank's header against this rank's. Returns `localError` on
 // the rank that had one and dctInvalidUsage elsewhere, with a message

@@ -224,12 +224,7 @@ dctResult_t finish(Step& s) {
 dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
                             dctResult_t localError, const char* fn) {
-  CallHeader mine;
-  mine.localError = localError;
-  mine.count = count;
-  // Raw bits: unchecked C enums may hold any int (loading them is UB).
-  std::memcpy(&mine.datatype, &dtype, sizeof(mine.datatype));
-  std::memcpy(&mine.op, &op, sizeof(mine.op));
+  CallHeader mine = allreduceHeader(localError, count, dtype, op);
   mine.algorithm = kOnebitHeader;
   std::vector<CallHeader> all;
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
