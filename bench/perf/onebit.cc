@@ -15,38 +15,15 @@
 
 #include "gradients.h"
 #include "harness.h"
+#include "onebit_scale_reference.h"
 
 namespace dctbench {
 namespace {
 
-// The library's fixed order (src/kernels/onebit_kernels.h): squares in
-// fp64, 32 values at a time by the halving tree, level after level.
-template <typename T>
-double sumOfSquares(const T* x, size_t n) {
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; i++) {
-    volatile double d = x[i], p = d * d;  // never fused into an FMA
-    v[i] = p;
-  }
-  while (v.size() > 1) {
-    std::vector<double> next((v.size() + 31) / 32);
-    for (size_t g = 0; g < next.size(); g++) {
-      double t[32];
-      for (size_t k = 0; k < 32; k++) t[k] = g * 32 + k < v.size() ? v[g * 32 + k] : 0.0;
-      for (int s = 16; s > 0; s /= 2)
-        for (int i = 0; i < s; i++) t[i] += t[i + s];
-      next[g] = t[0];
-    }
-    v.swap(next);
-  }
-  return v.empty() ? 0.0 : v[0];
-}
-
+// This rank's scale of x, as specified (tests/common/onebit_scale_reference.h).
 template <typename T>
 T scaleOf(const std::vector<T>& x) {
-  if (x.empty()) return T(0);
-  const T s = static_cast<T>(std::sqrt(sumOfSquares(x.data(), x.size()) / static_cast<double>(x.size())));
-  return std::isfinite(s) ? s : std::numeric_limits<T>::quiet_NaN();
+  return dct::test::referenceScale<T>(dct::test::referenceSumOfSquares(x.data(), x.size()), x.size());
 }
 
 template <typename T>
@@ -55,7 +32,7 @@ struct Replay {
   size_t n, chunk;
   std::vector<T> worker, server;  // errors
   Replay(int r, int p, size_t count)
-      : rank(r), P(p), n(count), chunk(32 * (((count + 31) / 32 + p - 1) / p)), worker(count, T(0)) {
+      : rank(r), P(p), n(count), chunk(dct::test::referenceChunkLength(count, p)), worker(count, T(0)) {
     server.assign(length(rank), T(0));
   }
   size_t begin(int j) const { return std::min(n, j * chunk); }

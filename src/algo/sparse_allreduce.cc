@@ -137,6 +137,9 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
     s.received = denseBytes(s);
   }
+  // Averaged here, before the vote, when built in recvbuf; a staged result
+  // is averaged by finish() as it is copied out after the commit (in place,
+  // sendbuf must survive until then).
   if (s.op == dctAvg && s.comm->size > 1 && s.target == s.recv)
     DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.comm->size, s.stream));
   return dctSuccess;

@@ -107,6 +107,16 @@ template <> struct Value<BFloat16> {
   DCT_HOST_DEVICE static float max() { return 3.38953138925153547590e+38f; }
 };
 
+// The largest finite value of a dctDataType_t.
+inline double maxFinite(dctDataType_t t) {
+  switch (t) {
+    case dctFloat64: return Value<double>::max();
+    case dctFloat16: return Value<Half>::max();
+    case dctBFloat16: return Value<BFloat16>::max();
+    default: return Value<float>::max();
+  }
+}
+
 // From -> To with one rounding (fp64 -> half: through fp32).
 template <typename To, typename From>
 DCT_HOST_DEVICE To convertValue(From x) {

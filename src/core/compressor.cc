@@ -6,6 +6,7 @@
 #include <new>
 
 #include "base/debug.h"
+#include "base/half_types.h"
 #include "base/memory_space.h"
 #include "transport/comm.h"
 
@@ -51,8 +52,7 @@ dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
 // sum overflowing it (any summation order): sent values of a wire type
 // narrower than the accumulator are clamped there, the rest stays behind.
 double sumSafeLimit(dctDataType_t wire, int ranks) {
-  const double max = wire == dctFloat16 ? 65504.0 : (wire == dctBFloat16 ? 3.3895313892515355e38 : 3.4028234663852886e38);
-  return std::ldexp(1.0, static_cast<int>(std::floor(std::log2(max / ranks))));
+  return std::ldexp(1.0, static_cast<int>(std::floor(std::log2(maxFinite(wire) / ranks))));
 }
 
 dctResult_t layOut(dctCompressor_t c, Message& msg, size_t capacity) {

@@ -7,54 +7,34 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <type_traits>
 #include <vector>
 
 #include "base/half_types.h"
+#include "onebit_scale_reference.h"
 
 namespace dct::test {
 
-// The fixed-order sum of squares: squares in fp64, then groups of 32
-// consecutive values summed by the halving tree, level after level, until
-// one value is left (zeros pad every group).
-inline double referenceHalvingSum(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  while (v.size() > 1) {
-    std::vector<double> next((v.size() + 31) / 32);
-    for (size_t g = 0; g < next.size(); g++) {
-      double t[32];
-      for (size_t k = 0; k < 32; k++) t[k] = g * 32 + k < v.size() ? v[g * 32 + k] : 0.0;
-      for (int s = 16; s > 0; s /= 2)
-        for (int i = 0; i < s; i++) t[i] += t[i + s];
-      next[g] = t[0];
-    }
-    v.swap(next);
-  }
-  return v[0];
-}
-
-template <typename A>
-double referenceSumOfSquares(const A* x, size_t n) {
-  std::vector<double> sq(n);
+// Seeded normal values of any type (scaled by `scale`), with exact zeros.
+template <typename T>
+std::vector<T> seededValues(size_t n, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  std::vector<T> v(n);
   for (size_t i = 0; i < n; i++) {
-    volatile double d = static_cast<double>(x[i]);  // no FMA with the tree's adds
-    volatile double p = d * d;
-    sq[i] = p;
+    const double d = i % 97 == 5 ? 0.0 : normal(rng);
+    if constexpr (std::is_same_v<T, double>) v[i] = d;
+    else v[i] = Value<T>::store(static_cast<float>(d));
   }
-  return referenceHalvingSum(sq);
+  return v;
 }
 
-// scale = sqrt(sumsq / len) rounded to A; 0 for len 0; NaN if not finite.
-template <typename A>
-A referenceScale(double sumOfSquares, size_t len) {
-  if (len == 0) return A(0);
-  const A s = static_cast<A>(std::sqrt(sumOfSquares / static_cast<double>(len)));
-  return std::isfinite(s) ? s : std::numeric_limits<A>::quiet_NaN();
-}
-
-inline size_t referenceChunkLength(size_t n, int ranks) {
-  const size_t words = (n + 31) / 32;
-  return 32 * ((words + ranks - 1) / ranks);
+template <typename T>
+bool sameBytes(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // The whole collective over P ranks for a tensor type T.

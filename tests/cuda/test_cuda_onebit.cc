@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "../common/onebit_reference.h"
 #include "cuda_util.h"
 #include "base/half_types.h"
 
@@ -17,19 +18,6 @@ using namespace dct::test;
 namespace {
 
 const std::vector<size_t> kSizes = {0, 1, 31, 32, 33, 1023, 1025, 33000, 1000003, (size_t(1) << 22) + 17};
-
-template <typename T>
-std::vector<T> values(size_t n, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; i++) {
-    const double d = i % 97 == 5 ? 0.0 : normal(rng);
-    if constexpr (std::is_same_v<T, double>) v[i] = d;
-    else v[i] = Value<T>::store(static_cast<float>(d));
-  }
-  return v;
-}
 
 template <typename T>
 void requireSameBytes(const std::vector<T>& a, const std::vector<T>& b) {
@@ -44,9 +32,9 @@ void checkCompress(Twins& tw, size_t n, uint64_t seed, bool withInput, bool pois
   CAPTURE(dtypeOf<T>());
   CAPTURE(withInput);
   CAPTURE(poison);
-  std::vector<T> input = values<T>(n, seed);
+  std::vector<T> input = seededValues<T>(n, seed);
   if (poison && n) input[n / 2] = Value<T>::store(std::numeric_limits<A>::infinity());
-  const std::vector<A> errorIn = values<A>(n, seed + 1, 0.5);
+  const std::vector<A> errorIn = seededValues<A>(n, seed + 1, 0.5);
   const size_t words = onebitWords(n), scratchDoubles = onebitScratchBytes(n) / sizeof(double);
 
   std::vector<uint32_t> cpuSigns(words);
@@ -90,9 +78,9 @@ void checkAverage(Twins& tw, size_t n, int ranks, uint64_t seed) {
   const size_t stride = onebitWords(n) + 1;
   std::vector<uint32_t> signs(stride * ranks);
   for (auto& w : signs) w = static_cast<uint32_t>(rng());
-  std::vector<A> scales = values<A>(ranks, seed + 1);
+  std::vector<A> scales = seededValues<A>(ranks, seed + 1);
   for (A& s : scales) s = std::fabs(s);
-  const std::vector<A> error = values<A>(n, seed + 2, 0.1);
+  const std::vector<A> error = seededValues<A>(n, seed + 2, 0.1);
   std::vector<A> cpuOut(n);
   OnebitAverageArgs c{signs.data(), stride, scales.data(), ranks, error.data(), cpuOut.data(), n, dtypeOf<T>()};
   REQUIRE(tw.cpu.onebitAverage(tw.cpuCtx, &c, nullptr) == dctSuccess);
@@ -114,7 +102,7 @@ void checkDecode(Twins& tw, size_t n, size_t chunkLength, double factor, uint64_
   const size_t chunks = n ? (n + chunkLength - 1) / chunkLength : 1;
   std::vector<uint32_t> signs(chunks * chunkLength / 32);
   for (auto& w : signs) w = static_cast<uint32_t>(rng());
-  std::vector<A> scales = values<A>(chunks, seed + 1, 3e3);
+  std::vector<A> scales = seededValues<A>(chunks, seed + 1, 3e3);
   for (A& s : scales) s = std::fabs(s);
   std::vector<T> cpuOut(n);
   OnebitDecodeArgs c{signs.data(), scales.data(), chunkLength, n, dtypeOf<T>(), cpuOut.data(), factor};

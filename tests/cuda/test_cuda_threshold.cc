@@ -44,21 +44,6 @@ void compareAll(Twins& tw, const std::vector<T>& x, std::initializer_list<double
     for (auto method : kMethods) compareThreshold(tw, x, d, method, seed);
 }
 
-std::vector<double> cauchy(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::cauchy_distribution<double> d(0.0, 1e-3);
-  std::vector<double> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-std::vector<double> logNormal(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::lognormal_distribution<double> d(-4.0, 2.0);
-  std::bernoulli_distribution sign(0.5);
-  std::vector<double> v(n);
-  for (auto& x : v) x = sign(rng) ? d(rng) : -d(rng);
-  return v;
-}
 
 template <typename T>
 std::vector<T> convert(const std::vector<double>& v) {

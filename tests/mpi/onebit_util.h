@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/onebit_reference.h"
 #include "core/compressor.h"
 #include "base/half_types.h"
 #include "mpi_util.h"
@@ -17,14 +18,7 @@ namespace dcttest {
 using dct::BFloat16;
 using dct::Half;
 using dct::Value;
-
-template <typename T>
-constexpr dctDataType_t typeOf() {
-  if constexpr (std::is_same_v<T, float>) return dctFloat32;
-  else if constexpr (std::is_same_v<T, double>) return dctFloat64;
-  else if constexpr (std::is_same_v<T, Half>) return dctFloat16;
-  else return dctBFloat16;
-}
+using dct::test::sameBytes;
 
 // Every field set (the environment cannot change what runs); 1-bit.
 inline dctConfig_t onebitConfig(int warmup = 0) {
@@ -55,11 +49,6 @@ std::vector<std::vector<T>> allInputs(size_t n, int ranks, int step, uint64_t se
   std::vector<std::vector<T>> in(ranks);
   for (int r = 0; r < ranks; r++) in[r] = onebitInput<T>(n, r, step, seed);
   return in;
-}
-
-template <typename T>
-bool sameBytes(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // The committed worker error (the residual) and server error (host twin).

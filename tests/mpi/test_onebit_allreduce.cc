@@ -20,12 +20,12 @@ template <typename T>
 void runAgainstReference(World& w, size_t n, int steps, dctRedOp_t op, bool inPlace, uint64_t seed) {
   using A = typename Value<T>::Acc;
   CAPTURE(n);
-  CAPTURE(typeOf<T>());
+  CAPTURE(Value<T>::type);
   CAPTURE(op);
   CAPTURE(inPlace);
   dctConfig_t cfg = onebitConfig();
   dctCompressor_t c = nullptr;
-  REQUIRE(dctCompressorCreate(w.comm, n, typeOf<T>(), &cfg, &c) == dctSuccess);
+  REQUIRE(dctCompressorCreate(w.comm, n, Value<T>::type, &cfg, &c) == dctSuccess);
   OnebitReference<T> ref(n, w.size);
   const dct::OnebitChunks chunks(n, w.size);
   for (int step = 0; step < steps; step++) {
@@ -33,7 +33,7 @@ void runAgainstReference(World& w, size_t n, int steps, dctRedOp_t op, bool inPl
     const auto inputs = allInputs<T>(n, w.size, step, seed);
     std::vector<T> send = inputs[w.rank], out(n);
     if (inPlace) out = send;
-    REQUIRE(dctSparseAllreduce(inPlace ? out.data() : send.data(), out.data(), n, typeOf<T>(), op, c, w.comm,
+    REQUIRE(dctSparseAllreduce(inPlace ? out.data() : send.data(), out.data(), n, Value<T>::type, op, c, w.comm,
                                nullptr) == dctSuccess);
     if (n == 0) continue;
     const std::vector<T> expected = ref.step(inputs, op == dctSum);
@@ -154,12 +154,12 @@ TEST_CASE("warm-up steps are a dense allreduce and leave the error state alone")
 template <typename T>
 void checkNonFinite(World& w, T bad, size_t n, int badRank) {
   using A = typename Value<T>::Acc;
-  CAPTURE(typeOf<T>());
+  CAPTURE(Value<T>::type);
   CAPTURE(n);
   CAPTURE(badRank);
   dctConfig_t cfg = onebitConfig();
   dctCompressor_t c = nullptr;
-  REQUIRE(dctCompressorCreate(w.comm, n, typeOf<T>(), &cfg, &c) == dctSuccess);
+  REQUIRE(dctCompressorCreate(w.comm, n, Value<T>::type, &cfg, &c) == dctSuccess);
   OnebitReference<T> ref(n, w.size);
   const dct::OnebitChunks chunks(n, w.size);
   for (int step = 0; step < 4; step++) {
@@ -168,7 +168,7 @@ void checkNonFinite(World& w, T bad, size_t n, int badRank) {
     const auto before = workerError<A>(c);
     const auto serverBefore = serverError<A>(c, chunks.length(w.rank));
     std::vector<T> out(n);
-    REQUIRE(dctSparseAllreduce(inputs[w.rank].data(), out.data(), n, typeOf<T>(), dctAvg, c, w.comm, nullptr) ==
+    REQUIRE(dctSparseAllreduce(inputs[w.rank].data(), out.data(), n, Value<T>::type, dctAvg, c, w.comm, nullptr) ==
             dctSuccess);
     const auto expected = ref.step(inputs, false);
     CHECK(sameBytes(out, expected));

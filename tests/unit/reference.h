@@ -31,6 +31,24 @@ std::vector<T> randomVector(size_t n, uint64_t seed, bool nonFinite = true) {
   return v;
 }
 
+// Heavy-tailed inputs for the threshold estimators: Cauchy (max/mean ~ n)
+// and a symmetric log-normal.
+inline std::vector<double> cauchy(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::cauchy_distribution<double> d(0.0, 1e-3);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+inline std::vector<double> logNormal(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> d(-4.0, 2.0);
+  std::bernoulli_distribution sign(0.5);
+  std::vector<double> v(n);
+  for (auto& x : v) x = sign(rng) ? d(rng) : -d(rng);
+  return v;
+}
+
 // nnz indices below n: ascending and unique, or uniform with repeats.
 template <typename I>
 std::vector<I> randomIndices(size_t n, size_t nnz, bool sortedUnique, uint64_t seed) {

@@ -41,7 +41,7 @@ void refStore(dctDataType_t t, double w, void* p, size_t i) {
   }
 }
 
-double maxFinite(dctDataType_t t) {
+double refMaxFinite(dctDataType_t t) {
   switch (t) {
     case dctFloat64: return std::numeric_limits<double>::max();
     case dctFloat16: return 65504.0;
@@ -200,7 +200,7 @@ TEST_CASE("select with half gradients and half wire values keeps every rounding 
                 if (dense) refStore(v, 0.0, refVal.data(), i);
                 continue;
               }
-              const double clamped = std::isfinite(acc[i]) ? std::fmax(-maxFinite(v), std::fmin(maxFinite(v), acc[i])) : acc[i];
+              const double clamped = std::isfinite(acc[i]) ? std::fmax(-refMaxFinite(v), std::fmin(refMaxFinite(v), acc[i])) : acc[i];
               const size_t at = dense ? i : written;
               refStore(v, clamped, refVal.data(), at);
               const float error = acc[i] - static_cast<float>(refLoad(v, refVal.data(), at));

@@ -22,33 +22,6 @@ namespace {
 
 const std::vector<size_t> kSizes = {0, 1, 2, 3, 7, 11, 31, 32, 33, 1023, 1025, 33000, 1000003};
 
-template <typename T>
-constexpr dctDataType_t typeOf() {
-  if constexpr (std::is_same_v<T, float>) return dctFloat32;
-  else if constexpr (std::is_same_v<T, double>) return dctFloat64;
-  else if constexpr (std::is_same_v<T, Half>) return dctFloat16;
-  else return dctBFloat16;
-}
-
-// Seeded normal values of any type (scaled by `scale`), with exact zeros.
-template <typename T>
-std::vector<T> randomValues(size_t n, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; i++) {
-    const double d = i % 97 == 5 ? 0.0 : normal(rng);
-    if constexpr (std::is_same_v<T, double>) v[i] = d;
-    else v[i] = Value<T>::store(static_cast<float>(d));
-  }
-  return v;
-}
-
-template <typename T>
-bool sameBytes(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
 struct Cpu {
   const KernelOps& ops = cpuKernelOps();
   KernelContext* ctx = nullptr;
@@ -72,7 +45,7 @@ Compressed<T> compress(Cpu& cpu, const std::vector<T>* input, const std::vector<
   c.error = inPlace ? errorIn : std::vector<A>(n, A(7));
   std::vector<double> scratch(onebitScratchBytes(n) / sizeof(double));
   c.args = OnebitCompressArgs{input ? input->data() : nullptr, inPlace ? c.error.data() : errorIn.data(),
-                              c.error.data(), n, typeOf<T>(), c.signs.data(), &c.scale, scratch.data()};
+                              c.error.data(), n, Value<T>::type, c.signs.data(), &c.scale, scratch.data()};
   REQUIRE(cpu.ops.onebitCompress(cpu.ctx, &c.args, nullptr) == dctSuccess);
   CHECK(c.signs.back() == 0xdeadbeefu);
   c.signs.pop_back();
@@ -86,8 +59,8 @@ void checkCompress(size_t n, uint64_t seed, bool withInput, bool inPlace) {
   CAPTURE(withInput);
   CAPTURE(inPlace);
   Cpu cpu;
-  const std::vector<T> input = randomValues<T>(n, seed);
-  const std::vector<A> errorIn = randomValues<A>(n, seed + 1, 0.3);
+  const std::vector<T> input = seededValues<T>(n, seed);
+  const std::vector<A> errorIn = seededValues<A>(n, seed + 1, 0.3);
   const Compressed<T> got = compress<T>(cpu, withInput ? &input : nullptr, errorIn, inPlace);
 
   std::vector<A> x(n);
@@ -164,13 +137,13 @@ TEST_CASE("NaN rule: a NaN or Inf entry (or an fp64 sum of squares past DBL_MAX)
   Cpu cpu;
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
-    auto v = randomValues<float>(1001, 3);
+    auto v = seededValues<float>(1001, 3);
     v[517] = bad;
     const Compressed<float> got = compress<float>(cpu, &v, std::vector<float>(1001, 0.0f), false);
     CHECK(std::isnan(got.scale));
     CHECK(std::isnan(got.args.scaleValue));
   }
-  std::vector<Half> h = randomValues<Half>(70, 4);
+  std::vector<Half> h = seededValues<Half>(70, 4);
   h[69] = Half{kHalfInf};
   CHECK(std::isnan(compress<Half>(cpu, &h, std::vector<float>(70, 0.0f), false).scale));
   std::vector<double> huge(40, 1e200);  // finite, but its squares overflow
@@ -182,7 +155,7 @@ TEST_CASE("the sum of squares is independent of the worker count") {
   // same input at every size must give the reference's bits, which pins the
   // order whatever the split.
   Cpu cpu;
-  const auto v = randomValues<float>(1 << 20, 9, 1e3);
+  const auto v = seededValues<float>(1 << 20, 9, 1e3);
   const std::vector<float> zero(v.size(), 0.0f);
   const Compressed<float> got = compress<float>(cpu, &v, zero, false);
   CHECK(sameBits(got.args.sumOfSquares, referenceSumOfSquares(v.data(), v.size())));
@@ -198,11 +171,11 @@ void checkAverage(size_t n, int ranks, uint64_t seed) {
   const size_t stride = onebitWords(n) + 3;
   std::vector<uint32_t> signs(stride * ranks);
   for (auto& w : signs) w = static_cast<uint32_t>(rng());
-  std::vector<A> scales = randomValues<A>(ranks, seed + 1);
+  std::vector<A> scales = seededValues<A>(ranks, seed + 1);
   for (A& s : scales) s = std::fabs(s);
-  const std::vector<A> error = randomValues<A>(n, seed + 2, 0.1);
+  const std::vector<A> error = seededValues<A>(n, seed + 2, 0.1);
   std::vector<A> out(n, A(5));
-  OnebitAverageArgs args{signs.data(), stride, scales.data(), ranks, error.data(), out.data(), n, typeOf<T>()};
+  OnebitAverageArgs args{signs.data(), stride, scales.data(), ranks, error.data(), out.data(), n, Value<T>::type};
   REQUIRE(cpu.ops.onebitAverage(cpu.ctx, &args, nullptr) == dctSuccess);
   std::vector<A> ref(n);
   for (size_t i = 0; i < n; i++) {
@@ -241,12 +214,12 @@ void checkDecode(size_t n, size_t chunkLength, double factor, uint64_t seed) {
   const size_t chunks = n ? (n + chunkLength - 1) / chunkLength : 1;
   std::vector<uint32_t> signs(chunks * chunkLength / 32);
   for (auto& w : signs) w = static_cast<uint32_t>(rng());
-  std::vector<A> scales = randomValues<A>(chunks, seed + 1, 3e3);  // large: halves must round (and saturate)
+  std::vector<A> scales = seededValues<A>(chunks, seed + 1, 3e3);  // large: halves must round (and saturate)
   for (A& s : scales) s = std::fabs(s);
   std::vector<T> out(n + 1);
   std::memset(out.data(), 0x5a, out.size() * sizeof(T));
   const std::vector<T> guard(out.end() - 1, out.end());
-  OnebitDecodeArgs args{signs.data(), scales.data(), chunkLength, n, typeOf<T>(), out.data(), factor};
+  OnebitDecodeArgs args{signs.data(), scales.data(), chunkLength, n, Value<T>::type, out.data(), factor};
   REQUIRE(cpu.ops.onebitDecode(cpu.ctx, &args, nullptr) == dctSuccess);
   CHECK(std::memcmp(&out[n], guard.data(), sizeof(T)) == 0);
   out.pop_back();
@@ -311,7 +284,7 @@ TEST_CASE("the reference collective: error feedback loses nothing (sum of output
   std::vector<double> sent(n, 0.0), given(n, 0.0);
   for (int t = 0; t < 50; t++) {
     std::vector<std::vector<double>> in(P);
-    for (int r = 0; r < P; r++) in[r] = randomValues<double>(n, 7000 + 10 * t + r);
+    for (int r = 0; r < P; r++) in[r] = seededValues<double>(n, 7000 + 10 * t + r);
     const std::vector<double> out = ref.step(in, false);
     for (size_t i = 0; i < n; i++) {
       sent[i] += out[i];

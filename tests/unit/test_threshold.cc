@@ -138,21 +138,6 @@ void checkBoth(const std::vector<S>& x, double density, uint64_t seed) {
 std::vector<double> normal(size_t n, uint64_t seed, bool nonFinite = false) {
   return randomVector<double>(n, seed, nonFinite);  // gradient-like, 1% exact zeros
 }
-std::vector<double> cauchy(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::cauchy_distribution<double> d(0.0, 1e-3);
-  std::vector<double> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-std::vector<double> logNormal(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::lognormal_distribution<double> d(-4.0, 2.0);
-  std::bernoulli_distribution sign(0.5);
-  std::vector<double> v(n);
-  for (auto& x : v) x = sign(rng) ? d(rng) : -d(rng);
-  return v;
-}
 // Few distinct magnitudes, many ties.
 std::vector<double> quantized(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
