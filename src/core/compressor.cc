@@ -44,7 +44,7 @@ dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
   d.tau.lastEstimateStep = c->stats.step;
   d.tau.acceptedCount = 0;
   d.estimates++;
-  DCT_INFO("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, d.tau.tau);
+  DCT_TRACE("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, d.tau.tau);
   return dctSuccess;
 }
 

@@ -1,5 +1,8 @@
 // MPI transport: host buffers (device buffers staged, or passed to
-// CUDA-aware MPI) over a private duplicate of the user's comm.
+// CUDA-aware MPI) over a private duplicate of the user's comm. The calls a
+// PMPI shim may intercept (MPI_Allreduce, MPI_Comm_free: libdct's own
+// src/preload/mpi_preload.cc, or a user's tool) go to their PMPI_ entry
+// points, so libdct's own traffic never re-enters an interceptor.
 #include <mpi.h>
 
 #include <climits>
@@ -159,14 +162,14 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   for (size_t off = 0; off < count; off += piece) {
     int n = static_cast<int>(count - off < piece ? count - off : piece);
     const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
-    MPICHECK(comm, MPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, op, mpiOf(comm)));
+    MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, op, mpiOf(comm)));
   }
   return stage.finish(comm, stream);
 }
 
 dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void*) {
   int in = mine, out = 0;
-  MPICHECK(comm, MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, mpiOf(comm)));
+  MPICHECK(comm, PMPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, mpiOf(comm)));
   *worst = out;
   return dctSuccess;
 }
@@ -179,7 +182,7 @@ void destroy(dctComm_t comm) {
   auto* state = static_cast<MpiState*>(comm->transportState);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && state->comm != MPI_COMM_NULL) MPI_Comm_free(&state->comm);
+  if (!finalized && state->comm != MPI_COMM_NULL) PMPI_Comm_free(&state->comm);
   if (!finalized) mpiHalfOpsFree(state->halfOps);
   delete state;
   comm->transportState = nullptr;

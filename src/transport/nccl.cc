@@ -117,7 +117,7 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
     copied = cudaMemcpyAsync(out + recvOffsets[me], in + sendOffsets[me], recvBytes[me], cudaMemcpyDeviceToDevice, st);
   for (int first = 1; first < P; first += kAlltoallRounds) {
     const int end = P - first < kAlltoallRounds ? P : first + kAlltoallRounds;
-    NCCLCHECK(comm, ncclGroupStart());
+    NCCLCHECK(comm, DCT_NCCL_OWN(ncclGroupStart)());
     // A failed enqueue must still close the group, or the thread's later
     // NCCL calls (the user's too) would be swallowed into it.
     ncclResult_t res = ncclSuccess;
@@ -127,7 +127,7 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
       if ((res == ncclSuccess || res == ncclInProgress) && recvBytes[from])
         res = ncclRecv(out + recvOffsets[from], recvBytes[from], ncclUint8, from, s->comm, st);
     }
-    const ncclResult_t ended = settle(s->comm, ncclGroupEnd());
+    const ncclResult_t ended = settle(s->comm, DCT_NCCL_OWN(ncclGroupEnd)());
     if (res != ncclSuccess && res != ncclInProgress) return ncclFail(comm, res, "ncclSend/ncclRecv");
     if (ended != ncclSuccess) return ncclFail(comm, ended, "ncclGroupEnd");
   }
@@ -147,7 +147,7 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   }
   State* s = stateOf(comm);
   DeviceGuard guard(s->device);
-  NCCLCHECK(comm, ncclAllReduce(send, recv, count, type, ncclSum, s->comm, streamOf(stream)));
+  NCCLCHECK(comm, DCT_NCCL_OWN(ncclAllReduce)(send, recv, count, type, ncclSum, s->comm, streamOf(stream)));
   return dctSuccess;
 }
 
@@ -161,7 +161,7 @@ dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
   int32_t* dev = static_cast<int32_t*>(s->host.ptr);
   const int32_t init[2] = {mine, INT32_MIN};
   const cudaError_t staged = cudaMemcpyAsync(dev, init, sizeof(init), cudaMemcpyHostToDevice, st);
-  NCCLCHECK(comm, ncclAllReduce(dev, dev + 1, 1, ncclInt32, ncclMax, s->comm, st));  // taking part regardless
+  NCCLCHECK(comm, DCT_NCCL_OWN(ncclAllReduce)(dev, dev + 1, 1, ncclInt32, ncclMax, s->comm, st));  // taking part regardless
   if (staged != cudaSuccess) return cudaFail(staged, "NCCL vote staging", __FILE__, __LINE__);
   CUDACHECK(cudaMemcpyAsync(worst, dev + 1, sizeof(*worst), cudaMemcpyDeviceToHost, st));
   CUDACHECK(cudaStreamSynchronize(st));

@@ -20,7 +20,7 @@ dctResult_t broadcasts(dctComm_t comm, const char* send, char* recv, const size_
   State* s = stateOf(comm);
   for (int first = 0; first < comm->size; first += kGroupOps) {
     const int end = comm->size - first < kGroupOps ? comm->size : first + kGroupOps;
-    NCCLCHECK(comm, ncclGroupStart());
+    NCCLCHECK(comm, DCT_NCCL_OWN(ncclGroupStart)());
     // A failed enqueue must still close the group, or the thread's later
     // NCCL calls (the user's too) would be swallowed into it.
     ncclResult_t res = ncclSuccess;
@@ -29,7 +29,7 @@ dctResult_t broadcasts(dctComm_t comm, const char* send, char* recv, const size_
       char* dst = recv + offsets[r];
       res = ncclBroadcast(r == comm->rank ? send : dst, dst, bytes[r], ncclUint8, r, s->comm, st);
     }
-    const ncclResult_t ended = settle(s->comm, ncclGroupEnd());
+    const ncclResult_t ended = settle(s->comm, DCT_NCCL_OWN(ncclGroupEnd)());
     if (res != ncclSuccess && res != ncclInProgress) return ncclFail(comm, res, "ncclBroadcast");
     if (ended != ncclSuccess) return ncclFail(comm, ended, "ncclGroupEnd");
   }

@@ -12,6 +12,15 @@
 #include "base/debug.h"
 #include "transport/comm.h"
 
+// The NCCL calls libdct_nccl_preload.so intercepts go to NCCL's pnccl*
+// entry points (NCCL >= 2.16), so libdct's own operations never re-enter an
+// interceptor (ours also lets them through when it sees them re-entered).
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 16, 0)
+#define DCT_NCCL_OWN(fn) p##fn
+#else
+#define DCT_NCCL_OWN(fn) fn
+#endif
+
 namespace dct::nccl {
 
 // Host data (headers, counts, votes) moves through a device buffer sized at

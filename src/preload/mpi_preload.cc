@@ -1,0 +1,68 @@
+// libdct_mpi_preload.so: a PMPI shim. Preloaded (mpirun -x LD_PRELOAD=...)
+// with DCT_MPI_COMPRESS=1, MPI_Allreduce calls that sum MPI_FLOAT or
+// MPI_DOUBLE buffers of at least DCT_PRELOAD_MIN_BYTES on an
+// intracommunicator the policy admits (MPI_IN_PLACE included) run libdct's
+// sparse allreduce; everything else, MPI_Iallreduce and every other call
+// included, is MPI's own. libdct's own MPI traffic goes through the PMPI_*
+// entry points, so it never comes back here. Exports exactly MPI_Allreduce,
+// MPI_Comm_free and MPI_Finalize (cmake/mpi_preload.map).
+#include <mpi.h>
+
+#include "base/env.h"
+#include "dct/dct_mpi.h"
+#include "preload/session.h"
+
+using namespace dct::preload;
+
+namespace {
+
+Session& session() {
+  static Session s("libdct MPI preload", policyFromEnv("libdct MPI preload", "DCT_MPI_COMPRESS"),
+                   dct::envPositiveInteger("DCT_PRELOAD_CACHE", 64));
+  return s;
+}
+
+bool dctTypeOf(MPI_Datatype type, dctDataType_t* out) {
+  if (type == MPI_FLOAT) *out = dctFloat32;
+  else if (type == MPI_DOUBLE) *out = dctFloat64;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+#define DCT_PRELOAD_EXPORT extern "C" __attribute__((visibility("default")))
+
+DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                                     MPI_Op op, MPI_Comm comm) {
+  auto below = [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); };
+  Session& s = session();
+  if (!s.policy().enabled || count <= 0 || comm == MPI_COMM_NULL) return below();
+  int inter = 0;
+  CallFacts facts;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+      PMPI_Comm_size(comm, &facts.commSize) != MPI_SUCCESS)
+    return below();  // MPI reports a bad communicator; intercommunicators are MPI's
+  CompressCall call;
+  facts.typeSupported = dctTypeOf(datatype, &call.datatype);
+  facts.opSupported = op == MPI_SUM;
+  facts.bytes = facts.typeSupported ? static_cast<uint64_t>(count) * (call.datatype == dctFloat64 ? 8 : 4) : 0;
+  if (s.admit(handleKey(comm), facts) != Verdict::Compress) return below();
+  call.comm = handleKey(comm);
+  call.sendbuf = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  call.recvbuf = recvbuf;
+  call.count = static_cast<size_t>(count);
+  call.op = dctSum;
+  const dctResult_t res = s.compress(call, [&](dctComm_t* out) { return dctCommInitMpi(comm, out); });
+  return res == dctSuccess ? MPI_SUCCESS : below();  // failed on every rank, nothing written
+}
+
+DCT_PRELOAD_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
+  if (comm != nullptr && *comm != MPI_COMM_NULL) session().forget(handleKey(*comm));
+  return PMPI_Comm_free(comm);
+}
+
+DCT_PRELOAD_EXPORT int MPI_Finalize() {
+  session().finish(true);
+  return PMPI_Finalize();
+}

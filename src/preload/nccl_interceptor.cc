@@ -1,0 +1,119 @@
+#include "preload/nccl_interceptor.h"
+
+namespace dct::preload {
+namespace {
+
+// NCCL groups belong to the calling thread, and so does the deferral.
+thread_local int groupDepth = 0;
+thread_local std::vector<NcclCall> deferred;
+// Set while libdct runs a call: its own NCCL operations (which reach this
+// shim when NCCL predates the pnccl* entry points) go straight below.
+thread_local bool insideLibdct = false;
+
+size_t elementBytes(dctDataType_t t) { return t == dctFloat64 ? 8 : t == dctFloat32 ? 4 : 2; }
+
+}  // namespace
+
+bool dctTypeOf(ncclDataType_t type, dctDataType_t* out) {
+  switch (type) {
+    case ncclFloat32: *out = dctFloat32; return true;
+    case ncclFloat64: *out = dctFloat64; return true;
+    case ncclFloat16: *out = dctFloat16; return true;
+    case ncclBfloat16: *out = dctBFloat16; return true;
+    default: return false;
+  }
+}
+
+bool dctOpOf(ncclRedOp_t op, dctRedOp_t* out) {
+  if (op == ncclSum) *out = dctSum;
+  else if (op == ncclAvg) *out = dctAvg;
+  else return false;
+  return true;
+}
+
+ncclResult_t NcclInterceptor::allReduce(const NcclCall& c) {
+  auto below = [&] { return next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream); };
+  if (insideLibdct) return below();
+  CallFacts facts;
+  dctDataType_t type;
+  dctRedOp_t op;
+  facts.typeSupported = dctTypeOf(c.datatype, &type);
+  facts.opSupported = dctOpOf(c.op, &op);
+  facts.bytes = facts.typeSupported ? c.count * elementBytes(type) : 0;
+  if (next_.commCount(c.comm, &facts.commSize) != ncclSuccess) return below();  // NCCL reports the bad comm
+  facts.capturing = next_.capturing(c.stream);
+  if (session_.admit(handleKey(c.comm), facts) != Verdict::Compress) return below();
+  if (groupDepth > 0) {
+    deferred.push_back(c);
+    return ncclSuccess;
+  }
+  return issue(c);
+}
+
+// libdct's allreduce; when it fails (on every rank, nothing written) NCCL
+// runs the call instead, so the program always gets its allreduce.
+ncclResult_t NcclInterceptor::issue(const NcclCall& c) {
+  insideLibdct = true;
+  const dctResult_t res = next_.compressed(session_, c);
+  insideLibdct = false;
+  if (res == dctSuccess) return ncclSuccess;
+  return next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
+}
+
+ncclResult_t NcclInterceptor::groupStart() {
+  if (insideLibdct) return next_.groupStart();
+  const ncclResult_t res = next_.groupStart();
+  if (res == ncclSuccess) groupDepth++;
+  return res;
+}
+
+ncclResult_t NcclInterceptor::groupEnd() {
+  if (insideLibdct || groupDepth == 0) return next_.groupEnd();  // unbalanced: NCCL reports it
+  const ncclResult_t res = next_.groupEnd();
+  if (--groupDepth > 0) return res;
+  std::vector<NcclCall> calls;
+  calls.swap(deferred);
+  if (res != ncclSuccess && res != ncclInProgress) return res;  // the group failed: so do its calls
+  const ncclResult_t mine = issueDeferred(calls);
+  return mine != ncclSuccess ? mine : res;
+}
+
+// One communicator: each call in order. Several communicators in one group
+// mean one thread drives several ranks (one per GPU): a blocking libdct
+// collective on the first would wait for ranks this thread has not reached,
+// so the group is handed to NCCL whole.
+ncclResult_t NcclInterceptor::issueDeferred(std::vector<NcclCall>& calls) {
+  bool oneComm = true;
+  for (const NcclCall& c : calls) oneComm = oneComm && c.comm == calls.front().comm;
+  ncclResult_t first = ncclSuccess;
+  if (oneComm) {
+    for (const NcclCall& c : calls) {
+      const ncclResult_t r = issue(c);
+      if (first == ncclSuccess) first = r;
+    }
+    return first;
+  }
+  for (size_t i = 0; i < calls.size(); i++) session_.countPass(Verdict::MultiComm);
+  first = next_.groupStart();
+  if (first != ncclSuccess) return first;
+  for (const NcclCall& c : calls) {
+    const ncclResult_t r = next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
+    if (first == ncclSuccess) first = r;
+  }
+  const ncclResult_t ended = next_.groupEnd();
+  return first != ncclSuccess ? first : ended;
+}
+
+ncclResult_t NcclInterceptor::commDestroy(ncclComm_t comm) {
+  const ncclResult_t res = next_.commDestroy(comm);
+  session_.forget(handleKey(comm));
+  return res;
+}
+
+ncclResult_t NcclInterceptor::commAbort(ncclComm_t comm) {
+  const ncclResult_t res = next_.commAbort(comm);
+  session_.forget(handleKey(comm));
+  return res;
+}
+
+}  // namespace dct::preload

@@ -1,0 +1,147 @@
+#include "preload/session.h"
+
+#include <cinttypes>
+#include <string>
+#include <vector>
+
+#include "base/debug.h"
+#include "preload/buffer_cache.h"
+
+namespace dct::preload {
+
+struct Session::CommState {
+  std::mutex busy;  // held through this communicator's collective
+  dctComm_t comm = nullptr;
+  uint64_t calls = 0;  // guarded by the session lock
+  LruCache<dctCompressor_t> cache;
+  explicit CommState(size_t entries)
+      : cache(entries, [](const BufferKey&, dctCompressor_t& c) { dctCompressorDestroy(c); }) {}
+};
+
+Session::Session(const char* name, Policy policy, size_t cacheEntriesPerComm)
+    : name_(name), policy_(std::move(policy)), cacheEntries_(cacheEntriesPerComm) {}
+
+Session::~Session() { finish(false); }
+
+std::shared_ptr<Session::CommState> Session::commState(uintptr_t comm) {
+  auto& slot = comms_[comm];
+  if (!slot) slot = std::make_shared<CommState>(cacheEntries_);
+  return slot;
+}
+
+Verdict Session::admit(uintptr_t comm, CallFacts facts) {
+  std::lock_guard<std::mutex> g(lock_);
+  summary_.calls++;
+  facts.callIndex = commState(comm)->calls++;
+  const Verdict v = policy_.decide(facts);
+  if (v != Verdict::Compress) summary_.passed[static_cast<size_t>(v)]++;
+  return v;
+}
+
+void Session::countPass(Verdict v) {
+  std::lock_guard<std::mutex> g(lock_);
+  summary_.passed[static_cast<size_t>(v)]++;
+}
+
+dctResult_t Session::compress(const CompressCall& call, const CommOpener& open) {
+  std::shared_ptr<CommState> st;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    st = commState(call.comm);
+  }
+  std::lock_guard<std::mutex> busy(st->busy);
+  if (st->comm == nullptr) {
+    const dctResult_t opened = open(&st->comm);
+    if (opened != dctSuccess) {
+      st->comm = nullptr;
+      DCT_WARN("%s: cannot wrap communicator %#" PRIxPTR ": %s", name_, call.comm, dctGetLastError(nullptr));
+      return opened;
+    }
+  }
+  const BufferKey key{call.comm, reinterpret_cast<uintptr_t>(call.recvbuf), call.count,
+                      static_cast<int>(call.datatype)};
+  dctCompressor_t* cached = st->cache.find(key);
+  dctCompressor_t c = cached ? *cached : nullptr;
+  if (cached == nullptr) {
+    // A failed create leaves c NULL: the allreduce below then fails on every
+    // rank through libdct's agreement, instead of this rank going its own way.
+    if (dctCompressorCreate(st->comm, call.count, call.datatype, nullptr, &c) == dctSuccess) {
+      st->cache.insert(key, c);
+      dctConfig_t cfg;
+      dctCompressorGetConfig(c, &cfg);
+      int size = 0;
+      dctCommSize(st->comm, &size);
+      DCT_INFO("%s: new buffer %p, %zu elements of type %d, comm %#" PRIxPTR " of %d ranks, density %g",
+               name_, call.recvbuf, call.count, static_cast<int>(call.datatype), call.comm, size, cfg.density);
+      std::lock_guard<std::mutex> g(lock_);
+      summary_.buffers++;
+    } else {
+      DCT_WARN("%s: no compressor for buffer %p: %s", name_, call.recvbuf, dctGetLastError(st->comm));
+    }
+  }
+  const dctResult_t res = dctSparseAllreduce(call.sendbuf, call.recvbuf, call.count, call.datatype,
+                                             call.op, c, st->comm, call.stream);
+  dctStats_t stats{};
+  if (res == dctSuccess) dctCompressorGetStats(c, &stats);
+  else DCT_WARN("%s: libdct failed on every rank (%s); the layer below runs this call", name_,
+                dctGetLastError(st->comm));
+  std::lock_guard<std::mutex> g(lock_);
+  if (res != dctSuccess) {
+    summary_.fellBack++;
+    return res;
+  }
+  summary_.compressed++;
+  summary_.wireBytes += stats.bytesSent;
+  summary_.denseBytes += stats.denseBytes;
+  return dctSuccess;
+}
+
+void Session::forget(uintptr_t comm) {
+  std::shared_ptr<CommState> st;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = comms_.find(comm);
+    if (it == comms_.end()) return;
+    st = std::move(it->second);
+    comms_.erase(it);
+    summary_.evictions += st->cache.evictions();
+  }
+  std::lock_guard<std::mutex> busy(st->busy);
+  st->cache.clear();
+  dctCommDestroy(st->comm);
+  st->comm = nullptr;
+}
+
+Summary Session::summary() const {
+  std::lock_guard<std::mutex> g(lock_);
+  Summary s = summary_;
+  for (const auto& [key, st] : comms_) s.evictions += st->cache.evictions();
+  return s;
+}
+
+void Session::finish(bool release) {
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    if (finished_) return;
+    finished_ = true;
+  }
+  const Summary s = summary();
+  std::string passed;
+  for (size_t v = 1; v < s.passed.size(); v++)
+    if (s.passed[v]) passed += ", " + std::to_string(s.passed[v]) + " " + verdictName(static_cast<Verdict>(v));
+  DCT_INFO("%s summary: %" PRIu64 " allreduce calls, %" PRIu64 " compressed, %" PRIu64
+           " fell back to the layer below; passed through%s%s; wire %.3f MB vs dense %.3f MB (%.1fx); "
+           "%" PRIu64 " buffers, %" PRIu64 " evicted",
+           name_, s.calls, s.compressed, s.fellBack, passed.empty() ? ": none" : "",
+           passed.empty() ? "" : passed.c_str() + 1, s.wireBytes / 1e6, s.denseBytes / 1e6,
+           s.wireBytes ? static_cast<double>(s.denseBytes) / s.wireBytes : 0.0, s.buffers, s.evictions);
+  if (!release) return;
+  std::vector<uintptr_t> keys;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    for (const auto& [key, st] : comms_) keys.push_back(key);
+  }
+  for (uintptr_t k : keys) forget(k);
+}
+
+}  // namespace dct::preload

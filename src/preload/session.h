@@ -1,0 +1,101 @@
+// One drop-in shim's state: the policy, a dctComm_t per intercepted
+// communicator (made on its first compressed call), a bounded cache of
+// compressors per communicator, and the counters of the DCT_DEBUG=INFO
+// summary. Thread-safe: a global lock guards the maps and counters; each
+// communicator's own lock is held through its collective, so threads that
+// drive different communicators never wait on each other.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "dct/dct.h"
+#include "preload/policy.h"
+
+namespace dct::preload {
+
+// An intercepted allreduce, in libdct's terms. `comm` identifies the foreign
+// communicator (its handle's bits).
+struct CompressCall {
+  uintptr_t comm = 0;
+  const void* sendbuf = nullptr;  // == recvbuf when in place
+  void* recvbuf = nullptr;
+  size_t count = 0;
+  dctDataType_t datatype = dctFloat32;
+  dctRedOp_t op = dctSum;
+  void* stream = nullptr;
+};
+
+// Makes the dctComm_t of a foreign communicator (dctCommInitMpi/Nccl).
+using CommOpener = std::function<dctResult_t(dctComm_t*)>;
+
+struct Summary {
+  uint64_t calls = 0;       // allreduce calls seen
+  uint64_t compressed = 0;  // run by libdct
+  uint64_t fellBack = 0;    // libdct failed on every rank: run by the layer below instead
+  std::array<uint64_t, static_cast<size_t>(Verdict::NumVerdicts)> passed{};  // by reason
+  uint64_t wireBytes = 0;   // payload this rank sent in compressed calls
+  uint64_t denseBytes = 0;  // count * element size of those calls
+  uint64_t buffers = 0;     // compressors created
+  uint64_t evictions = 0;
+};
+
+class Session {
+ public:
+  Session(const char* name, Policy policy, size_t cacheEntriesPerComm);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Policy& policy() const { return policy_; }
+  const char* name() const { return name_; }
+
+  // Counts the call on its communicator (facts.callIndex is filled in) and
+  // decides; verdicts other than Compress are counted here.
+  Verdict admit(uintptr_t comm, CallFacts facts);
+  // For a call admitted as Compress that the caller passes on after all.
+  void countPass(Verdict v);
+
+  // libdct's sparse allreduce of the call. An error means every rank failed
+  // and recvbuf is untouched (libdct's agreement and vote): the caller then
+  // runs the layer below, so the program still gets its exact allreduce.
+  dctResult_t compress(const CompressCall& call, const CommOpener& open);
+
+  // The communicator is being freed: its compressors and dctComm_t go.
+  void forget(uintptr_t comm);
+  // Everything goes (release = false leaks device memory instead, for exit
+  // after the CUDA runtime may be gone); logs the summary once.
+  void finish(bool release);
+
+  Summary summary() const;
+
+ private:
+  struct CommState;
+  std::shared_ptr<CommState> commState(uintptr_t comm);
+
+  const char* name_;
+  Policy policy_;
+  size_t cacheEntries_;
+  mutable std::mutex lock_;
+  std::unordered_map<uintptr_t, std::shared_ptr<CommState>> comms_;
+  Summary summary_;
+  bool finished_ = false;
+};
+
+// A handle's bits as a map key (pointers in Open MPI and NCCL, ints in MPICH).
+template <typename Handle>
+uintptr_t handleKey(Handle h) {
+  if constexpr (sizeof(Handle) == sizeof(uintptr_t)) {
+    uintptr_t k;
+    __builtin_memcpy(&k, &h, sizeof(k));
+    return k;
+  } else {
+    return static_cast<uintptr_t>(h);
+  }
+}
+
+}  // namespace dct::preload
