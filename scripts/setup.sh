@@ -4,7 +4,8 @@
 set -euo pipefail
 
 DCT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DCT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev doctest-dev gnuplot-nox)
+DCT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev doctest-dev gnuplot-nox
+              python3-mpi4py python3-numpy)
 
 dct_install_packages() {
   local missing=()

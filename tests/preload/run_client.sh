@@ -2,7 +2,7 @@
 # Runs an unmodified MPI client under libdct_mpi_preload.so and checks what
 # the shim did (ctest: preload.*). Usage:
 #   run_client.sh plain  NP MPIEXEC SHIM plain_allreduce
-#   run_client.sh mpi4py NP MPIEXEC SHIM mpi4py_client.py preload_reference
+#   run_client.sh mpi4py NP MPIEXEC SHIM mpi4py_client.py preload_reference PYTHON3
 set -euo pipefail
 mode=$1 np=$2 mpiexec=$3 shim=$4 client=$5
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -39,11 +39,11 @@ plain)
     fail "did not converge (dense gap must be < 1e-3, compressed < 0.05)"
   ;;
 mpi4py)
-  reference=$6 steps=4
+  reference=$6 python=${7:-python3} steps=4
   # Fixed algorithm: auto's choice also weighs measured times, which differ
   # between the two runs.
   mpirun -x LD_PRELOAD="$shim" -x DCT_MPI_COMPRESS=1 -x DCT_DEBUG=INFO -x DCT_ALGORITHM=allgather \
-    python3 "$client" "$work" "$steps" 2>"$work/err" || { cat "$work/err"; fail "client failed"; }
+    "$python" "$client" "$work" "$steps" 2>"$work/err" || { cat "$work/err"; fail "client failed"; }
   check_summary $((2 * steps))
   mpirun -x DCT_ALGORITHM=allgather "$reference" "$work" "$steps"
   ;;
