@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "random.h"
+#include "common/random.h"
 
 namespace dlrm {
+
+using namespace examples;  // Rng, mix64, streamSeed
 namespace {
 
 float sigmoid(double x) { return static_cast<float>(1.0 / (1.0 + std::exp(-x))); }

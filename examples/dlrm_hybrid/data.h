@@ -1,7 +1,7 @@
 // Synthetic click-through data from a fixed random "teacher" DLRM.
 //
 // Sample i of stream s is a pure function of (seed, s, i): its own PRNG
-// (random.h) seeded from those three numbers draws, in this order,
+// (examples/common/random.h) seeded from those three numbers draws, in this order,
 //   1. 13 dense features, each N(0, 1);
 //   2. one id per categorical table t, Zipf(zipfExponent) over
 //      [0, tableSizes[t]): P(id = k) ~ (k + 1)^-s, so id 0 is the most

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "random.h"
+#include "common/random.h"
 
 namespace dlrm {
+
+using namespace examples;  // Rng, mix64, streamSeed
 
 EmbeddingShard::EmbeddingShard(const std::vector<int>& tableSizes, const EmbeddingConfig& config, int rank,
                                int ranks)

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "random.h"
+#include "common/random.h"
 
 namespace dlrm {
+
+using namespace examples;  // Rng, mix64, streamSeed
 
 Mlp::Mlp(std::vector<int> sizes, bool reluLast) : sizes_(std::move(sizes)) {
   for (size_t l = 0; l + 1 < sizes_.size(); l++) {

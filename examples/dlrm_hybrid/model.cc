@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "random.h"
+#include "common/random.h"
 
 namespace dlrm {
+
+using namespace examples;  // Rng, mix64, streamSeed
 namespace {
 
 std::vector<int> concat(int in, const std::vector<int>& hidden, int out) {

@@ -1,5 +1,5 @@
-// Small, portable, counter-friendly PRNG for the DLRM example: every number
-// the example draws comes from here, so a run is bit-for-bit reproducible
+// Small, portable, counter-friendly PRNG for the examples: every number
+// an example draws comes from here, so a run is bit-for-bit reproducible
 // on any platform and identical on every rank (no std::*_distribution, whose
 // output is implementation-defined).
 #pragma once
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace dlrm {
+namespace examples {
 
 // splitmix64 finaliser: a good 64-bit mix, used to derive stream seeds.
 inline uint64_t mix64(uint64_t x) {
@@ -48,4 +48,4 @@ class Rng {
   bool haveSpare_ = false;
 };
 
-}  // namespace dlrm
+}  // namespace examples
