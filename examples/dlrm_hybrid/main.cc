@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "check.h"
+#include "common/replicas.h"
 #include "eval.h"
 #include "options.h"
 
@@ -35,15 +36,6 @@ double maxOverRanks(double local) {
   double global = 0;
   DLRM_MPI_CHECK(MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   return global;
-}
-
-// True when the replicated parameters have the same bits on every rank.
-bool replicasIdentical(const std::vector<float>& params) {
-  const uint64_t mine = checksum(params.data(), params.size());
-  uint64_t lo = 0, hi = 0;
-  DLRM_MPI_CHECK(MPI_Allreduce(&mine, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
-  DLRM_MPI_CHECK(MPI_Allreduce(&mine, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
-  return lo == hi;
 }
 
 // BCE with logits over the local slice: returns the loss sum and writes
@@ -135,7 +127,7 @@ int main(int argc, char** argv) {
       }
       last = evaluate(model, heldOut, split, layout, evalExchange);
       const Metrics full = evalFull ? evaluate(model, heldOut, split, layout, evalFullExchange) : last;
-      const bool identical = replicasIdentical(model.params());
+      const bool identical = examples::replicasIdentical(model.params().data(), model.params().size(), MPI_COMM_WORLD);
       allIdentical = allIdentical && identical;
       const double n = opt.stepsPerEpoch;
       const Traffic& m = trainExchange.traffic();

@@ -129,11 +129,4 @@ void Optimizer::step(float* params, const float* grads) {
   }
 }
 
-uint64_t checksum(const float* data, size_t n) {
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(data);
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
 }  // namespace dlrm

@@ -66,8 +66,4 @@ class Optimizer {
   std::vector<float> accumulator_;
 };
 
-// FNV-1a over the bytes of n floats: equal hashes on every rank mean
-// bit-identical replicas.
-uint64_t checksum(const float* data, size_t n);
-
 }  // namespace dlrm

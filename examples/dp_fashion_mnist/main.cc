@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/replicas.h"
 #include "dataset.h"
 #include "mlp.h"
 #include "options.h"
@@ -17,13 +18,6 @@
 using namespace fmnist;
 
 namespace {
-
-uint64_t checksum(const std::vector<float>& v) {  // FNV-1a over the bytes
-  uint64_t h = 1469598103934665603ull;
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (size_t i = 0; i < v.size() * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 double sumOverRanks(double x) {
   double total = 0;
@@ -41,15 +35,6 @@ double testAccuracy(Mlp& mlp, const std::vector<float>& params, const Split& tes
   }
   const int right = y.empty() ? 0 : mlp.correct(params.data(), x.data(), y.data(), static_cast<int>(y.size()));
   return sumOverRanks(right) / test.count;
-}
-
-bool replicasIdentical(const std::vector<float>& params, int ranks) {
-  const uint64_t mine = checksum(params);
-  std::vector<uint64_t> all(ranks);
-  MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-  for (uint64_t h : all)
-    if (h != mine) return false;
-  return true;
 }
 
 int train(const Options& o, int rank, int ranks) {
@@ -104,7 +89,7 @@ int train(const Options& o, int rank, int ranks) {
     const double loss = sumOverRanks(steps ? lossSum / steps : 0) / ranks;
     const double bytes = sumOverRanks(steps ? bytesSum / steps : 0) / ranks;
     accuracy = testAccuracy(mlp, params, test, rank, ranks);
-    if (!replicasIdentical(params, ranks)) {
+    if (!examples::replicasIdentical(params.data(), n, MPI_COMM_WORLD)) {
       if (rank == 0) std::fprintf(stderr, "dp_fashion_mnist: the ranks' weights differ after epoch %d\n", epoch);
       return 3;
     }

@@ -10,6 +10,7 @@
 
 #include "base/env.h"
 #include "dct/dct_mpi.h"
+#include "kernels/kernels.h"  // dtypeSize
 #include "preload/session.h"
 
 using namespace dct::preload;
@@ -46,7 +47,7 @@ DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int cou
   CompressCall call;
   facts.typeSupported = dctTypeOf(datatype, &call.datatype);
   facts.opSupported = op == MPI_SUM;
-  facts.bytes = facts.typeSupported ? static_cast<uint64_t>(count) * (call.datatype == dctFloat64 ? 8 : 4) : 0;
+  facts.bytes = facts.typeSupported ? static_cast<uint64_t>(count) * dct::dtypeSize(call.datatype) : 0;
   if (s.admit(handleKey(comm), facts) != Verdict::Compress) return below();
   call.comm = handleKey(comm);
   call.sendbuf = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;

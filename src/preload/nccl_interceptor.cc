@@ -1,5 +1,7 @@
 #include "preload/nccl_interceptor.h"
 
+#include "kernels/kernels.h"  // dtypeSize
+
 namespace dct::preload {
 namespace {
 
@@ -9,8 +11,6 @@ thread_local std::vector<NcclCall> deferred;
 // Set while libdct runs a call: its own NCCL operations (which reach this
 // shim when NCCL predates the pnccl* entry points) go straight below.
 thread_local bool insideLibdct = false;
-
-size_t elementBytes(dctDataType_t t) { return t == dctFloat64 ? 8 : t == dctFloat32 ? 4 : 2; }
 
 }  // namespace
 
@@ -39,7 +39,7 @@ ncclResult_t NcclInterceptor::allReduce(const NcclCall& c) {
   dctRedOp_t op;
   facts.typeSupported = dctTypeOf(c.datatype, &type);
   facts.opSupported = dctOpOf(c.op, &op);
-  facts.bytes = facts.typeSupported ? c.count * elementBytes(type) : 0;
+  facts.bytes = facts.typeSupported ? c.count * dtypeSize(type) : 0;
   if (next_.commCount(c.comm, &facts.commSize) != ncclSuccess) return below();  // NCCL reports the bad comm
   facts.capturing = next_.capturing(c.stream);
   if (session_.admit(handleKey(c.comm), facts) != Verdict::Compress) return below();
