@@ -121,6 +121,7 @@ const KernelOps& cudaKernelOps() {
       .scatterAdd = gpu::scatterAdd,
       .packIndices = gpu::packIndices,
       .scatterAddPacked = gpu::scatterAddPacked,
+      .mergePacked = gpu::mergePacked,
       .zero = gpu::zero,
       .scale = gpu::scale,
       .rowSelect = gpu::rowSelect,

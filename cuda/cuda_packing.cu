@@ -130,4 +130,22 @@ dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* 
   });
 }
 
+// The GPU has no cache to block for: zero the output, then scatter the
+// messages in order (one kernel each; every message is validated first by
+// scatterAddPacked, so a malformed one stops the merge there).
+dctResult_t mergePacked(KernelContext* ctx, MergeArgs* args, void* stream) {
+  MergeArgs& a = *args;
+  a.malformed = -1;
+  if (a.n) CUDACHECK(cudaMemsetAsync(a.dense, 0, a.n * dtypeSize(a.dtype), cudaStreamOf(stream)));
+  for (int r = 0; r < a.count; r++) {
+    const PackedMessage& m = a.messages[r];
+    ScatterArgs add{a.dense, a.n, a.dtype, a.indexBytes, m.indices, m.values, m.nnz, true, m.packedBytes};
+    add.valueType = a.valueType;
+    const dctResult_t res = scatterAddPacked(ctx, &add, stream);
+    if (res == dctInternalError) a.malformed = r;
+    if (res != dctSuccess) return res;
+  }
+  return dctSuccess;
+}
+
 }  // namespace dct::gpu

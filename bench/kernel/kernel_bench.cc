@@ -128,6 +128,12 @@ bool KernelBench::run(size_t n, SizeResult& out) {
                              sel.nnz, true, pack.bytes};
   double unpackUs = medianUs([&](int) { return ops_.scatterAddPacked(ctx_, &addPacked, nullptr); }, false);
   out.kernels.push_back({"scatter-packed", (4 + 3 * e) * static_cast<double>(sel.nnz), unpackUs});
+  // The allgather algorithm's reduction at 4 ranks: this message 4 times.
+  const dct::PackedMessage message{packed_.data(), values_.data(), sel.nnz, pack.bytes};
+  const std::vector<dct::PackedMessage> messages(4, message);
+  dct::MergeArgs merge{bytesAt(dense_), n, opt_.dtype, opt_.dtype, 4, messages.data(), 4};
+  double mergeUs = medianUs([&](int) { return ops_.mergePacked(ctx_, &merge, nullptr); }, false);
+  out.kernels.push_back({"merge-4", e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
 
   double tau = 0;
   dct::ThresholdArgs sampled{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdSampled, 0};

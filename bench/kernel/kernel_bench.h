@@ -11,6 +11,8 @@
 //               read index 4 + read value es + read and write dense 2*es
 //               = 4 + 3*es per message entry (16 B for fp32); the random
 //               cache lines it really touches are not counted
+//   merge-4     mergePacked of 4 such messages (packed) into a dense
+//               output: write es per element + each message's bytes read
 //   tau-sample  sampled threshold: es per sampled position (random reads)
 //   tau-exact   exact threshold: read x + write |x| = 2*es per element
 //               (the nth_element passes over the scratch are not counted)

@@ -57,6 +57,9 @@ class AllreduceCase final : public PerfCase {
     return res == dctSuccess;
   }
 
+  // Read the gradient and the residual, write the residual and the result.
+  double copiesPerCall() const override { return 2; }
+
   StepInfo lastStep() override {
     dctStats_t stats{};
     StepInfo info;
@@ -65,6 +68,8 @@ class AllreduceCase final : public PerfCase {
     info.denseBytes = stats.denseBytes;
     info.algorithm = algorithmName(stats.algorithm);
     info.thresholdEstimates = stats.thresholdEstimates;
+    info.bytesReceived = stats.bytesReceived;
+    for (int p = 0; p < dctNumPhases; p++) info.phaseUs[p] = stats.phaseUs[p];
     return info;
   }
 

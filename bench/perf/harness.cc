@@ -36,6 +36,8 @@ struct Samples {
   double bytesSent = 0, denseBytes = 0;
   std::map<std::string, int> algorithms;
   uint64_t thresholdEstimates = 0;
+  double bytesReceived = 0;
+  std::vector<double> phases[dctNumPhases];
 };
 
 bool runIterations(const Options& opt, PerfCase& pc, MPI_Comm mpi, Samples& s) {
@@ -57,14 +59,17 @@ bool runIterations(const Options& opt, PerfCase& pc, MPI_Comm mpi, Samples& s) {
     s.denseBytes = static_cast<double>(info.denseBytes);
     s.algorithms[info.algorithm]++;
     s.thresholdEstimates = info.thresholdEstimates;
+    s.bytesReceived += static_cast<double>(info.bytesReceived);
+    for (int p = 0; p < dctNumPhases; p++) s.phases[p].push_back(info.phaseUs[p]);
   }
   return true;
 }
 
 // Medians and the reductions across ranks that make a row.
 Row summarize(const Options& opt, const PerfCase& pc, size_t count, const Samples& s,
-              MPI_Comm mpi, int nranks) {
+              MPI_Comm mpi, int nranks, double copyUs) {
   Row row;
+  row.copyUs = copyUs;
   row.count = count;
   row.bytes = count * (opt.dtype == dctFloat64 ? 8 : 4);
   row.denseUs = median(s.dense);
@@ -89,6 +94,14 @@ Row summarize(const Options& opt, const PerfCase& pc, size_t count, const Sample
   uint64_t est = s.thresholdEstimates, maxEst = 0;
   MPI_Allreduce(&est, &maxEst, 1, MPI_UINT64_T, MPI_MAX, mpi);
   row.thresholdEstimates = maxEst;
+  for (int p = 0; p < dctNumPhases; p++) {
+    double mine = median(s.phases[p]), all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, mpi);
+    row.phaseUs[p] = all / nranks;
+  }
+  double recv = s.bytesReceived / static_cast<double>(s.dct.size()), maxRecv = 0;
+  MPI_Allreduce(&recv, &maxRecv, 1, MPI_DOUBLE, MPI_MAX, mpi);
+  applyBound(opt, pc.copiesPerCall(), maxRecv, row);
   return row;
 }
 
@@ -112,10 +125,12 @@ int runHarness(const Options& opt, PerfCase& pc, MPI_Comm mpi) {
       failed = true;
       break;
     }
+    const double copyUs = pc.copiesPerCall() > 0 ? measureCopyUs(opt, count * elem, mpi) : 0;
     Samples samples;
     bool ok = runIterations(opt, pc, mpi, samples);
     Row row;
-    if (ok) row = summarize(opt, pc, count, samples, mpi, nranks);
+    row.copyUs = copyUs;
+    if (ok) row = summarize(opt, pc, count, samples, mpi, nranks, copyUs);
     row.wrong = -1;
     if (ok && opt.check) {
       long long mine = pc.check(), total = 0, worst = 0;

@@ -32,6 +32,9 @@ struct Options {
   bool uniform = false;                  // -u
   uint64_t seed = 1;                     // -s
   size_t rowLength = 64;                 // -R / --row-length (alltoall)
+  bool phases = false;                   // -p: per-phase time columns
+  double linkGbps = 0;                   // -l: link rate for the wire bound (0: none)
+  double copyGBps = 0;                   // -M: copy rate for the memory bound (0: measured)
 };
 
 // Parses argv. Returns 0 to run, 1 when help was printed, -1 on a bad flag
@@ -49,6 +52,8 @@ struct StepInfo {
   uint64_t denseBytes = 0;  // count * sizeof(dtype)
   const char* algorithm = "-";
   uint64_t thresholdEstimates = 0;
+  uint64_t bytesReceived = 0;           // from the other ranks
+  double phaseUs[dctNumPhases] = {};    // stats.phaseUs (zeros where not kept)
 };
 
 // One collective under test. Every method is collective over the comm unless
@@ -67,6 +72,9 @@ class PerfCase {
   virtual bool runDense() = 0;  // the MPI baseline
   virtual bool runDct() = 0;    // the libdct call
   virtual StepInfo lastStep() = 0;  // local
+  // The least memory traffic one call needs, in tensor-sized memcpys (one
+  // memcpy reads and writes the tensor once); 0: no memory bound printed.
+  virtual double copiesPerCall() const { return 0; }
   // Extra checked steps after the timed loop: this rank's count of wrong
   // elements, or -1 when a call failed.
   virtual long long check() = 0;
@@ -93,7 +101,17 @@ struct Row {
   double wireBytes = 0, ratio = 0, algbw = 0, busbw = 0;
   uint64_t thresholdEstimates = 0;
   long long wrong = 0;  // -1: not checked
+  // Physical bound (bound.cc): max(wire, memory), each 0 when not known.
+  double wireBoundUs = 0, memoryBoundUs = 0, boundUs = 0, copyUs = 0;
+  double phaseUs[dctNumPhases] = {};  // mean over ranks of each rank's median
 };
+
+// The time one tensor-sized memcpy takes on every rank at once (ranks that
+// share cores share them here too), max over ranks of each one's median;
+// from -M when given. Collective.
+double measureCopyUs(const Options& opt, size_t bytes, MPI_Comm mpi);
+// Fills row's bound fields from its copy time, wire bytes and -l.
+void applyBound(const Options& opt, double copiesPerCall, double maxBytesReceived, Row& row);
 
 // Prints the '#' preamble and column header (rank 0 only).
 void printHeader(const Options& opt, const PerfCase& pc, int nranks);

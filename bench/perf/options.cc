@@ -47,6 +47,12 @@ const char* kHelp =
     "  -s seed                    input seed (default 1; each rank derives its own)\n"
     "  -R, --row-length D         alltoall: elements per row (default 64); each row\n"
     "                             keeps K = ceil(density * D) entries\n"
+    "  -p                         per-phase columns (stats.phaseUs: compress,\n"
+    "                             agreement, exchange, reduce, other), mean over\n"
+    "                             ranks of each rank's median\n"
+    "  -l gbit                    link rate for the wire bound (default 0: none)\n"
+    "  -M GBps                    copy rate for the memory bound (default: a\n"
+    "                             memcpy of the tensor timed on all ranks at once)\n"
     "  -h                         this help\n"
     "Input: gradient-like by default, a new draw every iteration (outside the\n"
     "timed region): a fixed log-normal per-element scale times Student-t(3)\n"
@@ -66,6 +72,10 @@ const char* kHelp =
     "  algbw      size / dct_us (GB/s)   busbw  algbw * 2(n-1)/n (allreduce),\n"
     "                                           algbw * (n-1)/n (allgather)\n"
     "  #wrong     elements differing from a plain reference (-1: not checked)\n"
+    "  bound_us   max(wire bound, memory bound): the busiest rank's received\n"
+    "             bytes at -l, and the call's least memory traffic (allreduce:\n"
+    "             2 tensor memcpys: read gradient and residual, write residual\n"
+    "             and result) at the copy rate; x_bound = dct_us / bound_us\n"
     "Exit status: 0 when every call succeeded and #wrong is 0 everywhere.\n"
     "Dense MPI times depend on malloc history; see GLIBC_TUNABLES in the preamble.\n"
     "alltoall prints its own columns (three timed calls; see bench/README.md):\n"
@@ -140,7 +150,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
   static const struct option kLong[] = {{"row-length", required_argument, nullptr, 'R'},
                                         {"help", no_argument, nullptr, 'h'},
                                         {nullptr, 0, nullptr, 0}};
-  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:h", kLong,
+  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:pl:M:h", kLong,
                                 nullptr)) != -1) {
     switch (c) {
       case 'C': opt.collective = optarg;
@@ -173,6 +183,9 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'L': ok = parseInt(optarg, opt.thresholdInterval) && opt.thresholdInterval >= 1; break;
       case 'J': opt.jsonPath = optarg; break;
       case 'u': opt.uniform = true; break;
+      case 'p': opt.phases = true; break;
+      case 'l': ok = parseDouble(optarg, opt.linkGbps) && opt.linkGbps >= 0; break;
+      case 'M': ok = parseDouble(optarg, opt.copyGBps) && opt.copyGBps >= 0; break;
       case 's': ok = parseSeed(optarg, opt.seed); break;
       case 'R':
         ok = parseSize(optarg, opt.rowLength) && opt.rowLength >= 1 && opt.rowLength <= INT_MAX;

@@ -30,17 +30,26 @@ void printHeader(const Options& opt, const PerfCase& pc, int nranks) {
               envOr("DCT_NUM_THREADS", "(unset)"));
   std::printf("# times: median over iters of the per-iteration max over ranks (us);"
               " bw in GB/s\n");
-  std::printf("#%11s %11s %6s %8s %9s %11s %11s %8s %12s %8s %7s %7s %7s\n", "size", "count",
+  std::printf("# bound: max(wire = busiest rank's received bytes / -l %g Gbit/s, memory = %g tensor"
+              " memcpys at the rate all ranks copy at together%s); x_bound = dct_us / bound_us\n",
+              opt.linkGbps, pc.copiesPerCall(), opt.copyGBps > 0 ? " (-M)" : "");
+  std::printf("#%11s %11s %6s %8s %9s %11s %11s %8s %12s %8s %7s %7s %7s %10s %7s", "size", "count",
               "type", "density", "algo", "dense_us", "dct_us", "speedup", "wire_bytes", "ratio",
-              "algbw", "busbw", "#wrong");
+              "algbw", "busbw", "#wrong", "bound_us", "x_bound");
+  if (opt.phases)
+    std::printf(" %9s %9s %9s %9s %9s", "compr_us", "agree_us", "exch_us", "reduce_us", "other_us");
+  std::printf("\n");
   std::fflush(stdout);
 }
 
 void printRow(const Row& r, const Options& opt) {
-  std::printf(" %11zu %11zu %6s %8.4f %9s %11.1f %11.1f %8.2f %12.0f %8.2f %7.3f %7.3f %7lld\n",
+  std::printf(" %11zu %11zu %6s %8.4f %9s %11.1f %11.1f %8.2f %12.0f %8.2f %7.3f %7.3f %7lld %10.1f %7.2f",
               r.bytes, r.count, dtypeName(opt.dtype), opt.density, r.algorithm.c_str(), r.denseUs,
               r.dctUs, r.dctUs > 0 ? r.denseUs / r.dctUs : 0.0, r.wireBytes, r.ratio, r.algbw,
-              r.busbw, r.wrong);
+              r.busbw, r.wrong, r.boundUs, r.boundUs > 0 ? r.dctUs / r.boundUs : 0.0);
+  if (opt.phases)
+    for (double us : r.phaseUs) std::printf(" %9.1f", us);
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -86,12 +95,19 @@ bool appendJsonRow(const Options& opt, const PerfCase& pc, int nranks, const Row
                "\"dct_us\":%.3f,\"dct_min_us\":%.3f,\"dct_max_us\":%.3f,"
                "\"dct_rank_mean_us\":%.3f,\"dct_rank_min_us\":%.3f,\"speedup\":%.4f,"
                "\"wire_bytes\":%.1f,\"ratio\":%.4f,\"algbw\":%.4f,\"busbw\":%.4f,"
-               "\"tau_estimates\":%llu,\"wrong\":%lld,\"glibc_tunables\":\"%s\"}\n",
+               "\"tau_estimates\":%llu,\"wrong\":%lld,\"glibc_tunables\":\"%s\",",
                r.denseUs, r.denseMinUs, r.denseMaxUs, r.dctUs, r.dctMinUs, r.dctMaxUs,
                r.dctRankMeanUs, r.dctRankMinUs, r.dctUs > 0 ? r.denseUs / r.dctUs : 0.0,
                r.wireBytes, r.ratio, r.algbw, r.busbw,
                static_cast<unsigned long long>(r.thresholdEstimates), r.wrong,
                envOr("GLIBC_TUNABLES", ""));
+  std::fprintf(f,
+               "\"link_gbps\":%g,\"copy_us\":%.3f,\"wire_bound_us\":%.3f,\"memory_bound_us\":%.3f,"
+               "\"bound_us\":%.3f,\"phase_us\":{\"compress\":%.3f,\"agree\":%.3f,\"exchange\":%.3f,"
+               "\"reduce\":%.3f,\"other\":%.3f}}\n",
+               opt.linkGbps, r.copyUs, r.wireBoundUs, r.memoryBoundUs, r.boundUs, r.phaseUs[dctPhaseCompress],
+               r.phaseUs[dctPhaseAgree], r.phaseUs[dctPhaseExchange], r.phaseUs[dctPhaseReduce],
+               r.phaseUs[dctPhaseOther]);
   return std::fclose(f) == 0;
 }
 

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define DCT_MAJOR 0
-#define DCT_MINOR 3
+#define DCT_MINOR 4
 #define DCT_PATCH 0
 #define DCT_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
 #define DCT_VERSION_CODE DCT_VERSION(DCT_MAJOR, DCT_MINOR, DCT_PATCH)
@@ -129,6 +129,22 @@ typedef struct {
         DCT_CONFIG_UNDEF_INT                                                   \
   }
 
+/* Where a dctSparseAllreduce step's time went on this rank (dctStats_t
+ * phaseUs): host wall time in microseconds, the phases summing to the
+ * call's time. With device buffers kernels and NCCL calls are queued on the
+ * stream, so a phase holds its launch time unless it waits (the agreement
+ * waits on the stream before it reads the header). */
+typedef enum {
+  dctPhaseCompress = 0, /* error feedback, threshold, selection, index packing */
+  dctPhaseAgree = 1,    /* planning, the header allgather, votes (this rank
+                           waiting for the slowest one lands here) */
+  dctPhaseExchange = 2, /* the data collective: allgatherv or dense allreduce */
+  dctPhaseReduce = 3,   /* building the sum: the merge of all messages,
+                           averaging */
+  dctPhaseOther = 4,    /* staging copies and conversions, commit */
+  dctNumPhases = 5
+} dctPhase_t;
+
 /* What the last step did, plus totals since creation. Bytes are payload
  * bytes this rank put on / took off the wire (headers excluded). */
 typedef struct {
@@ -145,6 +161,8 @@ typedef struct {
   uint64_t totalBytesSent;
   uint64_t totalBytesReceived;
   uint64_t totalDenseBytes;
+  double phaseUs[dctNumPhases];      /* last step, by dctPhase_t (0 for 1-bit) */
+  double totalPhaseUs[dctNumPhases]; /* since creation */
 } dctStats_t;
 
 /* DCT-MP traffic of an all-to-all plan. Bytes are payload bytes this rank

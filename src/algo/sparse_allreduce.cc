@@ -23,6 +23,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
+#include "base/phase_timer.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
 
@@ -44,6 +45,7 @@ struct Step {
   Message msg{};
   size_t bytes = 0;     // this rank's message on the wire
   size_t received = 0;  // bytes from other ranks
+  PhaseTimer clock{};
 };
 
 size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->wireType); }
@@ -100,8 +102,8 @@ dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
   return s.comm->transport->prepare(s.comm, s.c->gathered.as(), total, s.stream);
 }
 
-// Allgather exchange of every rank's packed message, then the rank-order
-// scatter-add of all of them into the target: bit-identical on every rank.
+// Allgather exchange of every rank's packed message, then their rank-order
+// sum (mergePacked) into the target: bit-identical on every rank.
 dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   const int P = s.comm->size;
@@ -115,15 +117,18 @@ dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
   char* gathered = c->gathered.as<char>();
   DCTCHECK(s.comm->transport->allgatherv(s.comm, c->wire.as(), s.bytes, gathered, bytes.data(), offsets.data(),
                                          s.stream));
-  DCTCHECK(c->ops->zero(c->kernels, s.target, c->count * dtypeSize(c->accType), s.stream));
+  s.clock.lap(dctPhaseExchange);
+  std::vector<PackedMessage> messages(P);
   for (int r = 0; r < P; r++) {
     const size_t nnz = all[r].nnz, packed = bytes[r] - packing::pad8(nnz * dtypeSize(c->wireType));
-    char* base = gathered + offsets[r];
-    ScatterArgs add{s.target, c->count, c->accType, c->indexBytes, base, base + packed, nnz, true, packed};
-    add.valueType = c->wireType;
-    if (dctResult_t res = c->ops->scatterAddPacked(c->kernels, &add, s.stream); res != dctSuccess)
-      return fail(s.comm, res, "dctSparseAllreduce: malformed message from rank %d (%llu entries, %zu bytes)", r,
-                  static_cast<unsigned long long>(nnz), bytes[r]);
+    messages[r] = PackedMessage{gathered + offsets[r], gathered + offsets[r] + packed, nnz, packed};
+  }
+  MergeArgs merge{s.target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
+  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess) {
+    if (merge.malformed < 0) return res;
+    const int r = merge.malformed;
+    return fail(s.comm, res, "dctSparseAllreduce: malformed message from rank %d (%llu entries, %zu bytes)", r,
+                static_cast<unsigned long long>(all[r].nnz), bytes[r]);
   }
   s.received = total - bytes[s.comm->rank];
   return dctSuccess;
@@ -136,12 +141,14 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
     const void* from = s.plain ? s.send : s.target;  // the selection is already in the target
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
     s.received = denseBytes(s);
+    s.clock.lap(dctPhaseExchange);
   }
   // Averaged here, before the vote, when built in recvbuf; a staged result
   // is averaged by finish() as it is copied out after the commit (in place,
   // sendbuf must survive until then).
   if (s.op == dctAvg && s.comm->size > 1 && s.target == s.recv)
     DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.comm->size, s.stream));
+  s.clock.lap(dctPhaseReduce);
   return dctSuccess;
 }
 
@@ -190,7 +197,9 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   if (mine.localError == dctSuccess) mine.localError = localWork(s);
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
+  s.clock.lap(dctPhaseCompress);
   DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
+  s.clock.lap(dctPhaseAgree);
   // Auto learns the exchange's time only: compression costs the same
   // under either plan and, when tau is re-estimated, would drown the
   // difference the tuner is looking for.
@@ -200,12 +209,15 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
     exchanged = c->ops->synchronize(c->kernels, stream);  // device work is stream-ordered
   const auto exchangeEnd = std::chrono::steady_clock::now();
   DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
+  s.clock.lap(dctPhaseAgree);
 
   commit(s, all);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d", (unsigned long long)c->stats.step,
             (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm));
   DCTCHECK(finish(s));
   DCTCHECK(c->ops->streamEnd(c->kernels, stream));
+  s.clock.lap(dctPhaseOther);
+  s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
   c->lastStepNs = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(exchangeEnd - exchangeStart).count());
   return dctSuccess;

@@ -117,6 +117,10 @@ dctResult_t cpuThreshold(KernelContext* ctx, ThresholdArgs* args, double* tau, v
 dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void* stream);
 dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
+// packing::validGroup over every group of a packed list (in parallel).
+bool cpuValidPackedList(KernelContext* ctx, const void* list, size_t packedBytes, size_t nnz, int indexBytes,
+                        uint64_t n);
+dctResult_t cpuMergePacked(KernelContext* ctx, MergeArgs* args, void* stream);
 dctResult_t cpuRowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t cpuRowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t cpuRowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);

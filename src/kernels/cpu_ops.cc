@@ -166,6 +166,7 @@ const KernelOps& cpuKernelOps() {
       .scatterAdd = cpuScatterAdd,
       .packIndices = cpuPackIndices,
       .scatterAddPacked = cpuScatterAddPacked,
+      .mergePacked = cpuMergePacked,
       .zero = zero,
       .scale = scale,
       .rowSelect = cpuRowSelect,

@@ -45,24 +45,32 @@ dctResult_t packList(KernelContext* kc, PackArgs& a) {
   return dctSuccess;
 }
 
-template <typename T, typename V, typename I>
-dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
-  CpuContext* ctx = cpuCtx(kc);
-  const Layout l(a.nnz, sizeof(I));
-  if (a.nnz == 0) return dctSuccess;
-  if (!packing::validSize(l, a.packedBytes)) return dctInternalError;
-  Sections<I> s(const_cast<void*>(a.indices), l);
-  const size_t words = (a.packedBytes - l.data) / 8;
-  // The whole list is checked before anything is written, with the rule the
-  // CUDA twin uses, so a malformed message fails the same way on every rank
-  // and twin instead of being half added.
+template <typename I>
+bool validList(CpuContext* ctx, const void* list, size_t packedBytes, size_t nnz, uint64_t n) {
+  const Layout l(nnz, sizeof(I));
+  if (nnz == 0) return true;
+  if (!packing::validSize(l, packedBytes)) return false;
+  Sections<I> s(const_cast<void*>(list), l);
+  const size_t words = (packedBytes - l.data) / 8;
   std::atomic<size_t> malformed{0};
   ctx->pool.parallelFor(l.groups, kMinGroupsPerWorker, [&](size_t b, size_t e, int) {
     size_t bad = 0;
-    for (size_t g = b; g < e; g++) bad += !packing::validGroup<I>(s, g, l.groups, a.nnz, a.n, words);
+    for (size_t g = b; g < e; g++) bad += !packing::validGroup<I>(s, g, l.groups, nnz, n, words);
     if (bad) malformed.fetch_add(bad, std::memory_order_relaxed);
   });
-  if (malformed.load() != 0) return dctInternalError;
+  return malformed.load() == 0;
+}
+
+template <typename T, typename V, typename I>
+dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
+  CpuContext* ctx = cpuCtx(kc);
+  if (a.nnz == 0) return dctSuccess;
+  // The whole list is checked before anything is written, with the rule the
+  // CUDA twin uses, so a malformed message fails the same way on every rank
+  // and twin instead of being half added.
+  if (!validList<I>(ctx, a.indices, a.packedBytes, a.nnz, a.n)) return dctInternalError;
+  const Layout l(a.nnz, sizeof(I));
+  Sections<I> s(const_cast<void*>(a.indices), l);
   T* dense = static_cast<T*>(a.dense);
   const V* values = static_cast<const V*>(a.values);
   // Valid groups cover disjoint ascending index ranges: workers never share
@@ -91,6 +99,13 @@ dctResult_t cpuPackIndices(KernelContext* kc, PackArgs* args, void*) {
   if (a.nnz == 0) return dctSuccess;
   if (!packing::fitsOffsets(a.nnz, a.indexBytes)) return dctNotSupported;
   return a.indexBytes == 8 ? packList<uint64_t>(ctx, a) : packList<uint32_t>(ctx, a);
+}
+
+bool cpuValidPackedList(KernelContext* kc, const void* list, size_t packedBytes, size_t nnz, int indexBytes,
+                        uint64_t n) {
+  CpuContext* ctx = cpuCtx(kc);
+  return indexBytes == 8 ? validList<uint64_t>(ctx, list, packedBytes, nnz, n)
+                         : validList<uint32_t>(ctx, list, packedBytes, nnz, n);
 }
 
 dctResult_t cpuScatterAddPacked(KernelContext* kc, const ScatterArgs* args, void*) {

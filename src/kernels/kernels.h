@@ -84,6 +84,28 @@ struct ScatterArgs {
   dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
 };
 
+// The sum of several packed messages (the allgather algorithm's reduction):
+// dense[i] = v_0(i) + v_1(i) + ... in message order, starting from +0 and
+// skipping messages without entry i; every other element becomes 0. The
+// same bits as zeroing dense and scatterAddPacked-ing message after message,
+// in one pass that writes dense once.
+struct PackedMessage {
+  const void* indices;  // packed list (index_packing.h) of packedBytes bytes
+  const void* values;   // nnz values of valueType
+  size_t nnz;
+  size_t packedBytes;
+};
+struct MergeArgs {
+  void* dense;
+  size_t n;
+  dctDataType_t dtype;      // dense's (the accumulation type)
+  dctDataType_t valueType;  // the messages' values
+  int indexBytes;
+  const PackedMessage* messages;
+  int count;
+  int malformed = -1;  // out: the first message failing packing::validGroup
+};
+
 // Delta bit-packing of a strictly ascending index list (index_packing.h).
 struct PackArgs {
   const void* indices;  // nnz entries, strictly ascending
@@ -204,6 +226,10 @@ struct KernelOps {
   // twin reads its count of malformed groups back before scattering (one
   // stream synchronisation per call).
   dctResult_t (*scatterAddPacked)(KernelContext* ctx, const ScatterArgs* args, void* stream);
+  // MergeArgs above. A malformed message (the check of scatterAddPacked)
+  // returns dctInternalError with args->malformed set; dense is then
+  // undefined. The CPU twin checks every message before writing anything.
+  dctResult_t (*mergePacked)(KernelContext* ctx, MergeArgs* args, void* stream);
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
                        double factor, void* stream);

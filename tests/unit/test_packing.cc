@@ -175,3 +175,66 @@ TEST_CASE("malformed packed lists are rejected whole; nothing is written") {
   checkMalformedRejected<uint64_t>(10000, 300, 62);
   checkMalformedRejected<uint32_t>(4000037, 200003, 63);  // ~1600 groups: several workers
 }
+
+namespace {
+
+// mergePacked against its definition: zero the output, then scatter-add the
+// messages one after another. Messages of mixed sizes, empty ones included.
+template <typename T, typename I>
+void checkMerge(size_t n, int ranks, uint64_t seed) {
+  CAPTURE(n);
+  CAPTURE(ranks);
+  Twin twin;
+  const dctDataType_t type = sizeof(T) == 8 ? dctFloat64 : dctFloat32;
+  std::vector<std::vector<uint8_t>> packed(ranks);
+  std::vector<std::vector<T>> values(ranks);
+  std::vector<PackedMessage> messages(ranks);
+  std::vector<T> ref(n, T(0));
+  for (int r = 0; r < ranks; r++) {
+    const size_t sizes[] = {0, 1, n / 100, n / 7, n / 2, n};
+    const size_t nnz = std::min(n, sizes[(seed + r) % 6]);
+    const auto idx = randomIndices<I>(n, nnz, true, seed + 10 * r);
+    values[r] = randomVector<T>(nnz, seed + 10 * r + 1);
+    packed[r] = twin.pack(idx);
+    messages[r] = PackedMessage{packed[r].data(), values[r].data(), nnz, packed[r].size()};
+    ScatterArgs add{ref.data(), n, type, static_cast<int>(sizeof(I)), packed[r].data(), values[r].data(),
+                    nnz, true, packed[r].size()};
+    REQUIRE(twin.ops.scatterAddPacked(twin.ctx, &add, nullptr) == dctSuccess);
+  }
+  auto dense = randomVector<T>(n, seed + 99);  // every element is overwritten
+  MergeArgs merge{dense.data(), n, type, type, static_cast<int>(sizeof(I)), messages.data(), ranks};
+  REQUIRE(twin.ops.mergePacked(twin.ctx, &merge, nullptr) == dctSuccess);
+  CHECK(merge.malformed == -1);
+  for (size_t i = 0; i < n; i++) REQUIRE(sameBits(dense[i], ref[i]));
+}
+
+}  // namespace
+
+TEST_CASE("merging packed messages equals zeroing and scatter-adding them in order") {
+  for (size_t n : kOddSizes) {
+    if (n == 0) continue;
+    for (int ranks : {1, 2, 3, 5}) {
+      checkMerge<float, uint32_t>(n, ranks, 70 + n + ranks);
+      checkMerge<double, uint64_t>(n, ranks, 71 + n + ranks);
+    }
+  }
+  checkMerge<float, uint32_t>(4000037, 4, 72);  // many blocks: several workers
+}
+
+TEST_CASE("a malformed message fails the merge and names itself") {
+  Twin twin;
+  const size_t n = 10000, nnz = 300;
+  const auto idx = randomIndices<uint32_t>(n, nnz, true, 81);
+  const auto val = randomVector<float>(nnz, 82, false);
+  const auto good = twin.pack(idx);
+  for (const MalformedList& m : malformedLists(good, idx, n)) {
+    CAPTURE(m.what);
+    std::vector<float> dense(m.n);
+    const PackedMessage messages[3] = {{good.data(), val.data(), nnz, good.size()},
+                                       {m.bytes.data(), val.data(), nnz, m.bytes.size()},
+                                       {good.data(), val.data(), nnz, good.size()}};
+    MergeArgs merge{dense.data(), m.n, dctFloat32, dctFloat32, 4, messages, 3};
+    CHECK(twin.ops.mergePacked(twin.ctx, &merge, nullptr) == dctInternalError);
+    CHECK(merge.malformed == (m.n == n ? 1 : 0));  // a smaller n fails the good list too
+  }
+}
