@@ -14,10 +14,11 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   if (!packing::fitsOffsets(c->count, c->indexBytes)) return p;
   p.algorithm = static_cast<dctAlgorithm_t>(c->config.algorithm);
   if (p.algorithm != dctAlgoAuto) return p;
-  // Forecast this step's counts: last step's (identical on every rank), or
-  // k per rank before the first exchange.
+  // Forecast this step's counts: last sparse step's (identical on every
+  // rank), or k per rank (before the first exchange, and after a dense step,
+  // which sends everything).
   std::vector<uint64_t> forecast(comm->size, targetNnz(c));
-  if (c->lastMessages.size() == forecast.size())
+  if (c->lastMessages.size() == forecast.size() && c->stats.algorithm == dctAlgoAllgather)
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
                 forecast.data()};

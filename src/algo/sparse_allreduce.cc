@@ -40,7 +40,7 @@ struct Step {
   dctComm_t comm;
   void* stream;
   Plan plan;
-  bool plain = false;  // dense plan with nothing to select: send the gradient as is
+  bool plain = false;  // dense plan, zero residual: send the gradient as is
   StepDraft draft{};
   Message msg{};
   size_t bytes = 0;     // this rank's message on the wire
@@ -83,7 +83,10 @@ dctResult_t localWork(Step& s) {
     return dctSuccess;
   }
   if (s.plan.algorithm == dctAlgoDense) {
-    s.msg.dense = s.target;  // the selection, written densely where the sum goes
+    // Dense costs the same whatever it carries: send all of acc (zero
+    // residual after it), written where the sum goes.
+    s.msg.dense = s.target;
+    s.msg.everything = true;
     DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
     s.bytes = denseBytes(s);
     return dctSuccess;
@@ -184,8 +187,10 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
   Step s{sendbuf, recvbuf, recvbuf, dctFloat32, op, c, comm, stream, planAlgorithm(c, comm)};
-  // Plain: a dense step with nothing to select or round sends the gradient as is.
-  s.plain = s.plan.algorithm == dctAlgoDense && sendsAll(c) && c->residualZero && c->wireType == c->dtype;
+  // Plain: a dense step with no residual to add and nothing to round sends
+  // the gradient as is: no pass over it at all (auto's steady state on
+  // tensors too small or too dense to compress).
+  s.plain = s.plan.algorithm == dctAlgoDense && c->residualZero && c->wireType == c->dtype;
   s.targetType = s.plan.algorithm == dctAlgoDense ? c->wireType : c->accType;
   mine.algorithm = s.plan.algorithm;
   mine.mode = inWarmup(c) ? 1 : 0;

@@ -101,7 +101,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
                                                  : std::numeric_limits<float>::denorm_min();
   d = StepDraft{};
   d.tau = c->tau;
-  const bool sendAll = sendsAll(c);
+  const bool sendAll = sendsAll(c) || msg.everything;
   const void* from = grad;  // select from grad + residual, or from the materialised acc
   if (sendAll) {
     d.tau.tau = tauFloor;  // every nonzero entry goes
@@ -130,7 +130,8 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
     DCTCHECK(select(c, grad, d.tau.tau, msg, args, stream));
   }
   d.newResidual = c->config.errorFeedback != 0;  // without EF the zero residual stays
-  d.nnz = msg.nnz;
+  d.residualZero = sendAll && c->wireType == c->accType;
+  d.nnz = msg.dense && msg.everything ? c->count : msg.nnz;  // the dense plan sends every value
   d.nonFinite = args.nonFinite;
   d.threshold = sendAll ? 0.0 : d.tau.tau;
   return dctSuccess;
@@ -140,7 +141,7 @@ void commitStep(dctCompressor_t c, const StepDraft& d, size_t bytesSent, size_t 
                 dctAlgorithm_t algo) {
   if (d.newResidual) {
     c->committed = 1 - c->committed;
-    c->residualZero = false;
+    c->residualZero = d.residualZero;
   }
   c->tau = d.tau;
   dctStats_t& s = c->stats;

@@ -24,6 +24,7 @@ struct Message {
   size_t nnz = 0;
   TwinBuffer* storage = nullptr;
   void* dense = nullptr;
+  bool everything = false;  // every nonzero entry goes, whatever tau (the dense plan)
 };
 
 inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * indexBytes + 7) & ~size_t(7); }
@@ -59,6 +60,7 @@ struct StepDraft {
   uint64_t nnz = 0, nonFinite = 0;
   double threshold = 0;
   bool newResidual = false;  // the spare residual holds this step's residual
+  bool residualZero = false; // ... and it is all zeros (everything sent, no rounding)
 };
 
 }  // namespace dct

@@ -39,8 +39,9 @@ struct RefConfig {
   int warmup = 0;
 };
 
-// What one rank sends in one step. In warm-up that is every entry of acc
-// (the dense allreduce); otherwise the selection, ascending.
+// What one rank sends in one step. In warm-up and in steps of the dense
+// algorithm that is every entry of acc (the residual becomes zero);
+// otherwise the selection, ascending.
 template <typename T>
 struct RefMessage {
   std::vector<uint32_t> idx;
@@ -56,15 +57,16 @@ class RefCompressor {
   RefCompressor(size_t n, RefConfig cfg) : cfg_(cfg), residual_(n, T(0)) {}
 
   // One step. givenTau > 0 replaces the estimate and the schedule (the
-  // sampled method: the tau the library reports).
-  RefMessage<T> step(const std::vector<T>& grad, double givenTau = 0) {
+  // sampled method: the tau the library reports). dense: a step of the
+  // dense algorithm.
+  RefMessage<T> step(const std::vector<T>& grad, double givenTau = 0, bool dense = false) {
     const size_t n = residual_.size(), k = targetK(cfg_.density, n);
     const T floor = std::numeric_limits<T>::denorm_min();
     std::vector<T> acc(n);
     for (size_t i = 0; i < n; i++) acc[i] = residual_[i] + grad[i];
     RefMessage<T> m;
     for (T a : acc) m.nonzero += a != T(0);
-    if (step_ < static_cast<uint64_t>(cfg_.warmup)) {
+    if (step_ < static_cast<uint64_t>(cfg_.warmup) || dense) {
       for (size_t i = 0; i < n; i++) {
         m.idx.push_back(static_cast<uint32_t>(i));
         m.val.push_back(acc[i]);

@@ -117,17 +117,17 @@ void run(size_t n, const Case& k, const GradFn<T>& grad, std::vector<T>* lastOut
             dctSuccess);
     dctStats_t st;
     REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
-    const bool warm = step < k.s.warmup;
-    RefMessage<T> mine = ref.step(g, sampled && !warm ? st.threshold : 0.0);
+    // Warm-up and dense steps send all of acc: no threshold, no selection.
+    const bool warm = step < k.s.warmup || st.algorithm == dctAlgoDense;
+    RefMessage<T> mine = ref.step(g, sampled && !warm ? st.threshold : 0.0, st.algorithm == dctAlgoDense);
 
     CHECK(st.step == static_cast<uint64_t>(step + 1));
-    // Dense at density 1 is a plain allreduce of the gradient and reports
-    // every entry as sent, zeros included.
-    if (!(k.s.density >= 1.0 && st.algorithm == dctAlgoDense)) CHECK(st.nnz == mine.val.size());
+    // Dense steps send every entry, zeros included.
+    CHECK(st.nnz == mine.val.size());
     CHECK(st.threshold == mine.tau);
     if (!warm) CHECK(st.nonFinite == mine.nonFinite);
     if (!sampled) CHECK(st.thresholdEstimates == ref.estimates());
-    if (warm) CHECK(st.algorithm == dctAlgoDense);
+    if (step < k.s.warmup) CHECK(st.algorithm == dctAlgoDense);
     else if (k.s.algorithm != dctAlgoAuto) CHECK(st.algorithm == k.s.algorithm);
     if (sampled && !warm && k.s.density < 1.0 && mine.nonzero >= target) {
       CHECK(static_cast<double>(st.nnz) >= target / 1.25);
