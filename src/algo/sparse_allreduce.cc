@@ -17,7 +17,6 @@
 // A rank that fails anywhere still takes part in every collective of the
 // step (transport.h's contract), so nobody waits; the votes carry the
 // failure to every rank and nothing is committed anywhere.
-#include <chrono>
 #include <cstring>
 
 #include "algo/agree.h"
@@ -165,6 +164,16 @@ dctResult_t finish(Step& s) {
   return c->ops->convert(c->kernels, s.recv, c->dtype, s.target, s.targetType, c->count, factor, s.stream);
 }
 
+// The dense plan's agreement is the header allgather alone: nothing is
+// sized by the headers, so nothing can fail between them and the exchange,
+// and every rank that received them draws the same conclusion from them.
+dctResult_t agreeDense(Step& s, const CallHeader& mine, std::vector<CallHeader>& all, const char* fn,
+                       dctResult_t& carried) {
+  all.assign(s.comm->size, CallHeader{});
+  carried = s.comm->transport->allgather(s.comm, &mine, all.data(), sizeof(CallHeader), s.stream);
+  return carried == dctSuccess ? checkHeaders(s.comm, mine, all, fn) : dctSuccess;
+}
+
 void commit(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   uint64_t slowest = 0;
@@ -203,16 +212,17 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
   s.clock.lap(dctPhaseCompress);
-  DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
+  // A rank whose header exchange failed in the transport cannot trust what
+  // it received; on the dense plan it still takes part in the exchange
+  // (whose shape it knows) and fails every rank at the exchange's vote.
+  dctResult_t carried = dctSuccess;
+  if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeDense(s, mine, all, fn, carried));
+  else DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
   s.clock.lap(dctPhaseAgree);
-  // Auto learns the exchange's time only: compression costs the same
-  // under either plan and, when tau is re-estimated, would drown the
-  // difference the tuner is looking for.
-  const auto exchangeStart = std::chrono::steady_clock::now();
   dctResult_t exchanged = exchange(s, all);
+  if (exchanged == dctSuccess) exchanged = carried;
   if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)
-    exchanged = c->ops->synchronize(c->kernels, stream);  // device work is stream-ordered
-  const auto exchangeEnd = std::chrono::steady_clock::now();
+    exchanged = c->ops->synchronize(c->kernels, stream);  // auto times the device work too
   DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
   s.clock.lap(dctPhaseAgree);
 
@@ -223,8 +233,9 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   DCTCHECK(c->ops->streamEnd(c->kernels, stream));
   s.clock.lap(dctPhaseOther);
   s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
-  c->lastStepNs = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(exchangeEnd - exchangeStart).count());
+  // Auto learns whole steps: the dense plan's steady state skips the
+  // compressor's passes, which the allgather plan pays.
+  c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);
   return dctSuccess;
 }
 

@@ -18,6 +18,11 @@ class PhaseTimer {
     last_ = now;
   }
   double us(dctPhase_t phase) const { return us_[phase]; }
+  double totalUs() const {
+    double sum = 0;
+    for (double us : us_) sum += us;
+    return sum;
+  }
   // Copies the laps into a step's and the running totals' fields.
   void record(double* step, double* total) const {
     for (int p = 0; p < dctNumPhases; p++) {
