@@ -1,0 +1,36 @@
+# gnuplot -e "dir='bench/results/<run>'" bench/results/e2e_plots.gp
+# Reads <dir>/{shm2,shm4,netem4}_{size,density}.dat (e2e_report.py).
+set terminal pngcairo size 900,600 noenhanced
+set grid
+set key top left
+do for [net in "shm2 shm4 netem4"] {
+  set output sprintf("%s/%s_time_vs_size.png", dir, net)
+  set title sprintf("%s: time vs size, density 1%%, fp32", net)
+  set logscale xy
+  set xlabel "bytes per rank"
+  set ylabel "time per call (ms, median)"
+  f = sprintf("%s/%s_size.dat", dir, net)
+  plot f using 1:($3/1e3) with linespoints title "dense MPI_Allreduce (ring)", \
+       f using 1:($4/1e3) with linespoints title "libdct (auto)", \
+       f using 1:($5/1e3) with lines dt 2 title "physical bound"
+  set output sprintf("%s/%s_time_vs_density.png", dir, net)
+  set title sprintf("%s: time vs density, 64 MiB fp32", net)
+  set xlabel "density"
+  f = sprintf("%s/%s_density.dat", dir, net)
+  plot f using 2:($3/1e3) with linespoints title "dense MPI_Allreduce (ring)", \
+       f using 2:($4/1e3) with linespoints title "libdct (auto)", \
+       f using 2:($5/1e3) with lines dt 2 title "physical bound"
+  unset logscale
+  set output sprintf("%s/%s_phases.png", dir, net)
+  set title sprintf("%s: where a 64 MiB step goes, by density (ms, mean over ranks)", net)
+  set style data histograms
+  set style histogram rowstacked
+  set style fill solid 0.8 border -1
+  set boxwidth 0.7
+  set xlabel "density"
+  set key top right
+  plot f using ($8/1e3):xtic(2) title "compress", '' using ($9/1e3) title "agree", \
+       '' using ($10/1e3) title "exchange", '' using ($11/1e3) title "reduce", '' using ($12/1e3) title "other"
+  set style data linespoints
+  set key top left
+}
