@@ -3,6 +3,7 @@
 # shared memory at 2 and 4 ranks and 1 Gbit/s shaped links at 4 ranks,
 # time vs size (64 KiB - 64 MiB) and vs density (0.01% - 50%), with the
 # per-phase columns (-p) and the bound column (-l for the links).
+# DENSITIES="..." and NETEM_SIZES="-b .. -e .. -f .." narrow the sweeps.
 #   bench/results/collect_e2e.sh [build-dir] [out-dir]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,7 +16,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296
 RING=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
 SIZES=(-b 64K -e 64M -f 4)
-DENSITIES="0.0001 0.001 0.01 0.1 0.3 0.5"
+NETEM_SIZES=(${NETEM_SIZES:--b 64K -e 64M -f 4})
+DENSITIES="${DENSITIES:-0.0001 0.001 0.01 0.1 0.3 0.5}"
 
 shm() { local np=$1; shift; timeout 900 mpirun -np "$np" --oversubscribe -x GLIBC_TUNABLES "${RING[@]}" "$PERF" -p "$@"; }
 netem() {
@@ -27,7 +29,7 @@ for np in 2 4; do
     shm "$np" -b 64M -e 64M -D "$d" -n 7 -w 10 -J "$OUT/shm${np}_density.json" | tee -a "$OUT/shm.log"
   done
 done
-netem "${SIZES[@]}" -D 0.01 -n 7 -w 10 -J "$OUT/netem4_size.json" | tee -a "$OUT/netem.log"
+netem "${NETEM_SIZES[@]}" -D 0.01 -n 7 -w 10 -J "$OUT/netem4_size.json" | tee -a "$OUT/netem.log"
 for d in $DENSITIES; do
   netem -b 64M -e 64M -D "$d" -n 7 -w 10 -J "$OUT/netem4_density.json" | tee -a "$OUT/netem.log"
 done
