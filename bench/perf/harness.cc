@@ -129,7 +129,6 @@ int runHarness(const Options& opt, PerfCase& pc, MPI_Comm mpi) {
     Samples samples;
     bool ok = runIterations(opt, pc, mpi, samples);
     Row row;
-    row.copyUs = copyUs;
     if (ok) row = summarize(opt, pc, count, samples, mpi, nranks, copyUs);
     row.wrong = -1;
     if (ok && opt.check) {

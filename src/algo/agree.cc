@@ -28,12 +28,26 @@ dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vect
   return dctSuccess;
 }
 
+namespace {
+
+dctResult_t gatherHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream) {
+  all.assign(comm->size, CallHeader{});
+  return comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), stream);
+}
+
+}  // namespace
+
 dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
                             void* stream, const char* fn) {
-  all.assign(comm->size, CallHeader{});
-  dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), stream);
+  dctResult_t res = gatherHeaders(comm, mine, all, stream);
   if (res != dctSuccess) return res;
   return checkHeaders(comm, mine, all, fn);
+}
+
+dctResult_t agreeWithoutVote(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
+                             const char* fn, dctResult_t& carried) {
+  carried = gatherHeaders(comm, mine, all, stream);
+  return carried == dctSuccess ? checkHeaders(comm, mine, all, fn) : dctSuccess;
 }
 
 dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,

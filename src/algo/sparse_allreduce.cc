@@ -2,8 +2,9 @@
 //
 //   local work   plan, compress into the spare residual, pack, reserve
 //   agreement    header allgather (args, counts, sizes, timing), reserve the
-//                gather buffer for the agreed sizes, vote
-//   exchange     allgatherv + rank-order scatter, or dense allreduce, into
+//                gather buffer for the agreed sizes, vote (the dense plan
+//                sizes nothing by the headers: no vote, agree.h)
+//   exchange     allgatherv + rank-order merge, or dense allreduce, into
 //                the step's target (recvbuf; a staging buffer when in place,
 //                so sendbuf survives a failed step, or when the sum is built
 //                in another type than the tensor's), vote
@@ -164,16 +165,6 @@ dctResult_t finish(Step& s) {
   return c->ops->convert(c->kernels, s.recv, c->dtype, s.target, s.targetType, c->count, factor, s.stream);
 }
 
-// The dense plan's agreement is the header allgather alone: nothing is
-// sized by the headers, so nothing can fail between them and the exchange,
-// and every rank that received them draws the same conclusion from them.
-dctResult_t agreeDense(Step& s, const CallHeader& mine, std::vector<CallHeader>& all, const char* fn,
-                       dctResult_t& carried) {
-  all.assign(s.comm->size, CallHeader{});
-  carried = s.comm->transport->allgather(s.comm, &mine, all.data(), sizeof(CallHeader), s.stream);
-  return carried == dctSuccess ? checkHeaders(s.comm, mine, all, fn) : dctSuccess;
-}
-
 void commit(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   uint64_t slowest = 0;
@@ -212,11 +203,9 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
   s.clock.lap(dctPhaseCompress);
-  // A rank whose header exchange failed in the transport cannot trust what
-  // it received; on the dense plan it still takes part in the exchange
-  // (whose shape it knows) and fails every rank at the exchange's vote.
+  // The dense plan sizes nothing by the headers: no vote before its exchange.
   dctResult_t carried = dctSuccess;
-  if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeDense(s, mine, all, fn, carried));
+  if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeWithoutVote(comm, mine, all, stream, fn, carried));
   else DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
   s.clock.lap(dctPhaseAgree);
   dctResult_t exchanged = exchange(s, all);

@@ -4,9 +4,8 @@
 // the caches (measured 0.07x memcpy's byte rate). Here the output is built
 // in blocks that fit in L1: zero the block, add every message's entries that
 // fall in it, in message order (each message is a cursor walking its
-// ascending indices), while the block stays in cache: the output goes to
-// memory once (glibc's memset writes whole lines, without reading them
-// first). Per element that is the same additions in the same order: the
+// ascending indices), while the block stays in cache: the output leaves the
+// cache once. Per element that is the same additions in the same order: the
 // same bits.
 #include <algorithm>
 #include <cstring>
