@@ -18,6 +18,7 @@ dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vect
                        : h.op != mine.op               ? "op"
                        : h.algorithm != mine.algorithm ? "algorithm"
                        : h.mode != mine.mode           ? "phase (warm-up/query)"
+                       : h.chunks != mine.chunks       ? "pipeline chunks (DCT_CHUNK_ELEMENTS, DCT_PIPELINE)"
                                                        : nullptr;
     if (what)
       return fail(comm, dctInvalidUsage,

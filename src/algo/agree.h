@@ -26,6 +26,7 @@ struct CallHeader {
   int32_t mode = 0;         // must match (warm-up vs sparse, query vs fetch)
   int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
   int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size)
+  int32_t chunks = 0;       // must match: pipelined allreduce's chunk count (0: unchunked)
 };
 
 // An allreduce's header: the arguments every rank must agree on. Raw bits

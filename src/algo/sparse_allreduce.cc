@@ -21,32 +21,13 @@
 #include <cstring>
 
 #include "algo/agree.h"
-#include "algo/algorithms.h"
+#include "algo/allreduce_step.h"
 #include "base/debug.h"
-#include "base/phase_timer.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
 
 namespace dct {
 namespace {
-
-struct Step {
-  const void* send;
-  void* recv;
-  void* target;  // where the result is built (recv, or c->staged)
-  dctDataType_t targetType;  // what the target holds once the exchange is done
-  dctRedOp_t op;
-  dctCompressor_t c;
-  dctComm_t comm;
-  void* stream;
-  Plan plan;
-  bool plain = false;  // dense plan, zero residual: send the gradient as is
-  StepDraft draft{};
-  Message msg{};
-  size_t bytes = 0;     // this rank's message on the wire
-  size_t received = 0;  // bytes from other ranks
-  PhaseTimer clock{};
-};
 
 size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->wireType); }
 
@@ -174,7 +155,48 @@ void commit(Step& s, const std::vector<CallHeader>& all) {
     slowest = all[r].lastStepNs > slowest ? all[r].lastStepNs : slowest;
   }
   c->tuner.commit(s.plan.decision, static_cast<double>(slowest) * 1e-3, c->stats.step);
+  // What the pipelined attempt's chunks needed sizes the next one's slots;
+  // a step without one leaves no history.
+  c->chunkNeeds = std::move(s.chunkNeeds);
+  c->chunkElems = c->chunkNeeds.empty() ? 0 : s.chunkElems;
   commitStep(c, s.draft, s.bytes, s.received, s.plan.algorithm);
+}
+
+// Every rank has succeeded: commit, and hand the result over.
+dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = s.c;
+  commit(s, all);
+  DCT_TRACE("step %llu: nnz %llu tau %g algo %d chunks of %zu", (unsigned long long)c->stats.step,
+            (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm), s.chunkElems);
+  DCTCHECK(finish(s));
+  DCTCHECK(c->ops->streamEnd(c->kernels, s.stream));
+  s.clock.lap(dctPhaseOther);
+  s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
+  // Auto learns whole steps: the dense plan's steady state skips the
+  // compressor's passes, which the allgather plan pays.
+  c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);
+  return dctSuccess;
+}
+
+// The step in one piece: local work, agreement, exchange, vote.
+dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, const char* fn) {
+  dctCompressor_t c = s.c;
+  if (mine.localError == dctSuccess) mine.localError = localWork(s);
+  mine.nnz = s.draft.nnz;
+  mine.bytes = s.bytes;
+  s.clock.lap(dctPhaseCompress);
+  // The dense plan sizes nothing by the headers: no vote before its exchange.
+  dctResult_t carried = dctSuccess;
+  if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeWithoutVote(s.comm, mine, all, s.stream, fn, carried));
+  else DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] { return reserveGathered(s, all); }));
+  s.clock.lap(dctPhaseAgree);
+  dctResult_t exchanged = exchange(s, all);
+  if (exchanged == dctSuccess) exchanged = carried;
+  if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)
+    exchanged = c->ops->synchronize(c->kernels, s.stream);  // auto times the device work too
+  DCTCHECK(vote(s.comm, exchanged, s.stream, fn, "exchange"));
+  s.clock.lap(dctPhaseAgree);
+  return dctSuccess;
 }
 
 }  // namespace
@@ -199,33 +221,16 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
     mine.localError = c->staged.reserve(count * dtypeSize(c->accType));
     s.target = c->staged.as();
   }
-  if (mine.localError == dctSuccess) mine.localError = localWork(s);
-  mine.nnz = s.draft.nnz;
-  mine.bytes = s.bytes;
-  s.clock.lap(dctPhaseCompress);
-  // The dense plan sizes nothing by the headers: no vote before its exchange.
-  dctResult_t carried = dctSuccess;
-  if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeWithoutVote(comm, mine, all, stream, fn, carried));
-  else DCTCHECK(agree(comm, mine, all, stream, fn, [&] { return reserveGathered(s, all); }));
-  s.clock.lap(dctPhaseAgree);
-  dctResult_t exchanged = exchange(s, all);
-  if (exchanged == dctSuccess) exchanged = carried;
-  if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)
-    exchanged = c->ops->synchronize(c->kernels, stream);  // auto times the device work too
-  DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
-  s.clock.lap(dctPhaseAgree);
-
-  commit(s, all);
-  DCT_TRACE("step %llu: nnz %llu tau %g algo %d", (unsigned long long)c->stats.step,
-            (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm));
-  DCTCHECK(finish(s));
-  DCTCHECK(c->ops->streamEnd(c->kernels, stream));
-  s.clock.lap(dctPhaseOther);
-  s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
-  // Auto learns whole steps: the dense plan's steady state skips the
-  // compressor's passes, which the allgather plan pays.
-  c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);
-  return dctSuccess;
+  s.chunkElems = pipelineChunkElems(s);
+  if (s.chunkElems) {
+    bool fallback = false;
+    const CallHeader args = mine;
+    DCTCHECK(pipelinedStep(s, mine, all, fallback, fn));
+    if (!fallback) return complete(s, all);
+    mine = args;  // every rank falls back alike: the unchunked step, from scratch
+  }
+  DCTCHECK(unchunked(s, mine, all, fn));
+  return complete(s, all);
 }
 
 }  // namespace dct

@@ -13,11 +13,17 @@
 namespace dct {
 namespace {
 
-// Drift band: a selection outside [k / band, k * band] re-estimates tau and
-// selects again in the same step. DESIGN.md suggests 4; a loose band lets
+// Drift band: a selection outside [k / band, k * band] re-estimates tau
+// before the next step selects. DESIGN.md suggests 4; a loose band lets
 // the message double while error feedback fills the residual (measured: 2x
 // k within 30 steps at L = 1000), halving the compression users asked for.
 constexpr double kDriftBand = 1.25;
+// A runaway selection (past this many times its target: a gradient whose
+// scale jumped) re-estimates and selects again in the same step, so no
+// message blows up. Milder drift waits a step: a step's selection then
+// never has to be redone, which lets the pipelined allreduce send chunks
+// before the whole count is known.
+constexpr double kRunawayFactor = 2.0;
 
 
 // Drift: count outside [k / band, k * band]. An accepted tie count gets
@@ -28,6 +34,20 @@ bool drifted(const TauState& t, double selected, size_t k, bool tauAtFloor) {
   };
   if (!outside(static_cast<double>(k))) return false;
   return t.acceptedCount == 0 || outside(static_cast<double>(t.acceptedCount));
+}
+
+bool runaway(const TauState& t, double selected, size_t k) {
+  const double target = static_cast<double>(k > t.acceptedCount ? k : t.acceptedCount);
+  return selected > kRunawayFactor * target;
+}
+
+// After the selection: a count outside the band asks for an estimate next
+// step; right after an estimate, it is a tie no tau splits, accepted
+// rather than re-estimated every step.
+void judgeCount(TauState& t, bool freshTau, size_t selected, size_t k, bool tauAtFloor) {
+  const double count = static_cast<double>(selected);
+  if (!freshTau) t.driftPending = drifted(t, count, k, tauAtFloor);
+  else if (drifted(TauState{}, count, k, tauAtFloor)) t.acceptedCount = selected > 0 ? selected : 1;
 }
 
 // acc = grad + committed residual, materialised in the spare residual.
@@ -43,6 +63,7 @@ dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
   d.tau.have = true;
   d.tau.lastEstimateStep = c->stats.step;
   d.tau.acceptedCount = 0;
+  d.tau.driftPending = false;
   d.estimates++;
   DCT_TRACE("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, d.tau.tau);
   return dctSuccess;
@@ -64,15 +85,18 @@ dctResult_t layOut(dctCompressor_t c, Message& msg, size_t capacity) {
   return dctSuccess;
 }
 
-// Selects from acc into msg and the spare residual. With grad, acc is
-// grad + committed residual (the originals are never modified, so a select
-// can always be redone); without, acc is already in the spare residual.
-dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg, SelectArgs& args,
-                   void* stream) {
-  void* out = c->spareResidual();
-  const void* in = grad ? c->residual() : out;
-  args = msg.dense ? SelectArgs{grad, out, c->count, c->accType, c->indexBytes, tau, c->count, nullptr, msg.dense}
-                   : SelectArgs{grad, out, c->count, c->accType, c->indexBytes, tau, msg.capacity, msg.indices, msg.values};
+// Selects entries [lo, lo + n) of acc into msg and the spare residual
+// (msg's indices count from lo). With grad, acc is grad + committed
+// residual (the originals are never modified, so a select can always be
+// redone); without, acc is already in the spare residual.
+dctResult_t selectRange(dctCompressor_t c, const void* grad, size_t lo, size_t n, double tau, Message& msg,
+                        SelectArgs& args, void* stream) {
+  const size_t accAt = lo * dtypeSize(c->accType);
+  void* out = static_cast<char*>(c->spareResidual()) + accAt;
+  const void* in = grad ? static_cast<const char*>(c->residual()) + accAt : out;
+  if (grad) grad = static_cast<const char*>(grad) + lo * dtypeSize(c->dtype);
+  args = msg.dense ? SelectArgs{grad, out, n, c->accType, c->indexBytes, tau, n, nullptr, msg.dense}
+                   : SelectArgs{grad, out, n, c->accType, c->indexBytes, tau, msg.capacity, msg.indices, msg.values};
   args.residualIn = in;
   args.gradType = c->dtype;
   args.valueType = c->wireType;
@@ -80,6 +104,23 @@ dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg
   DCTCHECK(msg.dense ? c->ops->selectDense(c->kernels, &args, stream) : c->ops->selectCompact(c->kernels, &args, stream));
   msg.nnz = args.nnz;
   return dctSuccess;
+}
+
+dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg, SelectArgs& args,
+                   void* stream) {
+  return selectRange(c, grad, 0, c->count, tau, msg, args, stream);
+}
+
+double tauFloor(dctCompressor_t c) {
+  return c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
+                                  : std::numeric_limits<float>::denorm_min();
+}
+
+// compressStep's schedule: tau is re-estimated before selecting (every L
+// steps, or after a step whose count drifted).
+bool estimateDue(dctCompressor_t c) {
+  return !c->tau.have || c->tau.driftPending ||
+         c->stats.step - c->tau.lastEstimateStep >= static_cast<uint64_t>(c->config.thresholdInterval);
 }
 
 }  // namespace
@@ -97,16 +138,14 @@ size_t targetNnz(dctCompressor_t c) {
 
 dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, StepDraft& d, void* stream) {
   const size_t k = targetNnz(c);
-  const double tauFloor = c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
-                                                 : std::numeric_limits<float>::denorm_min();
+  const double minTau = tauFloor(c);
   d = StepDraft{};
   d.tau = c->tau;
   const bool sendAll = sendsAll(c) || msg.everything;
   const void* from = grad;  // select from grad + residual, or from the materialised acc
   if (sendAll) {
-    d.tau.tau = tauFloor;  // every nonzero entry goes
-  } else if (!d.tau.have ||
-             c->stats.step - d.tau.lastEstimateStep >= static_cast<uint64_t>(c->config.thresholdInterval)) {
+    d.tau.tau = minTau;  // every nonzero entry goes
+  } else if (estimateDue(c)) {
     DCTCHECK(materialise(c, grad, stream));
     DCTCHECK(estimateTau(c, d, stream));
     from = nullptr;
@@ -114,15 +153,13 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   if (msg.storage) DCTCHECK(layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64));
   SelectArgs args;
   DCTCHECK(select(c, from, d.tau.tau, msg, args, stream));
-  if (from != nullptr && !sendAll && drifted(d.tau, static_cast<double>(args.selected), k, d.tau.tau <= tauFloor)) {
+  if (from != nullptr && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
     DCTCHECK(materialise(c, grad, stream));
     DCTCHECK(estimateTau(c, d, stream));
+    from = nullptr;
     DCTCHECK(select(c, nullptr, d.tau.tau, msg, args, stream));
-    // Still outside: a tie no tau splits. Accept it rather than
-    // re-estimating every step.
-    if (drifted(TauState{}, static_cast<double>(args.selected), k, d.tau.tau <= tauFloor))
-      d.tau.acceptedCount = args.selected > 0 ? args.selected : 1;
   }
+  if (!sendAll) judgeCount(d.tau, from == nullptr, args.selected, k, d.tau.tau <= minTau);
   // Growable messages hold everything selected: make room and select again
   // from the untouched originals.
   if (msg.storage && args.selected > msg.nnz) {
@@ -135,6 +172,34 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   d.nonFinite = args.nonFinite;
   d.threshold = sendAll ? 0.0 : d.tau.tau;
   return dctSuccess;
+}
+
+dctResult_t beginChunkedStep(dctCompressor_t c, const void* grad, StepDraft& d, bool& fromGrad, void* stream) {
+  d = StepDraft{};
+  d.tau = c->tau;
+  fromGrad = !estimateDue(c);
+  if (fromGrad) return dctSuccess;
+  DCTCHECK(materialise(c, grad, stream));
+  return estimateTau(c, d, stream);
+}
+
+dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n, const StepDraft& d, Message& msg,
+                        SelectArgs& args, void* stream) {
+  return selectRange(c, grad, lo, n, d.tau.tau, msg, args, stream);
+}
+
+bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& d, bool fromGrad, uint64_t selectedSoFar) {
+  return fromGrad && runaway(d.tau, static_cast<double>(selectedSoFar), targetNnz(c));
+}
+
+void endChunkedStep(dctCompressor_t c, StepDraft& d, bool fromGrad, uint64_t selected, uint64_t nnz,
+                    uint64_t nonFinite) {
+  judgeCount(d.tau, !fromGrad, selected, targetNnz(c), d.tau.tau <= tauFloor(c));
+  d.newResidual = c->config.errorFeedback != 0;
+  d.residualZero = false;
+  d.nnz = nnz;
+  d.nonFinite = nonFinite;
+  d.threshold = d.tau.tau;
 }
 
 void commitStep(dctCompressor_t c, const StepDraft& d, size_t bytesSent, size_t bytesReceived,

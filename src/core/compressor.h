@@ -50,6 +50,8 @@ struct TauState {
   // accepted and drift re-estimates stop until the count leaves the band
   // around it, or the next scheduled estimate.
   uint64_t acceptedCount = 0;
+  // The last step's count left the drift band: estimate before selecting.
+  bool driftPending = false;
 };
 
 // What one step would change, held aside until every rank has succeeded
@@ -91,6 +93,10 @@ struct dctCompressor {
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
   dct::TwinBuffer staged;     // in-place calls: the result until the step commits
   std::vector<dct::RankMessage> lastMessages;  // every rank's, last step (auto's forecast)
+  // The pipelined allreduce's last committed attempt: bytes each rank's
+  // chunk needed ([chunk * ranks + rank]), which size the next one's slots.
+  std::vector<uint64_t> chunkNeeds;
+  size_t chunkElems = 0;
   dct::AutoTuner tuner;     // auto: measured correction of the cost model
   uint64_t lastStepNs = 0;  // wall time of this rank's previous step
   dct::TauState tau;
@@ -131,6 +137,24 @@ size_t targetNnz(dctCompressor_t c);
 // that do not fit stay in the residual). Reads the committed state only and
 // writes the spare residual and `draft`; nothing is committed.
 dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, StepDraft& draft, void* stream);
+// The same step chunk by chunk (the pipelined allreduce), bit for bit what
+// compressStep selects unless the selection runs away (compressStep then
+// re-estimates at once: the caller discards the chunks and calls it):
+//  * beginChunkedStep: tau for the step, estimated on the whole accumulator
+//    when due; fromGrad says whether chunks select from grad + residual
+//    (pass grad to selectChunk) or from that accumulator (pass null);
+//  * selectChunk: entries [lo, lo + n) into msg, indices counted from lo;
+//  * chunkedStepRunaway: true once the chunks so far selected so many that
+//    compressStep would re-estimate;
+//  * endChunkedStep: the draft's counts (and the drift verdict) once every
+//    chunk is in.
+dctResult_t beginChunkedStep(dctCompressor_t c, const void* grad, StepDraft& draft, bool& fromGrad, void* stream);
+dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n, const StepDraft& draft,
+                        Message& msg, SelectArgs& args, void* stream);
+bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& draft, bool fromGrad, uint64_t selectedSoFar);
+void endChunkedStep(dctCompressor_t c, StepDraft& draft, bool fromGrad, uint64_t selected, uint64_t nnz,
+                    uint64_t nonFinite);
+
 // Makes a step's draft the compressor's state and ends the step (counter,
 // byte counters, algorithm).
 void commitStep(dctCompressor_t c, const StepDraft& draft, size_t bytesSent, size_t bytesReceived,

@@ -52,6 +52,41 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   return h ? injected(comm, recv, blocksExtent(recvBytes, recvOffsets, comm->size), "allgatherv") : res;
 }
 
+// The seam's own request: the inner one, and what to garble when an armed
+// one completes (it has taken part, as every rank's must).
+struct SeamRequest {
+  void* inner = nullptr;
+  void* garble = nullptr;
+  size_t bytes = 0;
+  bool armed = false;
+};
+
+dctResult_t test(dctComm_t comm, void* request, int* done) {
+  auto* r = static_cast<SeamRequest*>(request);
+  *done = 1;
+  if (r == nullptr) return dctSuccess;
+  dctResult_t res = seamOf(comm)->inner->test(comm, r->inner, done);
+  if (!*done) return dctSuccess;
+  const SeamRequest finished = *r;
+  delete r;
+  return finished.armed ? injected(comm, finished.garble, finished.bytes, "iallgatherv") : res;
+}
+
+dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
+                        const size_t* recvOffsets, void** request) {
+  const bool h = hit(comm);
+  void* inner = nullptr;
+  dctResult_t res = seamOf(comm)->inner->iallgatherv(comm, send, sendBytes, recv, recvBytes, recvOffsets, &inner);
+  auto* r = new (std::nothrow) SeamRequest{inner, recv, blocksExtent(recvBytes, recvOffsets, comm->size), h};
+  if (r == nullptr) {  // finish it here rather than lose track of it
+    for (int done = 0; !done;) (void)seamOf(comm)->inner->test(comm, inner, &done);
+    *request = nullptr;
+    return h ? injected(comm, recv, blocksExtent(recvBytes, recvOffsets, comm->size), "iallgatherv") : res;
+  }
+  *request = r;
+  return res;
+}
+
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
                       const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const bool h = hit(comm);
@@ -92,6 +127,10 @@ dctResult_t installFaultSeam(dctComm_t comm) {
   s->table.prepare = prepare;
   s->table.allgather = allgather;
   s->table.allgatherv = allgatherv;
+  if (s->inner->iallgatherv) {
+    s->table.iallgatherv = iallgatherv;
+    s->table.test = test;
+  }
   s->table.alltoallv = alltoallv;
   s->table.allreduce = allreduce;
   s->table.vote = vote;

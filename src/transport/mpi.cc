@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "base/debug.h"
@@ -76,6 +77,57 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   else
     DCTCHECK(allgathervLarge(comm, send, sendBytes, static_cast<char*>(recv), recvBytes, recvOffsets));
   return stage.finish(comm, stream);
+}
+
+// MPI-3 wants the count and displacement arrays alive until completion.
+struct MpiRequest {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<int> counts, displs;
+};
+
+dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
+                        const size_t* recvOffsets, void** request) {
+  *request = nullptr;
+  const int P = comm->size;
+  bool fits = sendBytes <= mpiCountLimit();
+  for (int r = 0; r < P && fits; r++) fits = recvBytes[r] <= mpiCountLimit() && recvOffsets[r] <= mpiCountLimit();
+  // The pipeline's chunks are small; the same sizes on every rank take the
+  // same branch, so a refusal here is a refusal everywhere.
+  if (!fits) return fail(comm, dctNotSupported, "MPI iallgatherv: a block exceeds MPI's int count");
+  auto* req = new (std::nothrow) MpiRequest();
+  if (req == nullptr) {  // still take part, blocking
+    dctResult_t res = allgatherv(comm, send, sendBytes, recv, recvBytes, recvOffsets, nullptr);
+    return res == dctSuccess ? fail(comm, dctOutOfMemory, "MPI iallgatherv: out of memory") : res;
+  }
+  req->counts.resize(P);
+  req->displs.resize(P);
+  for (int r = 0; r < P; r++) {
+    req->counts[r] = static_cast<int>(recvBytes[r]);
+    req->displs[r] = static_cast<int>(recvOffsets[r]);
+  }
+  const bool inPlace = send == static_cast<char*>(recv) + recvOffsets[comm->rank];
+  int err = MPI_Iallgatherv(inPlace ? MPI_IN_PLACE : send, static_cast<int>(sendBytes), MPI_BYTE, recv,
+                            req->counts.data(), req->displs.data(), MPI_BYTE, mpiOf(comm), &req->request);
+  if (err != MPI_SUCCESS) {
+    delete req;
+    return mpiFail(comm, err, "MPI_Iallgatherv");
+  }
+  *request = req;
+  return dctSuccess;
+}
+
+dctResult_t test(dctComm_t comm, void* request, int* done) {
+  *done = 1;
+  auto* req = static_cast<MpiRequest*>(request);
+  if (req == nullptr) return dctSuccess;
+  int flag = 0;
+  int err = MPI_Test(&req->request, &flag, MPI_STATUS_IGNORE);
+  if (err == MPI_SUCCESS && !flag) {
+    *done = 0;
+    return dctSuccess;
+  }
+  delete req;
+  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Test");
 }
 
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
@@ -195,6 +247,8 @@ constexpr Transport kMpiTransport = {
     .prepare = prepare,
     .allgather = allgather,
     .allgatherv = allgatherv,
+    .iallgatherv = iallgatherv,
+    .test = test,
     .alltoallv = alltoallv,
     .allreduce = allreduce,
     .vote = vote,

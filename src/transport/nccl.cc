@@ -198,6 +198,10 @@ constexpr Transport kNcclTransport = {
     .prepare = prepare,
     .allgather = allgather,
     .allgatherv = allgatherv,
+    // NCCL work is already asynchronous on the stream, but its allgatherv is
+    // a group of broadcasts the host cannot progress piecewise: no pipeline.
+    .iallgatherv = nullptr,
+    .test = nullptr,
     .alltoallv = alltoallv,
     .allreduce = allreduce,
     .vote = vote,

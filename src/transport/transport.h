@@ -35,6 +35,18 @@ struct Transport {
                            void* stream);
   dctResult_t (*allgatherv)(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                             const size_t* recvBytes, const size_t* recvOffsets, void* stream);
+  // Nonblocking allgatherv of host buffers (optional: null where a backend
+  // has none, and the pipelined allreduce stays off). `send` may be
+  // recv + recvOffsets[rank] (in place). Starts the exchange and hands back
+  // a request that test() drives: progress happens inside test(), so the
+  // caller tests between pieces of its own work. A request may be null
+  // (already complete). Every started request must be tested until done,
+  // failed or not; the arrays may be freed once this returns.
+  dctResult_t (*iallgatherv)(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
+                             const size_t* recvBytes, const size_t* recvOffsets, void** request);
+  // *done = 1 once the request has completed (it is freed then); a failed
+  // request is done too and reports its failure.
+  dctResult_t (*test)(dctComm_t comm, void* request, int* done);
   // Rank q gets sendBytes[q] bytes from send + sendOffsets[q] and this rank
   // gets recvBytes[q] bytes from rank q at recv + recvOffsets[q] (agreed
   // sizes: this rank's sendBytes[q] is rank q's recvBytes[this rank]).

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "dct/dct_mpi.h"
@@ -35,6 +37,33 @@ struct Settings {
   int warmup = 0;
   bool errorFeedback = true;
   long long seed = 0;
+  long long chunkElems = 0;  // > 0: DCT_CHUNK_ELEMENTS while the compressor runs (pipelined allreduce)
+};
+
+// An environment variable set for a scope (the pipelined allreduce's chunk
+// size is an environment knob, read every call); 0 or null: left alone.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, long long value) : name_(name) {
+    if (value <= 0) return;
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, std::to_string(value).c_str(), 1);
+    set_ = true;
+  }
+  ~ScopedEnv() {
+    if (!set_) return;
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false, set_ = false;
 };
 
 inline dctConfig_t explicitConfig(const Settings& s) {

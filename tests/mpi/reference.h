@@ -80,16 +80,22 @@ class RefCompressor {
       tau = static_cast<T>(givenTau);
     } else if (cfg_.density < 1.0) {
       bool estimated = false;
-      if (!haveTau_ || step_ - lastEstimate_ >= static_cast<uint64_t>(cfg_.interval)) {
+      if (!haveTau_ || driftPending_ || step_ - lastEstimate_ >= static_cast<uint64_t>(cfg_.interval)) {
         estimate(acc, k);
         estimated = true;
       }
-      // Drift: outside [k/1.25, 1.25k] re-estimate at once (too few only
-      // when a lower tau could still add something). Not modelled: a tie no
-      // tau splits, whose count the library then accepts; the tests' values
-      // are distinct.
-      const double sel = static_cast<double>(countSelected(acc, tau_)), kd = static_cast<double>(k);
-      if (!estimated && ((sel < kd / 1.25 && tau_ > floor) || sel > kd * 1.25)) estimate(acc, k);
+      // Drift: past 2k re-estimate at once; outside [k/1.25, 1.25k] (too
+      // few only when a lower tau could still add something) before the
+      // next step. Not modelled: a tie no tau splits, whose count the
+      // library then accepts; the tests' values are distinct.
+      double sel = static_cast<double>(countSelected(acc, tau_));
+      const double kd = static_cast<double>(k);
+      if (!estimated && sel > 2 * kd) {
+        estimate(acc, k);
+        estimated = true;
+        sel = static_cast<double>(countSelected(acc, tau_));
+      }
+      if (!estimated) driftPending_ = (sel < kd / 1.25 && tau_ > floor) || sel > kd * 1.25;
       tau = tau_;
     }
     m.tau = cfg_.density < 1.0 ? static_cast<double>(tau) : 0.0;
@@ -117,6 +123,7 @@ class RefCompressor {
   void estimate(const std::vector<T>& acc, size_t k) {
     tau_ = kthLargestMagnitude(acc, k);
     haveTau_ = true;
+    driftPending_ = false;
     lastEstimate_ = step_;
     estimates_++;
   }
@@ -124,7 +131,7 @@ class RefCompressor {
   RefConfig cfg_;
   std::vector<T> residual_;
   T tau_ = 0;
-  bool haveTau_ = false;
+  bool haveTau_ = false, driftPending_ = false;
   uint64_t step_ = 0, lastEstimate_ = 0, estimates_ = 0;
 };
 

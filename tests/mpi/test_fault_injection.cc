@@ -49,6 +49,7 @@ template <typename Arm>
 Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", s.chunkElems);
   dctConfig_t cfg = explicitConfig(s);
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(comm, kCount, dctFloat32, &cfg, &c) == dctSuccess);
@@ -72,6 +73,9 @@ Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
     run.outputs.push_back(out);
   }
   run.ops = dct::transportOps(comm) - opsBefore;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (s.chunkElems > 0 && size > 1) CHECK(c->chunkElems == static_cast<size_t>(s.chunkElems));  // last step pipelined
   const float* r = static_cast<const float*>(c->residual());
   run.residual.assign(r, r + kCount);
   REQUIRE(dctCompressorGetStats(c, &run.stats) == dctSuccess);
@@ -101,7 +105,11 @@ std::vector<Settings> scenarios() {
   autoSampled.interval = 2;
   Settings warmup = allgather;         // a dense warm-up step, then compression
   warmup.warmup = 1;
-  return {allgather, dense, autoSampled, warmup};
+  Settings pipelined = allgather;      // chunks of 300 from the second step: tau estimated up front...
+  pipelined.chunkElems = 300;
+  Settings pipelinedFromGrad = pipelined;  // ...or selected from grad + residual
+  pipelinedFromGrad.interval = 1000;
+  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad};
 }
 
 }  // namespace

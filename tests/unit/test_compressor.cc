@@ -183,14 +183,21 @@ TEST_CASE("tau follows the schedule and re-estimates early on drift") {
   std::mt19937_64 rng(3);
   const size_t k = n / 100;
   uint64_t atSteady = 0, beforeJump = 0;
+  bool lastOutside = false;
   for (int t = 0; t < 200; t++) {
     if (t == 30) atSteady = f.c->stats.thresholdEstimates;
     if (t == 100) beforeJump = f.c->stats.thresholdEstimates;
     auto g = gradient(n, t, rng);
     size_t nnz = f.step(g.data());
     CAPTURE(t);
-    CHECK(nnz >= k / 1.25 - 1);
-    CHECK(nnz <= k * 1.25 + 1);
+    // A runaway count (the 100x jump) is re-selected at once; milder drift
+    // (error feedback's growth, the drop back at 150) is outside the band
+    // for one step at most: the next one re-estimates.
+    CHECK(nnz <= 2 * k + 1);
+    const bool outside = nnz + 1 < k / 1.25 || nnz > k * 1.25 + 1;
+    CHECK_FALSE((outside && lastOutside));
+    if (t == 100) CHECK_FALSE(outside);
+    lastOutside = outside;
   }
   // Once the residual settles, tau holds for several steps at a time...
   CHECK(beforeJump - atSteady <= 10);
@@ -233,13 +240,15 @@ TEST_CASE("a tie no tau can split is accepted once, not re-estimated every step"
   Fixture f(n, config(0.01, 1000), n);
   const std::vector<float> ones(n, 1.0f);  // every magnitude equal: any tau takes all or none
   for (int t = 0; t < 20; t++) CHECK(f.step(ones.data()) == n);
-  // The scheduled estimate, one drift re-estimate that cannot fix the
-  // count, then nothing until the count leaves the band around the tie.
-  CHECK(f.c->stats.thresholdEstimates == 2);
+  // The scheduled estimate cannot fix the count: accepted at once, then
+  // nothing until the count leaves the band around the tie.
+  CHECK(f.c->stats.thresholdEstimates == 1);
   std::vector<float> fewer(n, 0.0f);
   for (size_t i = 0; i < n; i += 3) fewer[i] = 1.0f;  // a third of the tie: the count changed
   f.step(fewer.data());
-  CHECK(f.c->stats.thresholdEstimates == 3);
+  CHECK(f.c->stats.thresholdEstimates == 1);  // drift: the next step estimates
+  f.step(fewer.data());
+  CHECK(f.c->stats.thresholdEstimates == 2);
 }
 
 TEST_CASE("a step that is not committed leaves the compressor exactly as it was") {

@@ -1,0 +1,52 @@
+// One dctSparseAllreduce call's working state, shared by the unchunked
+// transaction (sparse_allreduce.cc) and its pipelined form (pipeline.cc).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algo/agree.h"
+#include "algo/algorithms.h"
+#include "base/phase_timer.h"
+
+namespace dct {
+
+struct Step {
+  const void* send;
+  void* recv;
+  void* target;  // where the result is built (recv, or c->staged)
+  dctDataType_t targetType;  // what the target holds once the exchange is done
+  dctRedOp_t op;
+  dctCompressor_t c;
+  dctComm_t comm;
+  void* stream;
+  Plan plan;
+  bool plain = false;  // dense plan, zero residual: send the gradient as is
+  StepDraft draft{};
+  Message msg{};
+  size_t bytes = 0;     // this rank's message on the wire
+  size_t received = 0;  // bytes from other ranks
+  PhaseTimer clock{};
+  // Pipelined attempts: elements per chunk (0: unchunked), and the bytes
+  // every rank's chunks needed ([chunk * ranks + rank]), kept on commit.
+  size_t chunkElems = 0;
+  std::vector<uint64_t> chunkNeeds{};
+};
+
+// Elements per chunk if this step runs pipelined, else 0. Reads committed
+// state and configuration only, so every rank in step decides alike (and
+// the header's `chunks` double-checks it).
+size_t pipelineChunkElems(const Step& s);
+
+// The allgather plan chunk by chunk: the header agreement, then for each
+// chunk its selection and a nonblocking allgather of every rank's packed
+// chunk in a slot sized from the last attempt, overlapping the next chunk's
+// selection and the previous chunks' merges, then the exchange vote. On
+// dctSuccess either the result is in the target and `all` holds every
+// rank's nnz and bytes, or `fallback` is set on every rank: a chunk did not
+// fit its slot or compressStep would have re-estimated tau on drift, and
+// the caller runs the unchunked step (which recomputes everything). Any
+// failure on any rank: every rank returns an error.
+dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& all, bool& fallback, const char* fn);
+
+}  // namespace dct

@@ -1,0 +1,297 @@
+// The allgather plan, pipelined: the tensor is cut into chunks; while chunk
+// i's packed messages travel (a nonblocking allgatherv, progressed by
+// test() between pieces of local work), chunk i + 1 is selected and the
+// chunks that arrived are merged, so compute and wire time overlap instead
+// of adding up.
+//
+// Every exchange has a shape fixed before the step from committed state
+// (each rank's slot per chunk, sized from what its chunk needed last time),
+// so a rank that failed anywhere can still take part in every one of them
+// and nobody waits. Each slot starts with a header (entries, packed bytes,
+// bytes needed, status); every rank reads the same headers, so every rank
+// reaches the same verdict: commit, fall back to the unchunked step (a
+// chunk outgrew its slot, or the selection ran away and compressStep would
+// re-estimate tau at once), or fail at the exchange vote.
+//
+// Results are bit for bit the unchunked algorithm's: the same tau selects
+// the same entries, and each output element is the same rank-order sum.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "algo/allreduce_step.h"
+#include "base/debug.h"
+#include "base/env.h"
+#include "core/cost_model.h"
+#include "kernels/index_packing.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+// kChunkRedo: outgrew its slot, or the selection ran away (compressStep
+// would re-estimate tau at once): the step is redone unchunked.
+enum ChunkStatus : int32_t { kChunkOk = 0, kChunkRedo = 1, kChunkFailed = 2 };
+
+struct ChunkHeader {
+  uint64_t nnz = 0;
+  uint64_t packedBytes = 0;  // packed indices; values follow, padded to 8
+  uint64_t need = 0;         // packed indices + padded values, fitting or not
+  int32_t status = kChunkFailed;
+  int32_t unused = 0;
+};
+constexpr size_t kHeaderBytes = sizeof(ChunkHeader);
+static_assert(kHeaderBytes % 8 == 0, "slots stay 8-byte aligned");
+
+constexpr size_t kMinChunkElems = size_t(1) << 18;  // ~1 ms of selection: MPI progress granularity
+constexpr int kMaxChunks = 64;
+
+// Room for a chunk that needed `need` bytes last time: an eighth more plus
+// a little, for the count's drift between steps.
+size_t slotFor(uint64_t need) { return kHeaderBytes + packing::pad8(need + need / 8 + 256); }
+
+// Where every rank's slot of every chunk lies in `gathered`: chunk-major, so
+// one chunk's slots form one allgatherv.
+struct Layout {
+  int ranks = 0, chunks = 0;
+  size_t elems = 0, count = 0, total = 0;
+  std::vector<size_t> bytes, within, base;  // [chunk * ranks + rank], [chunk * ranks + rank], [chunk]
+
+  size_t lo(int i) const { return static_cast<size_t>(i) * elems; }
+  size_t len(int i) const { return std::min(elems, count - lo(i)); }
+  size_t at(int i, int r) const { return base[i] + within[i * ranks + r]; }
+};
+
+Layout layout(const Step& s) {
+  const dctCompressor_t c = s.c;
+  Layout L;
+  L.ranks = s.comm->size;
+  L.elems = s.chunkElems;
+  L.count = c->count;
+  L.chunks = static_cast<int>((c->count + L.elems - 1) / L.elems);
+  const bool history = c->chunkElems == L.elems && c->chunkNeeds.size() == static_cast<size_t>(L.chunks * L.ranks);
+  L.bytes.resize(L.chunks * L.ranks);
+  L.within.resize(L.chunks * L.ranks);
+  L.base.resize(L.chunks);
+  for (int i = 0; i < L.chunks; i++) {
+    L.base[i] = L.total;
+    size_t chunk = 0;
+    for (int r = 0; r < L.ranks; r++) {
+      // No history: last message spread evenly, with half again of room.
+      const uint64_t spread = c->lastMessages[r].bytes / L.chunks;
+      const uint64_t need = history ? c->chunkNeeds[i * L.ranks + r] : spread + spread / 2;
+      L.bytes[i * L.ranks + r] = slotFor(need);
+      L.within[i * L.ranks + r] = chunk;
+      chunk += L.bytes[i * L.ranks + r];
+    }
+    L.total += chunk;
+  }
+  return L;
+}
+
+struct Pipeline {
+  Step& s;
+  Layout L;
+  bool fromGrad = false;
+  uint64_t selected = 0, nnz = 0, nonFinite = 0;
+  std::vector<void*> requests{};
+  int merged = 0;       // chunks completed (merged or skipped), in order
+  bool clean = true;    // every header so far is kChunkOk
+  dctResult_t status = dctSuccess;
+
+  char* slot(int i, int r) const { return s.c->gathered.as<char>() + L.at(i, r); }
+  ChunkHeader header(int i, int r) const {
+    ChunkHeader h;
+    std::memcpy(&h, slot(i, r), kHeaderBytes);
+    return h;
+  }
+};
+
+// Selects chunk i and packs it into this rank's slot (after the header).
+dctResult_t compressChunk(Pipeline& p, int i, ChunkHeader& h) {
+  Step& s = p.s;
+  dctCompressor_t c = s.c;
+  const size_t valueSize = dtypeSize(c->wireType), idxBytes = alignedIndexBytes(p.L.elems, c->indexBytes);
+  Message msg;
+  msg.indices = c->selection.as();
+  msg.values = c->selection.as<char>() + idxBytes;
+  msg.capacity = p.L.elems;  // a chunk's whole length: it always fits
+  SelectArgs args;
+  DCTCHECK(selectChunk(c, p.fromGrad ? s.send : nullptr, p.L.lo(i), p.L.len(i), s.draft, msg, args, s.stream));
+  PackArgs packed{msg.indices, msg.nnz, c->indexBytes, c->wire.as()};
+  DCTCHECK(c->ops->packIndices(c->kernels, &packed, s.stream));
+  const size_t valueBytes = msg.nnz * valueSize;
+  p.selected += args.selected;
+  h.nnz = msg.nnz;
+  h.packedBytes = packed.bytes;
+  h.need = packed.bytes + packing::pad8(valueBytes);
+  h.status = kChunkRedo;
+  if (kHeaderBytes + h.need > p.L.bytes[i * p.L.ranks + s.comm->rank]) return dctSuccess;
+  char* body = p.slot(i, s.comm->rank) + kHeaderBytes;
+  DCTCHECK(c->ops->copy(c->kernels, body, c->wire.as(), packed.bytes, s.stream));
+  DCTCHECK(c->ops->copy(c->kernels, body + packed.bytes, msg.values, valueBytes, s.stream));
+  if (h.need > packed.bytes + valueBytes)
+    DCTCHECK(c->ops->zero(c->kernels, body + packed.bytes + valueBytes, h.need - packed.bytes - valueBytes, s.stream));
+  p.nnz += msg.nnz;
+  p.nonFinite += args.nonFinite;
+  h.status = kChunkOk;
+  return dctSuccess;
+}
+
+// Chunk i has arrived: the rank-order sum of its P messages into its range
+// of the target (averaged there when the target is recvbuf), unless a
+// header says the step cannot commit as is.
+dctResult_t mergeChunk(Pipeline& p, int i) {
+  Step& s = p.s;
+  dctCompressor_t c = s.c;
+  const int P = p.L.ranks;
+  std::vector<PackedMessage> messages(P);
+  for (int r = 0; r < P && p.clean; r++) {
+    const ChunkHeader h = p.header(i, r);
+    p.clean = h.status == kChunkOk;
+    // A garbled header (a failed transfer) must not send the merge astray.
+    const size_t room = p.L.bytes[i * P + r] - kHeaderBytes;
+    if (p.clean && (h.packedBytes > room || h.nnz > p.L.len(i) ||
+                    packing::pad8(h.nnz * dtypeSize(c->wireType)) > room - h.packedBytes))
+      return fail(s.comm, dctInternalError, "dctSparseAllreduce: malformed chunk %d header from rank %d", i, r);
+    const char* body = p.slot(i, r) + kHeaderBytes;
+    messages[r] = PackedMessage{body, body + h.packedBytes, h.nnz, h.packedBytes};
+  }
+  if (!p.clean) return dctSuccess;
+  char* dense = static_cast<char*>(s.target) + p.L.lo(i) * dtypeSize(c->accType);
+  MergeArgs merge{dense, p.L.len(i), c->accType, c->wireType, c->indexBytes, messages.data(), P};
+  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
+    return merge.malformed < 0 ? res
+                               : fail(s.comm, res, "dctSparseAllreduce: malformed chunk %d from rank %d", i,
+                                      merge.malformed);
+  if (s.op == dctAvg && s.target == s.recv)
+    DCTCHECK(c->ops->scale(c->kernels, dense, p.L.len(i), c->dtype, 1.0 / P, s.stream));
+  return dctSuccess;
+}
+
+// Drives the requests in flight; merges every chunk that completed in
+// order. With `drain`, until all started ones are done.
+void progress(Pipeline& p, int started, bool drain) {
+  Step& s = p.s;
+  while (p.merged < started) {
+    int done = 0;
+    dctResult_t res = s.comm->transport->test(s.comm, p.requests[p.merged], &done);
+    if (res != dctSuccess && p.status == dctSuccess) p.status = res;
+    if (!done) {
+      if (drain) continue;
+      return;
+    }
+    s.clock.lap(dctPhaseExchange);
+    if (p.status == dctSuccess) p.status = mergeChunk(p, p.merged);
+    s.clock.lap(dctPhaseReduce);
+    p.merged++;
+  }
+}
+
+// Local work before the headers: room for the slots, one chunk's selection
+// and its packing; tau for the step.
+dctResult_t prelude(Pipeline& p) {
+  Step& s = p.s;
+  dctCompressor_t c = s.c;
+  DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
+  DCTCHECK(c->gathered.reserve(p.L.total));
+  DCTCHECK(c->selection.reserve(alignedIndexBytes(p.L.elems, c->indexBytes) + p.L.elems * dtypeSize(c->wireType)));
+  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(p.L.elems, c->indexBytes)));
+  return beginChunkedStep(c, s.send, s.draft, p.fromGrad, s.stream);
+}
+
+}  // namespace
+
+size_t pipelineChunkElems(const Step& s) {
+  const dctCompressor_t c = s.c;
+  const dctComm_t comm = s.comm;
+  const auto off = envInteger("DCT_PIPELINE");
+  if (off.valid() && off.value == 0) return 0;
+  if (s.plan.algorithm != dctAlgoAllgather || comm->size < 2 || comm->transport->iallgatherv == nullptr ||
+      c->ops->device || sendsAll(c))
+    return 0;
+  // Slots are sized from the last step's messages.
+  if (c->stats.algorithm != dctAlgoAllgather || c->lastMessages.size() != static_cast<size_t>(comm->size)) return 0;
+  size_t elems = static_cast<size_t>(envPositiveInteger("DCT_CHUNK_ELEMENTS", 0));
+  if (elems == 0) {
+    // Each chunk costs a nonblocking collective's latencies (~ranks x alpha)
+    // and the pipeline's fill and drain cost about a chunk's time: sqrt(T /
+    // overhead) chunks balance the two.
+    std::vector<uint64_t> nnz(comm->size);
+    for (int r = 0; r < comm->size; r++) nnz[r] = c->lastMessages[r].nnz;
+    const CostParams params = costParamsFromEnv();
+    const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data()};
+    const double chunks = std::sqrt(allgatherCostUs(params, in) / (comm->size * params.alphaUs));
+    const double bounded = std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks));
+    elems = std::max(kMinChunkElems, static_cast<size_t>(std::ceil(static_cast<double>(c->count) / bounded)));
+    // Keep the chunking the slots were sized for while the model roughly
+    // agrees: a new chunking starts without history.
+    if (c->chunkElems && c->chunkElems <= 2 * elems && elems <= 2 * c->chunkElems) elems = c->chunkElems;
+  }
+  return c->count >= 2 * elems ? elems : 0;  // one chunk: nothing to overlap
+}
+
+dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& all, bool& fallback, const char* fn) {
+  dctCompressor_t c = s.c;
+  const dctComm_t comm = s.comm;
+  const int P = comm->size, me = comm->rank;
+  Pipeline p{s, layout(s)};
+  fallback = false;
+  if (mine.localError == dctSuccess) mine.localError = prelude(p);
+  mine.chunks = p.L.chunks;
+  s.clock.lap(dctPhaseCompress);
+  // Every slot's shape is known already: no vote before the exchanges.
+  dctResult_t carried = dctSuccess;
+  DCTCHECK(agreeWithoutVote(comm, mine, all, s.stream, fn, carried));
+  s.clock.lap(dctPhaseAgree);
+  p.status = carried;
+  p.requests.assign(p.L.chunks, nullptr);
+  bool redo = false;  // this rank's chunks so far: the step will be redone
+  for (int i = 0; i < p.L.chunks; i++) {
+    ChunkHeader h;
+    if (p.status == dctSuccess && !redo) {
+      dctResult_t res = compressChunk(p, i, h);
+      if (res != dctSuccess) {
+        h.status = kChunkFailed;
+        p.status = res;
+      }
+      if (chunkedStepRunaway(c, s.draft, p.fromGrad, p.selected)) h.status = kChunkRedo;
+    } else if (p.status == dctSuccess) {
+      h.status = kChunkRedo;  // nothing more to select: only take part
+    }
+    redo = h.status == kChunkRedo;
+    std::memcpy(p.slot(i, me), &h, kHeaderBytes);
+    s.clock.lap(dctPhaseCompress);
+    dctResult_t res = comm->transport->iallgatherv(comm, p.slot(i, me), p.L.bytes[i * P + me], p.slot(i, 0),
+                                                   &p.L.bytes[i * P], &p.L.within[i * P], &p.requests[i]);
+    if (res != dctSuccess && p.status == dctSuccess) p.status = res;
+    progress(p, i + 1, false);
+  }
+  progress(p, p.L.chunks, true);
+  DCTCHECK(vote(comm, p.status, s.stream, fn, "exchange"));
+  s.clock.lap(dctPhaseAgree);
+
+  // Every rank holds the same, intact headers now.
+  s.chunkNeeds.assign(p.L.chunks * P, 0);
+  for (int r = 0; r < P; r++) {
+    all[r].nnz = all[r].bytes = 0;
+    for (int i = 0; i < p.L.chunks; i++) {
+      const ChunkHeader h = p.header(i, r);
+      s.chunkNeeds[i * P + r] = h.need;
+      fallback |= h.status != kChunkOk;
+      all[r].nnz += h.nnz;
+      all[r].bytes += p.L.bytes[i * P + r];
+    }
+  }
+  if (fallback) {
+    DCT_INFO("step %llu: pipelined attempt falls back to the unchunked step (a chunk outgrew its slot, or runaway)",
+             static_cast<unsigned long long>(c->stats.step));
+    return dctSuccess;
+  }
+  endChunkedStep(c, s.draft, p.fromGrad, p.selected, p.nnz, p.nonFinite);
+  s.bytes = all[me].bytes;
+  s.received = p.L.total - s.bytes;
+  return dctSuccess;
+}
+
+}  // namespace dct
