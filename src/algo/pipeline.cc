@@ -5,9 +5,9 @@
 // of adding up.
 //
 // Every exchange has a shape fixed before the step from committed state
-// (each rank's slot per chunk, sized from what its chunk needed last time),
-// so a rank that failed anywhere can still take part in every one of them
-// and nobody waits. Each slot starts with a header (entries, packed bytes,
+// (each rank's slot per chunk, sized from what its chunk needed last time;
+// only what a rank has crosses the wire), so a rank that failed anywhere
+// can still take part in every one of them and nobody waits. Each slot starts with a header (entries, packed bytes,
 // bytes needed, status); every rank reads the same headers, so every rank
 // reaches the same verdict: commit, fall back to the unchunked step (a
 // chunk outgrew its slot, or the selection ran away and compressStep would
@@ -29,9 +29,9 @@
 namespace dct {
 namespace {
 
-// kChunkRedo: outgrew its slot, or the selection ran away (compressStep
-// would re-estimate tau at once): the step is redone unchunked.
-enum ChunkStatus : int32_t { kChunkOk = 0, kChunkRedo = 1, kChunkFailed = 2 };
+// Redo (the step is redone unchunked): the chunk outgrew its slot, or the
+// selection ran away (compressStep would re-estimate tau at once).
+enum ChunkStatus : int32_t { kChunkOk = 0, kChunkOutgrew = 1, kChunkFailed = 2, kChunkRunaway = 3 };
 
 struct ChunkHeader {
   uint64_t nnz = 0;
@@ -46,9 +46,11 @@ static_assert(kHeaderBytes % 8 == 0, "slots stay 8-byte aligned");
 constexpr size_t kMinChunkElems = size_t(1) << 18;  // ~1 ms of selection: MPI progress granularity
 constexpr int kMaxChunks = 64;
 
-// Room for a chunk that needed `need` bytes last time: an eighth more plus
-// a little, for the count's drift between steps.
-size_t slotFor(uint64_t need) { return kHeaderBytes + packing::pad8(need + need / 8 + 256); }
+// Room for a chunk that needed `need` bytes last time. Slots cost memory,
+// not wire: twice that covers error feedback's growth between estimates
+// (measured up to +46% in a step), and a selection past twice its target
+// runs away and is redone anyway.
+size_t slotFor(uint64_t need) { return kHeaderBytes + packing::pad8(2 * need + 1024); }
 
 // Where every rank's slot of every chunk lies in `gathered`: chunk-major, so
 // one chunk's slots form one allgatherv.
@@ -77,9 +79,8 @@ Layout layout(const Step& s) {
     L.base[i] = L.total;
     size_t chunk = 0;
     for (int r = 0; r < L.ranks; r++) {
-      // No history: last message spread evenly, with half again of room.
-      const uint64_t spread = c->lastMessages[r].bytes / L.chunks;
-      const uint64_t need = history ? c->chunkNeeds[i * L.ranks + r] : spread + spread / 2;
+      // No history: the last message spread evenly.
+      const uint64_t need = history ? c->chunkNeeds[i * L.ranks + r] : c->lastMessages[r].bytes / L.chunks;
       L.bytes[i * L.ranks + r] = slotFor(need);
       L.within[i * L.ranks + r] = chunk;
       chunk += L.bytes[i * L.ranks + r];
@@ -125,7 +126,7 @@ dctResult_t compressChunk(Pipeline& p, int i, ChunkHeader& h) {
   h.nnz = msg.nnz;
   h.packedBytes = packed.bytes;
   h.need = packed.bytes + packing::pad8(valueBytes);
-  h.status = kChunkRedo;
+  h.status = kChunkOutgrew;
   if (kHeaderBytes + h.need > p.L.bytes[i * p.L.ranks + s.comm->rank]) return dctSuccess;
   char* body = p.slot(i, s.comm->rank) + kHeaderBytes;
   DCTCHECK(c->ops->copy(c->kernels, body, c->wire.as(), packed.bytes, s.stream));
@@ -255,14 +256,15 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
         h.status = kChunkFailed;
         p.status = res;
       }
-      if (chunkedStepRunaway(c, s.draft, p.fromGrad, p.selected)) h.status = kChunkRedo;
+      if (chunkedStepRunaway(c, s.draft, p.fromGrad, p.selected)) h.status = kChunkRunaway;
     } else if (p.status == dctSuccess) {
-      h.status = kChunkRedo;  // nothing more to select: only take part
+      h.status = kChunkRunaway;  // nothing more to select: only take part
     }
-    redo = h.status == kChunkRedo;
+    redo = h.status == kChunkOutgrew || h.status == kChunkRunaway;
     std::memcpy(p.slot(i, me), &h, kHeaderBytes);
     s.clock.lap(dctPhaseCompress);
-    dctResult_t res = comm->transport->iallgatherv(comm, p.slot(i, me), p.L.bytes[i * P + me], p.slot(i, 0),
+    const size_t sent = kHeaderBytes + (h.status == kChunkOk ? h.need : 0);
+    dctResult_t res = comm->transport->iallgatherv(comm, p.slot(i, me), sent, p.slot(i, 0),
                                                    &p.L.bytes[i * P], &p.L.within[i * P], &p.requests[i]);
     if (res != dctSuccess && p.status == dctSuccess) p.status = res;
     progress(p, i + 1, false);
@@ -273,24 +275,28 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
 
   // Every rank holds the same, intact headers now.
   s.chunkNeeds.assign(p.L.chunks * P, 0);
+  int outgrew = 0, ranAway = 0;
   for (int r = 0; r < P; r++) {
     all[r].nnz = all[r].bytes = 0;
     for (int i = 0; i < p.L.chunks; i++) {
       const ChunkHeader h = p.header(i, r);
       s.chunkNeeds[i * P + r] = h.need;
-      fallback |= h.status != kChunkOk;
+      outgrew += h.status == kChunkOutgrew;
+      ranAway += h.status == kChunkRunaway;
       all[r].nnz += h.nnz;
-      all[r].bytes += p.L.bytes[i * P + r];
+      all[r].bytes += kHeaderBytes + (h.status == kChunkOk ? h.need : 0);
     }
   }
+  fallback = outgrew + ranAway > 0;
   if (fallback) {
-    DCT_INFO("step %llu: pipelined attempt falls back to the unchunked step (a chunk outgrew its slot, or runaway)",
-             static_cast<unsigned long long>(c->stats.step));
+    DCT_INFO("step %llu: pipelined attempt redone unchunked (%d chunks outgrew their slots, %d ran away)",
+             static_cast<unsigned long long>(c->stats.step), outgrew, ranAway);
     return dctSuccess;
   }
   endChunkedStep(c, s.draft, p.fromGrad, p.selected, p.nnz, p.nonFinite);
   s.bytes = all[me].bytes;
-  s.received = p.L.total - s.bytes;
+  s.received = 0;
+  for (int r = 0; r < P; r++) s.received += r == me ? 0 : all[r].bytes;
   return dctSuccess;
 }
 

@@ -79,41 +79,52 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   return stage.finish(comm, stream);
 }
 
-// MPI-3 wants the count and displacement arrays alive until completion.
+// Point to point, not MPI_Iallgatherv: a receive may be larger than the
+// message, so only the bytes a rank has cross the wire, and the blocks'
+// capacities can be generous. Same source, tag and comm: successive
+// requests match in order.
+constexpr int kGatherTag = 0x6763;
+
 struct MpiRequest {
-  MPI_Request request = MPI_REQUEST_NULL;
-  std::vector<int> counts, displs;
+  std::vector<MPI_Request> requests;
 };
 
 dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
                         const size_t* recvOffsets, void** request) {
   *request = nullptr;
-  const int P = comm->size;
-  bool fits = sendBytes <= mpiCountLimit();
-  for (int r = 0; r < P && fits; r++) fits = recvBytes[r] <= mpiCountLimit() && recvOffsets[r] <= mpiCountLimit();
+  const int P = comm->size, me = comm->rank;
+  char* out = static_cast<char*>(recv);
+  bool fits = sendBytes <= mpiCountLimit() && sendBytes <= recvBytes[me];
+  for (int r = 0; r < P && fits; r++) fits = recvBytes[r] <= mpiCountLimit();
   // The pipeline's chunks are small; the same sizes on every rank take the
   // same branch, so a refusal here is a refusal everywhere.
-  if (!fits) return fail(comm, dctNotSupported, "MPI iallgatherv: a block exceeds MPI's int count");
+  if (!fits) return fail(comm, dctNotSupported, "MPI iallgatherv: a block exceeds its capacity or MPI's int count");
+  if (send != out + recvOffsets[me] && sendBytes) std::memcpy(out + recvOffsets[me], send, sendBytes);
   auto* req = new (std::nothrow) MpiRequest();
   if (req == nullptr) {  // still take part, blocking
-    dctResult_t res = allgatherv(comm, send, sendBytes, recv, recvBytes, recvOffsets, nullptr);
-    return res == dctSuccess ? fail(comm, dctOutOfMemory, "MPI iallgatherv: out of memory") : res;
+    for (int k = 1; k < P; k++) {
+      const int to = (me + k) % P, from = (me - k + P) % P;
+      MPICHECK(comm, MPI_Sendrecv(out + recvOffsets[me], static_cast<int>(sendBytes), MPI_BYTE, to, kGatherTag,
+                                  out + recvOffsets[from], static_cast<int>(recvBytes[from]), MPI_BYTE, from,
+                                  kGatherTag, mpiOf(comm), MPI_STATUS_IGNORE));
+    }
+    return fail(comm, dctOutOfMemory, "MPI iallgatherv: out of memory");
   }
-  req->counts.resize(P);
-  req->displs.resize(P);
-  for (int r = 0; r < P; r++) {
-    req->counts[r] = static_cast<int>(recvBytes[r]);
-    req->displs[r] = static_cast<int>(recvOffsets[r]);
+  req->requests.reserve(2 * (P - 1));
+  int err = MPI_SUCCESS;
+  for (int q = 0; q < P && err == MPI_SUCCESS; q++) {
+    if (q == me) continue;
+    req->requests.emplace_back();
+    err = MPI_Irecv(out + recvOffsets[q], static_cast<int>(recvBytes[q]), MPI_BYTE, q, kGatherTag, mpiOf(comm),
+                    &req->requests.back());
   }
-  const bool inPlace = send == static_cast<char*>(recv) + recvOffsets[comm->rank];
-  int err = MPI_Iallgatherv(inPlace ? MPI_IN_PLACE : send, static_cast<int>(sendBytes), MPI_BYTE, recv,
-                            req->counts.data(), req->displs.data(), MPI_BYTE, mpiOf(comm), &req->request);
-  if (err != MPI_SUCCESS) {
-    delete req;
-    return mpiFail(comm, err, "MPI_Iallgatherv");
+  for (int k = 1; k < P && err == MPI_SUCCESS; k++) {  // rank me + k first: spread the load
+    req->requests.emplace_back();
+    err = MPI_Isend(out + recvOffsets[me], static_cast<int>(sendBytes), MPI_BYTE, (me + k) % P, kGatherTag,
+                    mpiOf(comm), &req->requests.back());
   }
-  *request = req;
-  return dctSuccess;
+  *request = req;  // whatever was posted is completed by test()
+  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
 }
 
 dctResult_t test(dctComm_t comm, void* request, int* done) {
@@ -121,13 +132,13 @@ dctResult_t test(dctComm_t comm, void* request, int* done) {
   auto* req = static_cast<MpiRequest*>(request);
   if (req == nullptr) return dctSuccess;
   int flag = 0;
-  int err = MPI_Test(&req->request, &flag, MPI_STATUS_IGNORE);
+  int err = MPI_Testall(static_cast<int>(req->requests.size()), req->requests.data(), &flag, MPI_STATUSES_IGNORE);
   if (err == MPI_SUCCESS && !flag) {
     *done = 0;
     return dctSuccess;
   }
   delete req;
-  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Test");
+  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Testall");
 }
 
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {

@@ -35,13 +35,17 @@ struct Transport {
                            void* stream);
   dctResult_t (*allgatherv)(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                             const size_t* recvBytes, const size_t* recvOffsets, void* stream);
-  // Nonblocking allgatherv of host buffers (optional: null where a backend
-  // has none, and the pipelined allreduce stays off). `send` may be
-  // recv + recvOffsets[rank] (in place). Starts the exchange and hands back
-  // a request that test() drives: progress happens inside test(), so the
-  // caller tests between pieces of its own work. A request may be null
-  // (already complete). Every started request must be tested until done,
-  // failed or not; the arrays may be freed once this returns.
+  // Nonblocking allgather of host buffers into blocks of given capacity:
+  // rank q's block at recv + recvOffsets[q] holds up to recvBytes[q] bytes,
+  // and a rank sends what it has (sendBytes <= its capacity; only that
+  // crosses the wire, the rest of its block elsewhere is left as is, so the
+  // data must say its own length). Optional: null where a backend has none
+  // (the pipelined allreduce stays off). `send` may be recv +
+  // recvOffsets[rank]. Starts the exchange and hands back a request that
+  // test() drives: progress happens inside test(), so the caller tests
+  // between pieces of its own work. A request may be null (already done).
+  // Every started request must be tested until done, failed or not; the
+  // arrays may be freed once this returns; requests complete in order.
   dctResult_t (*iallgatherv)(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                              const size_t* recvBytes, const size_t* recvOffsets, void** request);
   // *done = 1 once the request has completed (it is freed then); a failed
