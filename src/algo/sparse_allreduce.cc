@@ -22,6 +22,7 @@
 
 #include "algo/agree.h"
 #include "algo/algorithms.h"
+#include "algo/split_allreduce.h"
 #include "base/debug.h"
 #include "base/phase_timer.h"
 #include "kernels/index_packing.h"
@@ -46,6 +47,7 @@ struct Step {
   size_t bytes = 0;     // this rank's message on the wire
   size_t received = 0;  // bytes from other ranks
   PhaseTimer clock{};
+  SplitPieces pieces{};  // split plan: this rank's message cut by range
 };
 
 size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->wireType); }
@@ -93,7 +95,10 @@ dctResult_t localWork(Step& s) {
   }
   s.msg.storage = &c->selection;
   DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
-  return pack(s);
+  if (s.plan.algorithm != dctAlgoSplit) return pack(s);
+  DCTCHECK(splitPack(c, s.comm->size, s.msg, s.pieces, s.stream));
+  s.bytes = s.pieces.bytes;
+  return dctSuccess;
 }
 
 // After the headers: room for every rank's message, sized by the agreement.
@@ -140,6 +145,8 @@ dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
 dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   if (s.plan.algorithm == dctAlgoAllgather) DCTCHECK(exchangeAllgather(s, all));
+  else if (s.plan.algorithm == dctAlgoSplit)
+    DCTCHECK(splitExchange(c, s.comm, s.pieces, s.target, s.stream, s.clock, s.bytes, s.received));
   else {
     const void* from = s.plain ? s.send : s.target;  // the selection is already in the target
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
