@@ -208,8 +208,10 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   char* gathered = c->gathered.as<char>();
   DCTCHECK(t->allgatherv(comm, form, mine[0], gathered, formBytes.data(), formOffsets.data(), stream));
   clock.lap(dctPhaseExchange);
-  for (int q = 0; q < P; q++)
-    if (s.length(q)) DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1]));
+  for (int q = 0; q < P; q++) {
+    if (s.length(q) == 0 || (q == me && mine[1] == kDenseForm)) continue;  // a dense own range is in place
+    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1]));
+  }
   sent = pieces.bytes - sendBytes[me] + mine[0];
   received = recvTotal - recvBytes[me];
   for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
