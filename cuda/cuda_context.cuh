@@ -125,6 +125,7 @@ dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t threshold(KernelContext* ctx, ThresholdArgs* args, double* tau, void* stream);
 dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream);
+dctResult_t lowerBounds(KernelContext* ctx, const BoundsArgs* args, void* stream);
 dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t mergePacked(KernelContext* ctx, MergeArgs* args, void* stream);
 dctResult_t add(KernelContext* ctx, void* out, const void* a, const void* b, size_t n, dctDataType_t dtype,

@@ -120,6 +120,7 @@ const KernelOps& cudaKernelOps() {
       .threshold = gpu::threshold,
       .scatterAdd = gpu::scatterAdd,
       .packIndices = gpu::packIndices,
+      .lowerBounds = gpu::lowerBounds,
       .scatterAddPacked = gpu::scatterAddPacked,
       .mergePacked = gpu::mergePacked,
       .zero = gpu::zero,

@@ -24,13 +24,13 @@ using packing::Layout;
 using packing::Sections;
 
 template <typename I>
-__global__ void measureGroups(const I* __restrict__ idx, size_t nnz, Sections<I> s, size_t groups,
+__global__ void measureGroups(const I* __restrict__ idx, size_t nnz, uint64_t base, Sections<I> s, size_t groups,
                               uint32_t* __restrict__ words) {
   DCT_GRID_STRIDE(g, groups) {
     const I* first = idx + g * kPackGroup;
     const size_t count = packing::groupSize(nnz, g);
     const int width = packing::groupWidth(first, count);
-    s.bases[g] = first[0];
+    s.bases[g] = static_cast<I>(first[0] - base);
     s.widths[g] = static_cast<uint8_t>(width);
     words[g] = static_cast<uint32_t>(packing::groupWords(count, width));
   }
@@ -66,6 +66,23 @@ __global__ void scatterGroups(D* __restrict__ dense, uint64_t n, Sections<I> s, 
   }
 }
 
+// One thread per key: a binary search of the ascending list (the CPU twin's
+// std::lower_bound), keys past the index type's range above every entry.
+template <typename I>
+__global__ void lowerBoundKeys(const I* __restrict__ idx, size_t nnz, const uint64_t* __restrict__ keys,
+                               size_t count, uint64_t* __restrict__ positions) {
+  DCT_GRID_STRIDE(j, count) {
+    const uint64_t key = keys[j];
+    size_t lo = 0, hi = nnz;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (static_cast<uint64_t>(idx[mid]) < key) lo = mid + 1;
+      else hi = mid;
+    }
+    positions[j] = lo;
+  }
+}
+
 template <typename I>
 dctResult_t packList(CudaContext* c, PackArgs& a, cudaStream_t st) {
   const Layout l(a.nnz, sizeof(I));
@@ -74,7 +91,7 @@ dctResult_t packList(CudaContext* c, PackArgs& a, cudaStream_t st) {
   CUDACHECK(cudaMemsetAsync(a.out, 0, l.data, st));  // padding and offsets[0]
   DCTCHECK(c->scratch.reserve(l.groups * sizeof(uint32_t)));
   uint32_t* words = c->scratch.as<uint32_t>();
-  measureGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(idx, a.nnz, s, l.groups, words);
+  measureGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(idx, a.nnz, a.base, s, l.groups, words);
   CUDACHECK_LAUNCH();
   size_t bytes = 0;
   const int groups = static_cast<int>(l.groups);  // < 2^32 / 128 groups (fitsOffsets)
@@ -100,6 +117,30 @@ dctResult_t packIndices(KernelContext* ctx, PackArgs* args, void* stream) {
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
   return a.indexBytes == 8 ? packList<uint64_t>(c, a, s) : packList<uint32_t>(c, a, s);
+}
+
+// Keys up, one search per key, positions back: one synchronisation (the
+// caller sizes its pieces with them).
+dctResult_t lowerBounds(KernelContext* ctx, const BoundsArgs* args, void* stream) {
+  const BoundsArgs& a = *args;
+  if (a.count == 0) return dctSuccess;
+  CudaContext* c = cudaCtx(ctx);
+  cudaStream_t st = cudaStreamOf(stream);
+  const size_t bytes = a.count * sizeof(uint64_t);
+  DCTCHECK(c->scratch.reserve(2 * bytes));
+  uint64_t* keys = c->scratch.as<uint64_t>();
+  uint64_t* positions = c->scratch.as<uint64_t>(bytes);
+  CUDACHECK(cudaMemcpyAsync(keys, a.keys, bytes, cudaMemcpyHostToDevice, st));
+  if (a.indexBytes == 8)
+    lowerBoundKeys<<<gridFor(a.count), kThreads, 0, st>>>(static_cast<const uint64_t*>(a.indices), a.nnz, keys,
+                                                          a.count, positions);
+  else
+    lowerBoundKeys<<<gridFor(a.count), kThreads, 0, st>>>(static_cast<const uint32_t*>(a.indices), a.nnz, keys,
+                                                          a.count, positions);
+  CUDACHECK_LAUNCH();
+  CUDACHECK(cudaMemcpyAsync(a.positions, positions, bytes, cudaMemcpyDeviceToHost, st));
+  CUDACHECK(cudaStreamSynchronize(st));  // scratch is free again; the host has the positions
+  return dctSuccess;
 }
 
 // Validates the whole list on the device, reads the count back, and

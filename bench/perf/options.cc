@@ -36,13 +36,14 @@ const char* kHelp =
     "  -n iters  -w warmups       timed / untimed iterations (default 20 / 5)\n"
     "  -c 0|1                     check results after the timed loop (default 1):\n"
     "                             3 steps of fresh compressors, allgather (for\n"
-    "                             auto too) against a dctCompress replay bit for\n"
+    "                             auto too) and split against a dctCompress replay bit for\n"
     "                             bit, dense against MPI's sum within rounding\n"
     "  -d float|double            element type (default float)\n"
     "  -o sum|avg                 reduction (default sum; avg scales the dense\n"
     "                             baseline too, inside its timing)\n"
     "  -D density                 fraction of entries kept (default 0.01)\n"
-    "  -a auto|allgather|dense    libdct allreduce algorithm (default auto)\n"
+    "  -a auto|allgather|dense|split\n"
+    "                             libdct allreduce algorithm (default auto)\n"
     "  -L interval                steps between scheduled tau estimates (default\n"
     "                             1000, as the library's; passed in dctConfig_t)\n"
     "  -J file                    append one JSON object per row (JSON lines)\n"
@@ -181,6 +182,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
         if (!std::strcmp(optarg, "auto")) opt.algorithm = dctAlgoAuto;
         else if (!std::strcmp(optarg, "allgather")) opt.algorithm = dctAlgoAllgather;
         else if (!std::strcmp(optarg, "dense")) opt.algorithm = dctAlgoDense;
+        else if (!std::strcmp(optarg, "split")) opt.algorithm = dctAlgoSplit;
         else ok = false;
         break;
       case 'L': ok = parseInt(optarg, opt.thresholdInterval) && opt.thresholdInterval >= 1; break;

@@ -69,7 +69,9 @@ typedef enum {
   dctAlgoAuto = 0,      /* alpha-beta cost model over the global counts */
   dctAlgoAllgather = 1, /* allgatherv the COO messages, scatter-add in rank order */
   dctAlgoDense = 2,     /* scatter into zeros, dense allreduce */
-  dctAlgoSplit = 3,     /* reserved: reduce-scatter + allgather (later version) */
+  dctAlgoSplit = 3,     /* index space cut in P ranges: alltoallv each range to its
+                           owner, who sums it in rank order; allgatherv the summed
+                           ranges, each sparse or dense, whichever is smaller */
   dctNumAlgorithms = 4
 } dctAlgorithm_t;
 

@@ -7,6 +7,7 @@
 
 #include "algo/agree.h"
 #include "algo/algorithms.h"
+#include "algo/split_allreduce.h"
 #include "base/phase_timer.h"
 
 namespace dct {
@@ -27,6 +28,7 @@ struct Step {
   size_t bytes = 0;     // this rank's message on the wire
   size_t received = 0;  // bytes from other ranks
   PhaseTimer clock{};
+  SplitPieces pieces{};  // split plan: this rank's message cut by range
   // Pipelined attempts: elements per chunk (0: unchunked), and the bytes
   // every rank's chunks needed ([chunk * ranks + rank]), kept on commit.
   size_t chunkElems = 0;

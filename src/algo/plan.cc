@@ -18,16 +18,18 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // rank), or k per rank (before the first exchange, and after a dense step,
   // which sends everything).
   std::vector<uint64_t> forecast(comm->size, targetNnz(c));
-  if (c->lastMessages.size() == forecast.size() && c->stats.algorithm == dctAlgoAllgather)
+  const bool sparse = c->stats.algorithm == dctAlgoAllgather || c->stats.algorithm == dctAlgoSplit;
+  if (c->lastMessages.size() == forecast.size() && sparse)
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
-                forecast.data()};
+                forecast.data(), dtypeSize(c->accType)};
   const CostParams params = costParamsFromEnv();
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;
   }
-  p.decision = c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), c->stats.step);
+  p.decision = c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), splitCostUs(params, in),
+                             c->stats.step);
   p.algorithm = p.decision.algorithm();
   return p;
 }

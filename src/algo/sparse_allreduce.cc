@@ -22,6 +22,7 @@
 
 #include "algo/agree.h"
 #include "algo/allreduce_step.h"
+#include "algo/split_allreduce.h"
 #include "base/debug.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
@@ -74,7 +75,10 @@ dctResult_t localWork(Step& s) {
   }
   s.msg.storage = &c->selection;
   DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
-  return pack(s);
+  if (s.plan.algorithm != dctAlgoSplit) return pack(s);
+  DCTCHECK(splitPack(c, s.comm->size, s.msg, s.pieces, s.stream));
+  s.bytes = s.pieces.bytes;
+  return dctSuccess;
 }
 
 // After the headers: room for every rank's message, sized by the agreement.
@@ -121,6 +125,8 @@ dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
 dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   if (s.plan.algorithm == dctAlgoAllgather) DCTCHECK(exchangeAllgather(s, all));
+  else if (s.plan.algorithm == dctAlgoSplit)
+    DCTCHECK(splitExchange(c, s.comm, s.pieces, s.target, s.stream, s.clock, s.bytes, s.received));
   else {
     const void* from = s.plain ? s.send : s.target;  // the selection is already in the target
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));

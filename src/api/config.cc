@@ -78,8 +78,6 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
     return fail(comm, dctInvalidArgument, "wireType %d is not a dctDataType_t", c.wireType);
   if (c.compressor < 0 || c.compressor >= dctNumCompressorKinds)
     return fail(comm, dctInvalidArgument, "compressor %d is not a dctCompressorKind_t", c.compressor);
-  if (c.algorithm == dctAlgoSplit)
-    return fail(comm, dctNotSupported, "dctAlgoSplit is reserved for a later version");
   *out = c;
   return dctSuccess;
 }

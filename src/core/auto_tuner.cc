@@ -2,15 +2,23 @@
 
 namespace dct {
 
-AutoTuner::Decision AutoTuner::plan(double allgatherUs, double denseUs, uint64_t step) const {
-  const double model[2] = {allgatherUs, denseUs};
-  const double cost[2] = {allgatherUs * tracks_[0].scale, denseUs * tracks_[1].scale};
-  int best = cost[0] <= cost[1] ? 0 : 1;
-  const int other = 1 - best;
-  const Track& o = tracks_[other];
-  const bool close = cost[other] < kReprobeBand * cost[best];
-  const bool due = o.measured < 2 || step + 1 - o.lastStep >= kReprobeSteps;
-  if (close && due) best = other;
+AutoTuner::Decision AutoTuner::plan(double allgatherUs, double denseUs, double splitUs, uint64_t step) const {
+  const double model[kSlots] = {allgatherUs, denseUs, splitUs};
+  double cost[kSlots];
+  int best = 0;
+  for (int s = 0; s < kSlots; s++) {
+    cost[s] = model[s] * tracks_[s].scale;
+    if (cost[s] < cost[best]) best = s;  // ties: the lower slot
+  }
+  // The cheapest close loser that is due for a measurement runs instead.
+  int probe = -1;
+  for (int s = 0; s < kSlots; s++) {
+    const Track& o = tracks_[s];
+    const bool close = cost[s] < kReprobeBand * cost[best];
+    const bool due = o.measured < 2 || step + 1 - o.lastStep >= kReprobeSteps;
+    if (s != best && close && due && (probe < 0 || cost[s] < cost[probe])) probe = s;
+  }
+  if (probe >= 0) best = probe;
   return Decision{best, model[best]};
 }
 

@@ -47,9 +47,45 @@ double denseCostUs(const CostParams& p, const CostInputs& in) {
   return 2.0 * (P - 1) * p.alphaUs + wire + reduce;
 }
 
+double unionEstimate(const CostInputs& in) {
+  if (in.count == 0) return 0;
+  const double n = static_cast<double>(in.count);
+  double missed = 1;  // chance that no rank selected a given position
+  for (int r = 0; r < in.ranks; r++) missed *= 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n);
+  return n * (1 - missed);
+}
+
+// Split (split_allreduce.cc). Phase 1: each rank sends (P-1)/P of its
+// message to the ranges' owners (the busiest rank bounds the alltoallv) and
+// each owner merges ~1/P of all messages. Phase 2: each owner selects its
+// range's nonzeros and ring-allgathers the range in the cheaper of sparse and
+// dense form; every rank writes all P of them. Control beyond the other
+// plans': the piece sizes (16 bytes per pair of ranks, allgathered), the
+// reduced sizes and two more votes (log2 P latencies each).
+double splitCostUs(const CostParams& p, const CostInputs& in) {
+  const double P = in.ranks, n = static_cast<double>(in.count);
+  const double sumBytes = static_cast<double>(in.sumBytes ? in.sumBytes : in.valueBytes);
+  double busiest = 0, total = 0;
+  for (int r = 0; r < in.ranks; r++) {
+    const double nnz = static_cast<double>(in.nnz[r]);
+    const double bytes = nnz * in.valueBytes + packedIndexBytes(nnz, n, in.indexBytes);
+    busiest = std::max(busiest, bytes);
+    total += bytes;
+  }
+  const double range = n / P, reduced = unionEstimate(in) / P;
+  const double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
+  const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3, reduce = p.reduceGBps * 1e3;
+  const double phase1 = busiest * (P - 1) / P / link + total / P / scatter + range * sumBytes / reduce;
+  const double phase2 = (P - 1) * form / link + P * form / scatter;
+  const double control = (P - 1) * P * 16 / link + 4 * std::ceil(std::log2(std::max(P, 2.0))) * p.alphaUs;
+  return 2 * (P - 1) * p.alphaUs + phase1 + phase2 + control;
+}
+
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in) {
   if (in.ranks == 1) return dctAlgoAllgather;  // no wire: scatter own message only
-  return allgatherCostUs(p, in) <= denseCostUs(p, in) ? dctAlgoAllgather : dctAlgoDense;
+  const double allgather = allgatherCostUs(p, in), split = splitCostUs(p, in), dense = denseCostUs(p, in);
+  if (allgather <= split && allgather <= dense) return dctAlgoAllgather;
+  return split <= dense ? dctAlgoSplit : dctAlgoDense;
 }
 
 }  // namespace dct

@@ -24,10 +24,16 @@ struct CostInputs {
   size_t valueBytes;
   size_t indexBytes;
   const uint64_t* nnz;  // per rank
+  size_t sumBytes = 0;  // bytes of a reduced value (the accumulation type; 0: valueBytes)
 };
 
 double allgatherCostUs(const CostParams& p, const CostInputs& in);
 double denseCostUs(const CostParams& p, const CostInputs& in);
+double splitCostUs(const CostParams& p, const CostInputs& in);
+// Expected size of the union of the ranks' selections, as if each rank's
+// positions were independent and uniform: count * (1 - prod(1 - nnz_r/count)).
+double unionEstimate(const CostInputs& in);
+// The cheapest of the three (ties: allgather, then split, then dense).
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in);
 
 }  // namespace dct

@@ -116,6 +116,7 @@ dctResult_t cpuSelectDense(KernelContext* ctx, SelectArgs* args, void* stream);
 dctResult_t cpuThreshold(KernelContext* ctx, ThresholdArgs* args, double* tau, void* stream);
 dctResult_t cpuScatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream);
 dctResult_t cpuPackIndices(KernelContext* ctx, PackArgs* args, void* stream);
+dctResult_t cpuLowerBounds(KernelContext* ctx, const BoundsArgs* args, void* stream);
 dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream);
 // packing::validGroup over every group of a packed list (in parallel).
 bool cpuValidPackedList(KernelContext* ctx, const void* list, size_t packedBytes, size_t nnz, int indexBytes,

@@ -165,6 +165,7 @@ const KernelOps& cpuKernelOps() {
       .threshold = cpuThreshold,
       .scatterAdd = cpuScatterAdd,
       .packIndices = cpuPackIndices,
+      .lowerBounds = cpuLowerBounds,
       .scatterAddPacked = cpuScatterAddPacked,
       .mergePacked = cpuMergePacked,
       .zero = zero,

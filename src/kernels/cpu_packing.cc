@@ -1,6 +1,7 @@
 // CPU twin of delta bit-packing (index_packing.h): pack an ascending index
 // list, and scatter-add a message whose indices arrive packed. Groups are
 // independent, so workers take contiguous runs of groups.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -30,7 +31,7 @@ dctResult_t packList(KernelContext* kc, PackArgs& a) {
       const I* first = idx + g * kPackGroup;
       const size_t count = packing::groupSize(a.nnz, g);
       const int width = packing::groupWidth(first, count);
-      s.bases[g] = first[0];
+      s.bases[g] = static_cast<I>(first[0] - a.base);
       s.widths[g] = static_cast<uint8_t>(width);
       s.offsets[g + 1] = static_cast<uint32_t>(packing::groupWords(count, width));
     }
@@ -106,6 +107,21 @@ bool cpuValidPackedList(KernelContext* kc, const void* list, size_t packedBytes,
   CpuContext* ctx = cpuCtx(kc);
   return indexBytes == 8 ? validList<uint64_t>(ctx, list, packedBytes, nnz, n)
                          : validList<uint32_t>(ctx, list, packedBytes, nnz, n);
+}
+
+template <typename I>
+void lowerBoundsOf(const BoundsArgs& a) {
+  const I* idx = static_cast<const I*>(a.indices);
+  // Compared as uint64: keys past the index type's range lie above every entry.
+  for (size_t j = 0; j < a.count; j++)
+    a.positions[j] = static_cast<uint64_t>(
+        std::lower_bound(idx, idx + a.nnz, a.keys[j], [](I x, uint64_t key) { return x < key; }) - idx);
+}
+
+dctResult_t cpuLowerBounds(KernelContext*, const BoundsArgs* args, void*) {
+  if (args->indexBytes == 8) lowerBoundsOf<uint64_t>(*args);
+  else lowerBoundsOf<uint32_t>(*args);
+  return dctSuccess;
 }
 
 dctResult_t cpuScatterAddPacked(KernelContext* kc, const ScatterArgs* args, void*) {

@@ -113,6 +113,21 @@ struct PackArgs {
   int indexBytes;
   void* out;         // room for packing::maxPackedBytes(nnz, indexBytes)
   size_t bytes = 0;  // out: bytes written (valid on the host when the op returns)
+  uint64_t base = 0; // the list stores index - base (every index >= base): a
+                     // piece of a list, relative to its range (split algorithm)
+};
+
+// Cut points of a strictly ascending index list: positions[j] = number of
+// entries below keys[j], for `keys` ascending (host arrays, results valid on
+// the host when the op returns). The split algorithm's cut of a selection
+// into its ranges.
+struct BoundsArgs {
+  const void* indices;  // nnz entries, strictly ascending, in the twin's memory
+  size_t nnz;
+  int indexBytes;
+  const uint64_t* keys;  // host
+  size_t count;
+  uint64_t* positions;   // host, `count` entries
 };
 
 // DCT-MP rows (dctSparseAlltoall): R rows of D entries, row-major, of any
@@ -218,6 +233,7 @@ struct KernelOps {
   dctResult_t (*threshold)(KernelContext* ctx, ThresholdArgs* args, double* tau, void* stream);
   dctResult_t (*scatterAdd)(KernelContext* ctx, const ScatterArgs* args, void* stream);
   dctResult_t (*packIndices)(KernelContext* ctx, PackArgs* args, void* stream);
+  dctResult_t (*lowerBounds)(KernelContext* ctx, const BoundsArgs* args, void* stream);
   // scatterAdd of a message whose `indices` are a packed list of
   // `packedBytes` bytes. Both twins validate the whole list first (sizes,
   // offsets, widths, indices strictly ascending within and across groups and

@@ -109,7 +109,9 @@ std::vector<Settings> scenarios() {
   pipelined.chunkElems = 300;
   Settings pipelinedFromGrad = pipelined;  // ...or selected from grad + residual
   pipelinedFromGrad.interval = 1000;
-  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad};
+  Settings split = allgather;          // pieces, sizes, votes, ranges: every op of both phases
+  split.algorithm = dctAlgoSplit;
+  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad, split};
 }
 
 }  // namespace
@@ -142,7 +144,7 @@ TEST_CASE("an allocation failure on one rank fails every rank and a retry is exa
     for (bool inPlace : {false, true}) {
       const Run clean = runSteps(w.comm, s, inPlace, [](dctCompressor_t) {});
       for (int victim = 0; victim < w.size; victim++)
-        for (int n = 0; n < 6; n++) {
+        for (int n = 0; n < 9; n++) {  // the split plan reserves up to 8 buffers
           CAPTURE(s.algorithm);
           CAPTURE(inPlace);
           CAPTURE(victim);
@@ -162,12 +164,19 @@ TEST_CASE("messages past MPI's int counts are split, not refused, with identical
   Settings s;
   s.density = 0.3;  // large messages relative to the lowered limit
   const Run whole = runSteps(w.comm, s, false, [](dctCompressor_t) {});
+  Settings splitAlgo = s;
+  splitAlgo.algorithm = dctAlgoSplit;  // the alltoallv of pieces and the allgatherv of ranges
+  const Run splitWhole = runSteps(w.comm, splitAlgo, false, [](dctCompressor_t) {});
   dct::setMpiCountLimitForTesting(97);  // odd piece size: every split path runs
   const Run split = runSteps(w.comm, s, false, [](dctCompressor_t) {});
+  const Run splitSplit = runSteps(w.comm, splitAlgo, false, [](dctCompressor_t) {});
   s.algorithm = dctAlgoDense;
   const Run denseSplit = runSteps(w.comm, s, false, [](dctCompressor_t) {});
   dct::setMpiCountLimitForTesting(0);
   const Run denseWhole = runSteps(w.comm, s, false, [](dctCompressor_t) {});
   requireSame(whole, split);
+  requireSame(splitWhole, splitSplit);
   requireSame(denseWhole, denseSplit);
+  for (int step = 0; step < kSteps; step++)  // split's sums are allgather's, bit for bit
+    REQUIRE(std::memcmp(whole.outputs[step].data(), splitWhole.outputs[step].data(), kCount * sizeof(float)) == 0);
 }

@@ -117,7 +117,7 @@ void run(size_t n, const HalfCase& k, int steps = 3) {
       store(k.dtype, sum[i] * factor, expected, 0);
       const float got = load(k.dtype, out, i), want = load(k.dtype, expected, 0);
       CAPTURE(i);
-      if (std::isnan(want) || k.algorithm == dctAlgoAllgather) {
+      if (std::isnan(want) || k.algorithm != dctAlgoDense) {  // allgather, split: fp32 rank-order sums
         REQUIRE(std::memcmp(out.data() + i * sizeOf(k.dtype), expected.data(), sizeOf(k.dtype)) == 0);
       } else {  // the transport's half reduction rounds once per step, in its own order
         REQUIRE(std::fabs(got - want) <= w.size * ulp * mag[i] * factor + 1e-6f);
@@ -132,8 +132,8 @@ void run(size_t n, const HalfCase& k, int steps = 3) {
 
 }  // namespace
 
-TEST_CASE("half tensors: allgather bit for bit, dense within the half reduction's rounding") {
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense})
+TEST_CASE("half tensors: allgather and split bit for bit, dense within the half reduction's rounding") {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense})
     for (size_t n : {size_t(1), size_t(7), size_t(1000), size_t(100003)}) {
       run(n, {dctFloat16, dctFloat16, algo});
       run(n, {dctBFloat16, dctBFloat16, algo});
@@ -142,7 +142,7 @@ TEST_CASE("half tensors: allgather bit for bit, dense within the half reduction'
 }
 
 TEST_CASE("fp32 tensors with fp16/bf16 wire values") {
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense})
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense})
     for (size_t n : {size_t(3), size_t(1000), size_t(100003)}) {
       run(n, {dctFloat32, dctFloat16, algo});
       run(n, {dctFloat32, dctBFloat16, algo});
@@ -154,6 +154,7 @@ TEST_CASE("half tensors: average, in place, auto") {
   run(5003, {dctBFloat16, dctBFloat16, dctAlgoAllgather, dctSum, true});
   run(5003, {dctFloat16, dctFloat16, dctAlgoDense, dctAvg, true});
   run(5003, {dctFloat32, dctFloat16, dctAlgoAllgather, dctAvg, true});
+  run(5003, {dctFloat16, dctFloat16, dctAlgoSplit, dctAvg, true});
   World w;
   Settings s;
   s.algorithm = dctAlgoAuto;

@@ -1,5 +1,5 @@
 // dctSparseAllreduce under mpirun against the independent reference of
-// reference.h: bit for bit for the allgather algorithm (rank-order sum),
+// reference.h: bit for bit for the allgather and split algorithms (rank-order sum),
 // within rounding for dense (MPI's sum order), bit-identical on all ranks;
 // and auto's choice where it is not in doubt.
 #include <cmath>
@@ -143,7 +143,7 @@ void run(size_t n, const Case& k, const GradFn<T>& grad, std::vector<T>* lastOut
     std::vector<T> allVal;
     gatherMessages(mine.idx, mine.val, mine.val.size(), allIdx, allVal);
     rankOrderSum(n, allIdx, allVal, scale, sum, mag);
-    const bool bitwise = st.algorithm == dctAlgoAllgather;
+    const bool bitwise = st.algorithm == dctAlgoAllgather || st.algorithm == dctAlgoSplit;
     countWrong(out, sum, mag, bitwise, w.size - 1 + (scale != 1.0 ? 1 : 0));
     CHECK(identicalOnAllRanks(out.data(), n * sizeof(T)));
     CHECK(identicalOnAllRanks(&st.algorithm, sizeof(st.algorithm)));
@@ -190,13 +190,18 @@ TEST_CASE("allgather matches the reference bit for bit (exact threshold, odd siz
   exactOverSizes<double>(dctAlgoAllgather);
 }
 
+TEST_CASE("split matches the reference bit for bit (exact threshold, odd sizes, counts below P)") {
+  exactOverSizes<float>(dctAlgoSplit);
+  exactOverSizes<double>(dctAlgoSplit);
+}
+
 TEST_CASE("dense matches the reference within rounding, bit-identical on all ranks") {
   exactOverSizes<float>(dctAlgoDense);
   exactOverSizes<double>(dctAlgoDense);
 }
 
 TEST_CASE("sampled tau reproduces the selection; counts stay in the drift band") {
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense, dctAlgoAuto}) {
     sampledOverSizes<float>(algo);
     sampledOverSizes<double>(algo);
   }
@@ -243,7 +248,7 @@ TEST_CASE("large odd size with the exact-size workers path") {
 }
 
 TEST_CASE("average, in place, warm-up, no error feedback") {
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense}) {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense}) {
     Case avg;
     avg.s.algorithm = algo;
     avg.op = dctAvg;
@@ -267,7 +272,7 @@ TEST_CASE("average, in place, warm-up, no error feedback") {
 
 TEST_CASE("every rank empty: nothing is sent, the output is zero") {
   GradFn<float> zeros = [](int, int, std::vector<float>& g) { std::fill(g.begin(), g.end(), 0.0f); };
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense, dctAlgoAuto}) {
     Case k;
     k.s.algorithm = algo;
     k.s.method = dctThresholdSampled;
@@ -278,7 +283,7 @@ TEST_CASE("every rank empty: nothing is sent, the output is zero") {
 }
 
 TEST_CASE("density 1: every nonzero entry is sent") {
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoAuto}) {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense, dctAlgoAuto}) {
     Case k;
     k.s.algorithm = algo;
     k.s.density = 1.0;
@@ -296,7 +301,7 @@ TEST_CASE("a NaN or Inf on one rank reaches every rank at that index") {
       g[9] = std::numeric_limits<float>::infinity();
     }
   };
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense}) {
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense}) {
     Case k;
     k.s.algorithm = algo;
     k.s.interval = 2;
@@ -308,10 +313,75 @@ TEST_CASE("a NaN or Inf on one rank reaches every rank at that index") {
   }
 }
 
+// Split: a range whose union is dense travels dense, empty ranges travel as
+// nothing. Only range 0 has entries (all nonzero, density 1): every other
+// owner receives no piece and exactly range 0's dense bytes. The result is
+// the rank-order float sum from +0, bit for bit, NaN and Inf included.
+TEST_CASE("split: a dense range travels dense, empty ranges cost nothing") {
+  World w;
+  for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(5), size_t(4099)}) {
+    CAPTURE(n);
+    const size_t first = n / w.size;  // range 0's length: equal ranges, [q n / P, (q + 1) n / P)
+    auto grad = [&](int rank, std::vector<float>& g) {
+      normalGrad<float>(rank, 0, g);
+      for (size_t i = 0; i < n; i++) g[i] = i >= first ? 0.0f : g[i] == 0.0f ? 1.0f : g[i];  // range 0 all nonzero
+      if (first > 2 && rank == w.size - 1) g[1] = std::numeric_limits<float>::quiet_NaN();
+      if (first > 2 && rank == 0) g[2] = -std::numeric_limits<float>::infinity();
+    };
+    Settings s;
+    s.algorithm = dctAlgoSplit;
+    s.density = 1.0;
+    const dctConfig_t cfg = explicitConfig(s);
+    dctCompressor_t c = nullptr;
+    REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+    std::vector<float> g(n), out(n, 7.0f), want(n, 0.0f), other(n);
+    grad(w.rank, g);
+    for (int r = 0; r < w.size; r++) {
+      grad(r, other);
+      for (size_t i = 0; i < n; i++)
+        if (other[i] != 0.0f || std::isnan(other[i])) want[i] += other[i];
+    }
+    REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c, w.comm, nullptr) == dctSuccess);
+    for (size_t i = 0; i < n; i++) REQUIRE(sameBits(out[i], want[i]));
+    CHECK(identicalOnAllRanks(out.data(), n * sizeof(float)));
+    dctStats_t st;
+    REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
+    CHECK(st.algorithm == dctAlgoSplit);
+    if (w.rank != 0) CHECK(st.bytesReceived == first * sizeof(float));  // dense, and nothing else
+    if (w.rank == 0 && w.size > 1 && first > 0) CHECK(st.bytesReceived > 0);  // the other ranks' pieces
+    dctCompressorDestroy(c);
+  }
+}
+
+// Split: ranges whose union is sparse travel sparse: a few entries per
+// range cost far less than the dense ranges.
+TEST_CASE("split: sparse ranges travel sparse") {
+  World w;
+  const size_t n = 100003;
+  Settings s;
+  s.algorithm = dctAlgoSplit;
+  s.density = 0.001;
+  s.method = dctThresholdExact;
+  const dctConfig_t cfg = explicitConfig(s);
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+  std::vector<float> g(n), out(n);
+  normalGrad<float>(w.rank, 0, g);
+  REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c, w.comm, nullptr) == dctSuccess);
+  dctStats_t st;
+  REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
+  // ~100 entries per rank: pieces and sparse ranges of a few hundred bytes
+  // each, against 400 KB of dense ranges.
+  CHECK(st.bytesReceived < 2000 * static_cast<uint64_t>(w.size));
+  CHECK(st.bytesSent < 4000);
+  dctCompressorDestroy(c);
+}
+
 // Auto's plan after its first measurements (the loser is probed for a
 // few steps first), where the answer is not in doubt: at density 1e-4 the
 // messages are ~600 bytes against a 4 MiB dense allreduce; at 0.5 every rank
-// receives every rank's half-dense message. One rank has nothing to choose.
+// receives every rank's half-dense message (allgather), where dense and split
+// move each element about once. One rank has nothing to choose.
 namespace {
 
 int autoPlanAfterSteps(double density) {
@@ -330,20 +400,21 @@ int autoPlanAfterSteps(double density) {
   // corrected it yet, so on this oversubscribed machine (ctest runs two
   // mpiruns at once) it is the one choice that is not in doubt.
   dctStats_t st{}, first{};
-  int denseSteps = 0;
+  int denseSteps = 0;  // dense or split
   for (int step = 0; step < 10; step++) {
     normalGrad<float>(w.rank, step, g);
     REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c, w.comm, nullptr) ==
             dctSuccess);
     REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
     if (step == 0) first = st;
-    denseSteps += st.algorithm == dctAlgoDense;
+    denseSteps += st.algorithm == dctAlgoDense || st.algorithm == dctAlgoSplit;
     CHECK(identicalOnAllRanks(out.data(), n * sizeof(float)));
   }
   dctCompressorDestroy(c);
   if (w.size < 2) return -1;
-  // Dense where it is not in doubt: the model may probe allgather while it
-  // is close, but measurement keeps dense for most steps.
+  // Not allgather where that is not in doubt: the model may probe it while
+  // it is close, but measurement keeps dense or split (whose dense ranges
+  // carry fewer bytes than the ring at this density) for most steps.
   if (density >= 0.5) return denseSteps >= 6 ? dctAlgoDense : dctAlgoAllgather;
   return first.algorithm;
 }
@@ -355,7 +426,7 @@ TEST_CASE("auto picks allgather at density 1e-4 on 1M elements") {
   if (plan >= 0) CHECK(plan == dctAlgoAllgather);
 }
 
-TEST_CASE("auto picks dense at density 0.5 on 1M elements") {
+TEST_CASE("auto picks dense or split at density 0.5 on 1M elements") {
   const int plan = autoPlanAfterSteps(0.5);
   if (plan >= 0) CHECK(plan == dctAlgoDense);
 }

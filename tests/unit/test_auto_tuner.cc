@@ -8,20 +8,32 @@ using namespace dct;
 
 namespace {
 
-// Runs steps where the model always predicts (agModel, denseModel) and the
-// machine really takes agReal / denseReal; returns how many steps used dense.
-int runSteps(AutoTuner& t, int steps, double agModel, double denseModel, double agReal,
-             double denseReal, uint64_t& step) {
-  int dense = 0;
+// Costs of the three algorithms, in the tuner's slot order.
+struct Costs {
+  double allgather, dense, split;
+  double of(dctAlgorithm_t a) const { return a == dctAlgoDense ? dense : a == dctAlgoSplit ? split : allgather; }
+};
+constexpr double kFar = 1e9;  // a split cost far from the others: never planned nor re-measured
+
+// Runs steps where the model always predicts `model` and the machine really
+// takes `real`; returns how many steps used `count`.
+int runSteps(AutoTuner& t, int steps, Costs model, Costs real, uint64_t& step, dctAlgorithm_t count) {
+  int used = 0;
   double last = 0;
   for (int i = 0; i < steps; i++, step++) {
     // The previous step's time arrives with this step's counts.
-    const AutoTuner::Decision d = t.plan(agModel, denseModel, step);
+    const AutoTuner::Decision d = t.plan(model.allgather, model.dense, model.split, step);
     t.commit(d, last, step);
-    dense += d.algorithm() == dctAlgoDense;
-    last = d.algorithm() == dctAlgoDense ? denseReal : agReal;
+    used += d.algorithm() == count;
+    last = real.of(d.algorithm());
   }
-  return dense;
+  return used;
+}
+
+// The two-algorithm runs of the tests below (split far away).
+int runSteps(AutoTuner& t, int steps, double agModel, double denseModel, double agReal, double denseReal,
+             uint64_t& step) {
+  return runSteps(t, steps, Costs{agModel, denseModel, kFar}, Costs{agReal, denseReal, kFar}, step, dctAlgoDense);
 }
 
 }  // namespace
@@ -53,8 +65,8 @@ TEST_CASE("a close loser is re-measured, rarely") {
 
 TEST_CASE("the first, cold run of an algorithm is not learned") {
   AutoTuner t;
-  t.commit(t.plan(10, 100, 0), 0, 0);
-  t.commit(t.plan(10, 100, 1), 1e6, 1);  // cold: page faults, connection setup
+  t.commit(t.plan(10, 100, kFar, 0), 0, 0);
+  t.commit(t.plan(10, 100, kFar, 1), 1e6, 1);  // cold: page faults, connection setup
   CHECK(t.scale(dctAlgoAllgather) == 1.0);
 }
 
@@ -63,7 +75,32 @@ TEST_CASE("planning alone changes nothing: a failed step leaves the tuner as it 
   uint64_t step = 0;
   runSteps(t, 10, 50, 90, 400, 100, step);
   const double before = t.scale(dctAlgoAllgather);
-  for (int i = 0; i < 5; i++) (void)t.plan(50, 90, step);  // planned, never committed
+  for (int i = 0; i < 5; i++) (void)t.plan(50, 90, 70, step);  // planned, never committed
   CHECK(t.scale(dctAlgoAllgather) == before);
-  CHECK(t.plan(50, 90, step).slot == t.plan(50, 90, step).slot);
+  CHECK(t.plan(50, 90, 70, step).slot == t.plan(50, 90, 70, step).slot);
+}
+
+TEST_CASE("split is planned when the model prefers it, and corrected like the others") {
+  AutoTuner t;
+  uint64_t step = 0;
+  // Right model: split always, the others far behind.
+  CHECK(runSteps(t, 200, Costs{100, 120, 40}, Costs{110, 130, 45}, step, dctAlgoSplit) == 200);
+  // Wrong model for split: it really takes 10x; allgather takes over.
+  AutoTuner u;
+  step = 0;
+  runSteps(u, 10, Costs{60, 200, 40}, Costs{60, 200, 400}, step, dctAlgoSplit);
+  CHECK(u.scale(dctAlgoSplit) == doctest::Approx(10.0));
+  CHECK(runSteps(u, 1000, Costs{60, 200, 40}, Costs{60, 200, 400}, step, dctAlgoAllgather) == 1000);
+}
+
+TEST_CASE("two close losers are each re-measured, rarely") {
+  AutoTuner t;
+  uint64_t step = 0;
+  const Costs model{50, 55, 52}, real{100, 110, 104};  // all within the band
+  runSteps(t, 30, model, real, step, dctAlgoAllgather);
+  const int allgather = runSteps(t, 1000, model, real, step, dctAlgoAllgather);
+  CHECK(allgather < 1000);
+  CHECK(allgather >= 1000 - 2 * (1000 / static_cast<int>(AutoTuner::kReprobeSteps) + 1));
+  CHECK(t.scale(dctAlgoDense) == doctest::Approx(2.0));
+  CHECK(t.scale(dctAlgoSplit) == doctest::Approx(2.0));
 }

@@ -63,6 +63,9 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
   CHECK(out.density == 0.2);
   CHECK(out.algorithm == dctAlgoAllgather);
+  in.algorithm = dctAlgoSplit;  // the split algorithm is accepted like the others
+  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  CHECK(out.algorithm == dctAlgoSplit);
 }
 
 TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
@@ -83,7 +86,6 @@ TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
   rejects([](dctConfig_t& c) { c.warmupSteps = -1; }, dctInvalidArgument, "warmupSteps");
   rejects([](dctConfig_t& c) { c.thresholdMethod = 9; }, dctInvalidArgument, "thresholdMethod");
   rejects([](dctConfig_t& c) { c.algorithm = -3; }, dctInvalidArgument, "algorithm");
-  rejects([](dctConfig_t& c) { c.algorithm = dctAlgoSplit; }, dctNotSupported, "Split");
   rejects([](dctConfig_t& c) { c.magic = 0; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
   rejects([](dctConfig_t& c) { c.size = 3; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
   rejects([](dctConfig_t& c) { c.seed = -5; }, dctInvalidArgument, "seed");

@@ -9,10 +9,19 @@
 using namespace dct;
 
 namespace {
-dctAlgorithm_t choose(int ranks, size_t count, double density) {
+const CostParams kSlowLink{5.0, 0.125, 2.0, 4.0};
+
+dctAlgorithm_t choose(int ranks, size_t count, double density, const CostParams& p = kSlowLink) {
   std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count));
   CostInputs in{ranks, count, 4, 4, nnz.data()};
-  return chooseAlgorithm(CostParams{5.0, 0.125, 2.0, 4.0}, in);
+  return chooseAlgorithm(p, in);
+}
+
+// Whether allgather costs less than dense (the two-way break-even).
+bool allgatherBeatsDense(int ranks, size_t count, double density) {
+  std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count));
+  CostInputs in{ranks, count, 4, 4, nnz.data()};
+  return allgatherCostUs(kSlowLink, in) < denseCostUs(kSlowLink, in);
 }
 }  // namespace
 
@@ -39,12 +48,55 @@ TEST_CASE("costs grow with the bytes they move") {
 TEST_CASE("packed indices move the break-even up") {
   // Four ranks: ~4.5 bytes per packed entry break even with the ring's
   // 2(P-1)/P * 4 bytes per element near density 0.3, not 8-byte COO's 0.2.
-  CHECK(choose(4, 1 << 24, 0.2) == dctAlgoAllgather);
-  CHECK(choose(4, 1 << 24, 0.45) == dctAlgoDense);
+  CHECK(allgatherBeatsDense(4, 1 << 24, 0.2));
+  CHECK(!allgatherBeatsDense(4, 1 << 24, 0.45));
 }
 
 TEST_CASE("one rank never pays for a dense exchange") {
   std::vector<uint64_t> nnz(1, 1 << 20);
   CostInputs in{1, 1 << 20, 4, 4, nnz.data()};
   CHECK(chooseAlgorithm(costParamsFromEnv(), in) == dctAlgoAllgather);
+}
+
+TEST_CASE("the union estimate: disjoint at low density, saturating at high") {
+  std::vector<uint64_t> nnz(4, 1000);
+  CostInputs in{4, 1 << 20, 4, 4, nnz.data()};
+  CHECK(unionEstimate(in) == doctest::Approx(4000).epsilon(0.01));  // ~ the sum when sparse
+  std::vector<uint64_t> half(4, 1 << 19);
+  CostInputs dense{4, 1 << 20, 4, 4, half.data()};
+  CHECK(unionEstimate(dense) == doctest::Approx((1 << 20) * (1 - 1.0 / 16)));  // 1 - (1/2)^4
+  std::vector<uint64_t> all(4, 1 << 20);
+  CostInputs full{4, 1 << 20, 4, 4, all.data()};
+  CHECK(unionEstimate(full) == 1 << 20);
+}
+
+TEST_CASE("split: cheaper than allgather once the selections overlap, cheaper than dense below saturation") {
+  const CostParams p{5.0, 1.25, 2.0, 4.0};  // the defaults
+  // 64 ranks at 1% of 16M: allgather moves 63 messages to every rank, split
+  // ~(1 + union/k) of one; the union is ~half the tensor, still sparse.
+  CHECK(choose(64, 1 << 24, 0.01, p) == dctAlgoSplit);
+  // Few ranks, very sparse: the union is the sum, split only adds its phase 1.
+  CHECK(choose(4, 1 << 24, 0.0001, p) == dctAlgoAllgather);
+  // Everything selected everywhere: dense ranges plus the pieces, more than dense.
+  CHECK(choose(8, 1 << 24, 1.0, p) == dctAlgoDense);
+}
+
+TEST_CASE("split's cost follows its bytes") {
+  const CostParams p{5.0, 1.25, 2.0, 4.0};
+  std::vector<uint64_t> sparse(16, 1000), overlapping(16, 1 << 20);
+  CostInputs a{16, 1 << 24, 4, 4, sparse.data()}, b{16, 1 << 24, 4, 4, overlapping.data()};
+  CHECK(splitCostUs(p, a) < splitCostUs(p, b));
+  // Once the ranges travel dense, more entries per rank only grow phase 1.
+  std::vector<uint64_t> saturated(16, 1 << 23), full(16, 1 << 24);
+  CostInputs c{16, 1 << 24, 4, 4, saturated.data()}, d{16, 1 << 24, 4, 4, full.data()};
+  const double phase2 = 15.0 / 16 * (1 << 24) * 4 / 1.25e3;  // dense ranges on the wire, us
+  CHECK(splitCostUs(p, c) > phase2);
+  CHECK(splitCostUs(p, d) > splitCostUs(p, c));
+  // A wider reduced type (fp32 sums of fp16 values) costs more in phase 2.
+  CostInputs wide = b;
+  wide.valueBytes = 2;
+  wide.sumBytes = 4;
+  CostInputs narrow = b;
+  narrow.valueBytes = 2;
+  CHECK(splitCostUs(p, wide) > splitCostUs(p, narrow));
 }

@@ -238,3 +238,46 @@ TEST_CASE("a malformed message fails the merge and names itself") {
     CHECK(merge.malformed == (m.n == n ? 1 : 0));  // a smaller n fails the good list too
   }
 }
+
+TEST_CASE("a piece packed with a base decodes to its indices minus the base") {
+  Twin twin;
+  for (size_t nnz : {size_t(1), size_t(3), size_t(128), size_t(129), size_t(1000)}) {
+    CAPTURE(nnz);
+    const auto idx = ascendingIndices<uint32_t>(nnz * 50 + 1, nnz, 21 + nnz);
+    for (uint64_t base : {uint64_t(0), uint64_t(idx[0]) / 2, uint64_t(idx[0])}) {
+      CAPTURE(base);
+      std::vector<uint32_t> relative(idx);
+      for (uint32_t& i : relative) i -= static_cast<uint32_t>(base);
+      std::vector<uint8_t> out(packing::maxPackedBytes(nnz, 4), 0xee);
+      PackArgs args{idx.data(), nnz, 4, out.data()};
+      args.base = base;
+      REQUIRE(twin.ops.packIndices(twin.ctx, &args, nullptr) == dctSuccess);
+      out.resize(args.bytes);
+      CHECK(out == twin.pack(relative));  // the same bytes as packing the relative list
+      CHECK(referenceUnpack<uint32_t>(out, nnz) == relative);
+    }
+  }
+}
+
+template <typename I>
+void checkLowerBounds(uint64_t limit, size_t nnz, const std::vector<uint64_t>& keys) {
+  CAPTURE(nnz);
+  Twin twin;
+  const auto idx = ascendingIndices<I>(limit, nnz, 31 + nnz);
+  std::vector<uint64_t> positions(keys.size(), 12345);
+  BoundsArgs args{idx.data(), idx.size(), static_cast<int>(sizeof(I)), keys.data(), keys.size(), positions.data()};
+  REQUIRE(twin.ops.lowerBounds(twin.ctx, &args, nullptr) == dctSuccess);
+  for (size_t j = 0; j < keys.size(); j++) {
+    uint64_t below = 0;  // plain count of the entries under the key
+    for (I i : idx) below += static_cast<uint64_t>(i) < keys[j];
+    CHECK(positions[j] == below);
+  }
+}
+
+TEST_CASE("lowerBounds cuts an ascending list where each key begins") {
+  checkLowerBounds<uint32_t>(1000, 0, {0, 5, 1000});
+  checkLowerBounds<uint32_t>(1000, 1, {0, 250, 500, 750, 1000});
+  checkLowerBounds<uint32_t>(1000, 300, {0, 0, 1, 333, 334, 666, 999, 1000});
+  checkLowerBounds<uint32_t>(0xffffffffull, 2000, {0, 1ull << 31, 0xffffffffull, 1ull << 33});  // key past uint32
+  checkLowerBounds<uint64_t>(~0ull, 500, {0, 1ull << 40, 1ull << 63, ~0ull});
+}

@@ -1,0 +1,35 @@
+// The cost model on paper: allgather vs split vs dense for P ranks, one fp32
+// tensor and a range of densities, with every rank selecting k = density *
+// count entries. Calls the library's own cost functions (core/cost_model.h),
+// with its defaults unless DCT_ALPHA_US / DCT_LINK_GBPS / ... are set.
+//   cost_table [count]   (default 16M elements = 64 MiB fp32) -> markdown
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "core/cost_model.h"
+
+using namespace dct;
+
+namespace {
+const char* name(dctAlgorithm_t a) { return a == dctAlgoSplit ? "split" : a == dctAlgoDense ? "dense" : "allgather"; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : size_t(16) << 20;
+  const CostParams p = costParamsFromEnv();
+  std::printf("count %zu fp32 (%.0f MiB), alpha %.1f us, link %.2f GB/s, scatter %.1f GB/s, reduce %.1f GB/s\n\n",
+              count, count * 4.0 / (1 << 20), p.alphaUs, p.linkGBps, p.scatterGBps, p.reduceGBps);
+  std::printf("| ranks | density | k per rank | union (est.) | allgather ms | split ms | dense ms | model picks |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|:---|\n");
+  for (int ranks : {4, 8, 64, 256, 1024})
+    for (double density : {1e-4, 1e-3, 1e-2, 1e-1}) {
+      std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count + 0.5));
+      CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
+      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %s |\n", ranks, density * 100,
+                  static_cast<unsigned long long>(nnz[0]), 100.0 * unionEstimate(in) / count,
+                  allgatherCostUs(p, in) / 1e3, splitCostUs(p, in) / 1e3, denseCostUs(p, in) / 1e3,
+                  name(chooseAlgorithm(p, in)));
+    }
+  return 0;
+}

@@ -1,0 +1,221 @@
+// The split algorithm (split_allreduce.h has the phases and their votes).
+#include "algo/split_allreduce.h"
+
+#include <limits>
+
+#include "algo/agree.h"
+#include "base/debug.h"
+#include "kernels/index_packing.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+constexpr const char* kFn = "dctSparseAllreduce";
+constexpr uint64_t kDenseForm = UINT64_MAX;  // a range's nnz when it travels dense
+
+struct Split {
+  dctCompressor_t c;
+  dctComm_t comm;
+  void* target;
+  void* stream;
+  int P, me;
+  size_t sumBytes, wireBytes;  // a reduced value (accType), a sent value (wireType)
+  size_t begin(int q) const { return splitRangeBegin(c->count, P, q); }
+  size_t length(int q) const { return begin(q + 1) - begin(q); }
+  char* range(int q) const { return static_cast<char*>(target) + begin(q) * sumBytes; }
+};
+
+// Lays a packed list + values out at `out` (values padded to 8 bytes), as
+// sparse_allreduce.cc's pack() does for a whole message.
+dctResult_t packPiece(dctCompressor_t c, const void* indices, const void* values, size_t nnz, size_t valueBytes,
+                      uint64_t base, char* out, size_t& bytes, void* stream) {
+  PackArgs packed{indices, nnz, c->indexBytes, out};
+  packed.base = base;
+  DCTCHECK(c->ops->packIndices(c->kernels, &packed, stream));
+  const size_t v = nnz * valueBytes, padded = packing::pad8(v);
+  DCTCHECK(c->ops->copy(c->kernels, out + packed.bytes, values, v, stream));
+  if (padded > v) DCTCHECK(c->ops->zero(c->kernels, out + packed.bytes + v, padded - v, stream));
+  bytes = packed.bytes + padded;
+  return dctSuccess;
+}
+
+// A received list of nnz entries in `bytes`, its values `valueBytes` wide.
+PackedMessage unpacked(const char* block, uint64_t bytes, uint64_t nnz, size_t valueBytes) {
+  const size_t packed = bytes - packing::pad8(nnz * valueBytes);
+  return PackedMessage{block, block + packed, nnz, packed};
+}
+bool plausible(uint64_t bytes, uint64_t nnz, size_t length, size_t valueBytes) {
+  return nnz <= length && bytes >= packing::pad8(nnz * valueBytes) && bytes % 8 == 0;
+}
+
+// Sums range `me` of the gathered pieces in rank order into the target.
+dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<uint64_t>& all,
+                       const std::vector<size_t>& offsets) {
+  std::vector<PackedMessage> pieces(s.P);
+  for (int r = 0; r < s.P; r++)
+    pieces[r] = unpacked(gathered + offsets[r], all[2 * (r * s.P + s.me)], all[2 * (r * s.P + s.me) + 1],
+                         s.wireBytes);
+  dctCompressor_t c = s.c;
+  MergeArgs merge{s.range(s.me), s.length(s.me), c->accType, c->wireType, c->indexBytes, pieces.data(), s.P};
+  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
+    return merge.malformed < 0 ? res : fail(s.comm, res, "%s: malformed piece from rank %d", kFn, merge.malformed);
+  return dctSuccess;
+}
+
+// The owner's range in its smaller form: its nonzeros (NaN and Inf too: the
+// select keeps !(|x| < tau)) packed into c->wire, or the dense range itself.
+// Selecting in place zeroes the range; a dense form restores it from the
+// packed copy (+0 + x is x: the same bits). `bound` caps the nonzeros (the
+// pieces' entries): buffers sized by it hold all of them.
+dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64_t& bytes, uint64_t& nnz) {
+  dctCompressor_t c = s.c;
+  const size_t length = s.length(s.me), denseBytes = length * s.sumBytes;
+  form = s.range(s.me);
+  bytes = 0;
+  nnz = 0;
+  if (length == 0 || bound == 0) return dctSuccess;  // nothing summed: the range is all +0
+  if (bound > length) bound = length;
+  const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
+  DCTCHECK(c->selection.reserve(indexBytes + bound * s.sumBytes));
+  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(bound, c->indexBytes) + packing::pad8(bound * s.sumBytes)));
+  SelectArgs sel;
+  sel.grad = nullptr;
+  sel.residual = s.range(s.me);
+  sel.n = length;
+  sel.dtype = c->accType;
+  sel.indexBytes = c->indexBytes;
+  sel.tau = c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
+                                     : std::numeric_limits<float>::denorm_min();
+  sel.capacity = bound;
+  sel.outIndices = c->selection.as();
+  sel.outValues = c->selection.as<char>() + indexBytes;
+  DCTCHECK(c->ops->selectCompact(c->kernels, &sel, s.stream));
+  size_t packed = 0;
+  DCTCHECK(packPiece(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
+  if (packed < denseBytes) {
+    form = c->wire.as();
+    bytes = packed;
+    nnz = sel.nnz;
+    return dctSuccess;
+  }
+  PackedMessage own = unpacked(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
+  MergeArgs restore{s.range(s.me), length, c->accType, c->accType, c->indexBytes, &own, 1};
+  DCTCHECK(c->ops->mergePacked(c->kernels, &restore, s.stream));
+  bytes = denseBytes;
+  nnz = kDenseForm;
+  return dctSuccess;
+}
+
+// Writes range q from its gathered form: a copy, or zeros + its entries.
+dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz) {
+  dctCompressor_t c = s.c;
+  if (nnz == kDenseForm) return c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
+  PackedMessage m = unpacked(block, bytes, nnz, s.sumBytes);
+  MergeArgs merge{s.range(q), s.length(q), c->accType, c->accType, c->indexBytes, &m, 1};
+  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
+    return merge.malformed < 0 ? res : fail(s.comm, res, "%s: malformed range from rank %d", kFn, q);
+  return dctSuccess;
+}
+
+// Reserves `bytes` of c->gathered for a data op moving up to `extent` bytes.
+dctResult_t reserveGathered(const Split& s, size_t bytes, size_t extent) {
+  DCTCHECK(s.c->gathered.reserve(bytes));
+  return s.comm->transport->prepare(s.comm, s.c->gathered.as(), extent > bytes ? extent : bytes, s.stream);
+}
+
+}  // namespace
+
+dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPieces& pieces, void* stream) {
+  std::vector<uint64_t> keys(ranks + 1), at(ranks + 1);
+  for (int q = 0; q <= ranks; q++) keys[q] = splitRangeBegin(c->count, ranks, q);
+  BoundsArgs cut{msg.indices, msg.nnz, c->indexBytes, keys.data(), keys.size(), at.data()};
+  DCTCHECK(c->ops->lowerBounds(c->kernels, &cut, stream));
+  const size_t valueBytes = dtypeSize(c->wireType);
+  size_t room = 0;
+  for (int q = 0; q < ranks; q++)
+    room += packing::maxPackedBytes(at[q + 1] - at[q], c->indexBytes) + packing::pad8((at[q + 1] - at[q]) * valueBytes);
+  DCTCHECK(c->wire.reserve(room));
+  pieces.sizes.assign(2 * ranks, 0);
+  pieces.offsets.assign(ranks, 0);
+  pieces.bytes = 0;
+  for (int q = 0; q < ranks; q++) {
+    const size_t nnz = at[q + 1] - at[q];
+    size_t bytes = 0;
+    DCTCHECK(packPiece(c, static_cast<const char*>(msg.indices) + at[q] * c->indexBytes,
+                       static_cast<const char*>(msg.values) + at[q] * valueBytes, nnz, valueBytes, keys[q],
+                       c->wire.as<char>() + pieces.bytes, bytes, stream));
+    pieces.offsets[q] = pieces.bytes;
+    pieces.sizes[2 * q] = bytes;
+    pieces.sizes[2 * q + 1] = nnz;
+    pieces.bytes += bytes;
+  }
+  return dctSuccess;
+}
+
+dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, void* target, void* stream,
+                          PhaseTimer& clock, size_t& sent, size_t& received) {
+  const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
+  const int P = s.P, me = s.me;
+  const Transport* t = comm->transport;
+  // Piece sizes: all[2 (r P + q)] = bytes of rank r's piece of range q, then its nnz.
+  std::vector<uint64_t> all(2 * size_t(P) * P);
+  dctResult_t res = t->allgather(comm, pieces.sizes.data(), all.data(), 2 * P * sizeof(uint64_t), stream);
+  std::vector<size_t> sendBytes(P), recvBytes(P), recvOffsets(P);
+  size_t recvTotal = 0, everything = 0;
+  uint64_t bound = 0;  // entries summed into this rank's range
+  for (int r = 0; r < P && res == dctSuccess; r++) {
+    sendBytes[r] = pieces.sizes[2 * r];
+    recvBytes[r] = all[2 * (r * P + me)];
+    recvOffsets[r] = recvTotal;
+    recvTotal += recvBytes[r];
+    bound += all[2 * (r * P + me) + 1];
+    for (int q = 0; q < P; q++) everything += all[2 * (r * P + q)];
+    if (!plausible(recvBytes[r], all[2 * (r * P + me) + 1], s.length(me), s.wireBytes))
+      res = fail(comm, dctInternalError, "%s: rank %d announced a malformed piece", kFn, r);
+  }
+  if (res == dctSuccess) res = reserveGathered(s, recvTotal, pieces.bytes);
+  DCTCHECK(vote(comm, res, stream, kFn, "piece sizes"));
+  clock.lap(dctPhaseAgree);
+
+  res = t->alltoallv(comm, c->wire.as(), sendBytes.data(), pieces.offsets.data(), c->gathered.as(), recvBytes.data(),
+                     recvOffsets.data(), everything, stream);
+  clock.lap(dctPhaseExchange);
+  if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), all, recvOffsets);
+  const void* form = nullptr;
+  uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kDenseForm: dense)
+  if (res == dctSuccess) res = reduceForm(s, bound, form, mine[0], mine[1]);
+  clock.lap(dctPhaseReduce);
+
+  // Range forms: every rank's, then room for all of them, 8-byte aligned.
+  std::vector<uint64_t> forms(2 * size_t(P));
+  const dctResult_t shared = t->allgather(comm, mine, forms.data(), sizeof(mine), stream);
+  if (res == dctSuccess) res = shared;
+  std::vector<size_t> formBytes(P), formOffsets(P);
+  size_t formTotal = 0;
+  for (int q = 0; q < P && res == dctSuccess; q++) {
+    const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
+    const bool ok = nnz == kDenseForm ? bytes == s.length(q) * s.sumBytes : plausible(bytes, nnz, s.length(q), s.sumBytes);
+    if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
+    formBytes[q] = bytes;
+    formOffsets[q] = formTotal;
+    formTotal += packing::pad8(bytes);
+  }
+  if (res == dctSuccess) res = reserveGathered(s, formTotal, mine[0]);
+  DCTCHECK(vote(comm, res, stream, kFn, "range sizes"));
+  clock.lap(dctPhaseAgree);
+
+  char* gathered = c->gathered.as<char>();
+  DCTCHECK(t->allgatherv(comm, form, mine[0], gathered, formBytes.data(), formOffsets.data(), stream));
+  clock.lap(dctPhaseExchange);
+  for (int q = 0; q < P; q++) {
+    if (s.length(q) == 0 || (q == me && mine[1] == kDenseForm)) continue;  // a dense own range is in place
+    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1]));
+  }
+  sent = pieces.bytes - sendBytes[me] + mine[0];
+  received = recvTotal - recvBytes[me];
+  for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
+  return dctSuccess;
+}
+
+}  // namespace dct

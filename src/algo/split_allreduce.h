@@ -1,0 +1,61 @@
+// The split algorithm of dctSparseAllreduce (SparCML's reduce-scatter +
+// allgather): [0, count) is cut in P equal ranges, rank q owns range q.
+//
+//   local work   cut this rank's selection by range (lowerBounds) and pack
+//                each piece, indices relative to its range, into c->wire
+//   agreement    (sparse_allreduce.cc) header allgather + vote
+//   pieces       allgather of every rank's P piece sizes, reserve, vote;
+//                alltoallv of the pieces; each owner sums its range in rank
+//                order (mergePacked) straight into the step's target
+//   ranges       each owner selects its range's nonzeros (NaN and Inf
+//                included) and keeps the smaller of sparse (packed indices +
+//                values) and dense form; allgather of the form sizes,
+//                reserve, vote; allgatherv of the ranges; every rank writes
+//                all of them into the target
+//   (sparse_allreduce.cc) exchange vote, commit
+//
+// Every entry is the same rank-order sum from +0 as the allgather
+// algorithm's, carried exactly: results are bit-identical to it and across
+// ranks. A rank that fails anywhere still takes part in every collective up
+// to the next vote, which carries its failure to all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/phase_timer.h"
+#include "core/compressor.h"
+
+namespace dct {
+
+// Range q is [splitRangeBegin(count, P, q), splitRangeBegin(count, P, q + 1)):
+// equal widths from the count alone, so identical on every rank. (Balancing
+// by selected mass would have to come from last step's agreed counts; equal
+// widths need nothing and suit positions spread over the tensor.)
+inline size_t splitRangeBegin(size_t count, int ranks, int q) {
+  return static_cast<size_t>(static_cast<unsigned __int128>(count) * static_cast<unsigned>(q) /
+                             static_cast<unsigned>(ranks));
+}
+
+// This rank's pieces, laid out one after another in c->wire, each 8-byte
+// aligned. `sizes` is what every rank learns: (bytes, nnz) per range.
+struct SplitPieces {
+  std::vector<uint64_t> sizes;  // 2P entries
+  std::vector<size_t> offsets;  // P: where each piece starts in c->wire
+  size_t bytes = 0;             // all pieces together
+};
+
+// Local work: cuts `msg` (compressStep's selection, ascending) by range and
+// packs the pieces into c->wire.
+dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPieces& pieces, void* stream);
+
+// Everything from the piece sizes to the reduced ranges written into
+// `target` (count entries of c->accType). Returns an error on every rank if
+// any rank failed before one of its votes; a failure after the last vote is
+// returned on the failing rank only (the caller's exchange vote spreads it).
+// sent / received: this rank's bytes on the wire, both phases.
+dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, void* target, void* stream,
+                          PhaseTimer& clock, size_t& sent, size_t& received);
+
+}  // namespace dct
