@@ -29,9 +29,11 @@
 namespace dct {
 namespace {
 
-// Redo (the step is redone unchunked): the chunk outgrew its slot, or the
-// selection ran away (compressStep would re-estimate tau at once).
-enum ChunkStatus : int32_t { kChunkOk = 0, kChunkOutgrew = 1, kChunkFailed = 2, kChunkRunaway = 3 };
+// Redo (the step is redone unchunked): the chunk outgrew its slot, the
+// selection ran away (compressStep would re-estimate tau at once), or an
+// earlier chunk of this rank did either and this one was not selected (its
+// need is unknown: the slot's history carries over).
+enum ChunkStatus : int32_t { kChunkOk = 0, kChunkOutgrew = 1, kChunkFailed = 2, kChunkRunaway = 3, kChunkSkipped = 4 };
 
 struct ChunkHeader {
   uint64_t nnz = 0;
@@ -58,6 +60,7 @@ struct Layout {
   int ranks = 0, chunks = 0;
   size_t elems = 0, count = 0, total = 0;
   std::vector<size_t> bytes, within, base;  // [chunk * ranks + rank], [chunk * ranks + rank], [chunk]
+  std::vector<uint64_t> needs;              // [chunk * ranks + rank]: what each slot was sized for
 
   size_t lo(int i) const { return static_cast<size_t>(i) * elems; }
   size_t len(int i) const { return std::min(elems, count - lo(i)); }
@@ -74,6 +77,7 @@ Layout layout(const Step& s) {
   const bool history = c->chunkElems == L.elems && c->chunkNeeds.size() == static_cast<size_t>(L.chunks * L.ranks);
   L.bytes.resize(L.chunks * L.ranks);
   L.within.resize(L.chunks * L.ranks);
+  L.needs.resize(L.chunks * L.ranks);
   L.base.resize(L.chunks);
   for (int i = 0; i < L.chunks; i++) {
     L.base[i] = L.total;
@@ -81,6 +85,7 @@ Layout layout(const Step& s) {
     for (int r = 0; r < L.ranks; r++) {
       // No history: the last message spread evenly.
       const uint64_t need = history ? c->chunkNeeds[i * L.ranks + r] : c->lastMessages[r].bytes / L.chunks;
+      L.needs[i * L.ranks + r] = need;
       L.bytes[i * L.ranks + r] = slotFor(need);
       L.within[i * L.ranks + r] = chunk;
       chunk += L.bytes[i * L.ranks + r];
@@ -258,9 +263,9 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
       }
       if (chunkedStepRunaway(c, s.draft, p.fromGrad, p.selected)) h.status = kChunkRunaway;
     } else if (p.status == dctSuccess) {
-      h.status = kChunkRunaway;  // nothing more to select: only take part
+      h.status = kChunkSkipped;  // nothing more to select: only take part
     }
-    redo = h.status == kChunkOutgrew || h.status == kChunkRunaway;
+    redo = h.status == kChunkOutgrew || h.status == kChunkRunaway || h.status == kChunkSkipped;
     std::memcpy(p.slot(i, me), &h, kHeaderBytes);
     s.clock.lap(dctPhaseCompress);
     const size_t sent = kHeaderBytes + (h.status == kChunkOk ? h.need : 0);
@@ -275,22 +280,23 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
 
   // Every rank holds the same, intact headers now.
   s.chunkNeeds.assign(p.L.chunks * P, 0);
-  int outgrew = 0, ranAway = 0;
+  int outgrew = 0, ranAway = 0, skipped = 0;
   for (int r = 0; r < P; r++) {
     all[r].nnz = all[r].bytes = 0;
     for (int i = 0; i < p.L.chunks; i++) {
       const ChunkHeader h = p.header(i, r);
-      s.chunkNeeds[i * P + r] = h.need;
+      s.chunkNeeds[i * P + r] = h.status == kChunkSkipped ? p.L.needs[i * P + r] : h.need;
       outgrew += h.status == kChunkOutgrew;
       ranAway += h.status == kChunkRunaway;
+      skipped += h.status == kChunkSkipped;
       all[r].nnz += h.nnz;
       all[r].bytes += kHeaderBytes + (h.status == kChunkOk ? h.need : 0);
     }
   }
-  fallback = outgrew + ranAway > 0;
+  fallback = outgrew + ranAway + skipped > 0;
   if (fallback) {
-    DCT_INFO("step %llu: pipelined attempt redone unchunked (%d chunks outgrew their slots, %d ran away)",
-             static_cast<unsigned long long>(c->stats.step), outgrew, ranAway);
+    DCT_INFO("step %llu: pipelined attempt redone unchunked (%d chunks outgrew their slots, %d ran away, %d skipped)",
+             static_cast<unsigned long long>(c->stats.step), outgrew, ranAway, skipped);
     return dctSuccess;
   }
   endChunkedStep(c, s.draft, p.fromGrad, p.selected, p.nnz, p.nonFinite);
