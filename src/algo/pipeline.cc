@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "algo/allreduce_step.h"
+#include "algo/packed_message.h"
 #include "base/debug.h"
 #include "base/env.h"
 #include "core/cost_model.h"
@@ -37,13 +38,15 @@ enum ChunkStatus : int32_t { kChunkOk = 0, kChunkOutgrew = 1, kChunkFailed = 2, 
 
 struct ChunkHeader {
   uint64_t nnz = 0;
-  uint64_t packedBytes = 0;  // packed indices; values follow, padded to 8
-  uint64_t need = 0;         // packed indices + padded values, fitting or not
+  uint64_t need = 0;  // the packed message's bytes (packed_message.h), fitting or not
   int32_t status = kChunkFailed;
   int32_t unused = 0;
 };
 constexpr size_t kHeaderBytes = sizeof(ChunkHeader);
 static_assert(kHeaderBytes % 8 == 0, "slots stay 8-byte aligned");
+
+// What a chunk puts on the wire: its header, and its message if it fit.
+size_t sentBytes(const ChunkHeader& h) { return kHeaderBytes + (h.status == kChunkOk ? h.need : 0); }
 
 constexpr size_t kMinChunkElems = size_t(1) << 18;  // ~1 ms of selection: MPI progress granularity
 constexpr int kMaxChunks = 64;
@@ -113,7 +116,9 @@ struct Pipeline {
   }
 };
 
-// Selects chunk i and packs it into this rank's slot (after the header).
+// Selects chunk i and packs it into this rank's slot (after the header):
+// straight there when the slot has room for the worst case, else through
+// c->wire, to learn the size a slot would need.
 dctResult_t compressChunk(Pipeline& p, int i, ChunkHeader& h) {
   Step& s = p.s;
   dctCompressor_t c = s.c;
@@ -124,20 +129,17 @@ dctResult_t compressChunk(Pipeline& p, int i, ChunkHeader& h) {
   msg.capacity = p.L.elems;  // a chunk's whole length: it always fits
   SelectArgs args;
   DCTCHECK(selectChunk(c, p.fromGrad ? s.send : nullptr, p.L.lo(i), p.L.len(i), s.draft, msg, args, s.stream));
-  PackArgs packed{msg.indices, msg.nnz, c->indexBytes, c->wire.as()};
-  DCTCHECK(c->ops->packIndices(c->kernels, &packed, s.stream));
-  const size_t valueBytes = msg.nnz * valueSize;
   p.selected += args.selected;
-  h.nnz = msg.nnz;
-  h.packedBytes = packed.bytes;
-  h.need = packed.bytes + packing::pad8(valueBytes);
-  h.status = kChunkOutgrew;
-  if (kHeaderBytes + h.need > p.L.bytes[i * p.L.ranks + s.comm->rank]) return dctSuccess;
   char* body = p.slot(i, s.comm->rank) + kHeaderBytes;
-  DCTCHECK(c->ops->copy(c->kernels, body, c->wire.as(), packed.bytes, s.stream));
-  DCTCHECK(c->ops->copy(c->kernels, body + packed.bytes, msg.values, valueBytes, s.stream));
-  if (h.need > packed.bytes + valueBytes)
-    DCTCHECK(c->ops->zero(c->kernels, body + packed.bytes + valueBytes, h.need - packed.bytes - valueBytes, s.stream));
+  const size_t room = p.L.bytes[i * p.L.ranks + s.comm->rank] - kHeaderBytes;
+  char* out = packedMessageRoom(msg.nnz, c->indexBytes, valueSize) <= room ? body : c->wire.as<char>();
+  size_t need = 0;
+  DCTCHECK(packMessage(c, msg.indices, msg.values, msg.nnz, valueSize, 0, out, need, s.stream));
+  h.nnz = msg.nnz;
+  h.need = need;
+  h.status = kChunkOutgrew;
+  if (need > room) return dctSuccess;
+  if (out != body) DCTCHECK(c->ops->copy(c->kernels, body, out, need, s.stream));
   p.nnz += msg.nnz;
   p.nonFinite += args.nonFinite;
   h.status = kChunkOk;
@@ -156,12 +158,10 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
     const ChunkHeader h = p.header(i, r);
     p.clean = h.status == kChunkOk;
     // A garbled header (a failed transfer) must not send the merge astray.
-    const size_t room = p.L.bytes[i * P + r] - kHeaderBytes;
-    if (p.clean && (h.packedBytes > room || h.nnz > p.L.len(i) ||
-                    packing::pad8(h.nnz * dtypeSize(c->wireType)) > room - h.packedBytes))
+    const size_t room = p.L.bytes[i * P + r] - kHeaderBytes, valueSize = dtypeSize(c->wireType);
+    if (p.clean && (h.need > room || !plausibleMessage(h.need, h.nnz, p.L.len(i), valueSize)))
       return fail(s.comm, dctInternalError, "dctSparseAllreduce: malformed chunk %d header from rank %d", i, r);
-    const char* body = p.slot(i, r) + kHeaderBytes;
-    messages[r] = PackedMessage{body, body + h.packedBytes, h.nnz, h.packedBytes};
+    messages[r] = packedView(p.slot(i, r) + kHeaderBytes, h.need, h.nnz, valueSize);
   }
   if (!p.clean) return dctSuccess;
   char* dense = static_cast<char*>(s.target) + p.L.lo(i) * dtypeSize(c->accType);
@@ -202,7 +202,7 @@ dctResult_t prelude(Pipeline& p) {
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
   DCTCHECK(c->gathered.reserve(p.L.total));
   DCTCHECK(c->selection.reserve(alignedIndexBytes(p.L.elems, c->indexBytes) + p.L.elems * dtypeSize(c->wireType)));
-  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(p.L.elems, c->indexBytes)));
+  DCTCHECK(c->wire.reserve(packedMessageRoom(p.L.elems, c->indexBytes, dtypeSize(c->wireType))));
   return beginChunkedStep(c, s.send, s.draft, p.fromGrad, s.stream);
 }
 
@@ -268,8 +268,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
     redo = h.status == kChunkOutgrew || h.status == kChunkRunaway || h.status == kChunkSkipped;
     std::memcpy(p.slot(i, me), &h, kHeaderBytes);
     s.clock.lap(dctPhaseCompress);
-    const size_t sent = kHeaderBytes + (h.status == kChunkOk ? h.need : 0);
-    dctResult_t res = comm->transport->iallgatherv(comm, p.slot(i, me), sent, p.slot(i, 0),
+    dctResult_t res = comm->transport->iallgatherv(comm, p.slot(i, me), sentBytes(h), p.slot(i, 0),
                                                    &p.L.bytes[i * P], &p.L.within[i * P], &p.requests[i]);
     if (res != dctSuccess && p.status == dctSuccess) p.status = res;
     progress(p, i + 1, false);
@@ -290,7 +289,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
       ranAway += h.status == kChunkRunaway;
       skipped += h.status == kChunkSkipped;
       all[r].nnz += h.nnz;
-      all[r].bytes += kHeaderBytes + (h.status == kChunkOk ? h.need : 0);
+      all[r].bytes += sentBytes(h);
     }
   }
   fallback = outgrew + ranAway + skipped > 0;

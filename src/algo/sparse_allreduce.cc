@@ -22,9 +22,9 @@
 
 #include "algo/agree.h"
 #include "algo/allreduce_step.h"
+#include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
 #include "base/debug.h"
-#include "kernels/index_packing.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -32,24 +32,14 @@ namespace {
 
 size_t denseBytes(const Step& s) { return s.c->count * dtypeSize(s.c->wireType); }
 
-// Lays the selection out in `wire` as one contiguous message: the indices
-// delta bit-packed (kernels/index_packing.h: ~1.3 bytes each at density 1%
-// instead of 4), then the values, padded to 8 bytes so the next rank's
-// message in the gathered buffer stays aligned for 64-bit loads (the GPU
-// faults on misaligned ones).
+// Lays the selection out in `wire` as one contiguous message
+// (packed_message.h).
 dctResult_t pack(Step& s) {
   dctCompressor_t c = s.c;
   const Message& msg = s.msg;
-  const size_t valueBytes = msg.nnz * dtypeSize(c->wireType), padded = packing::pad8(valueBytes);
-  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(msg.nnz, c->indexBytes) + padded));
-  char* wire = c->wire.as<char>();
-  PackArgs packed{msg.indices, msg.nnz, c->indexBytes, wire};
-  DCTCHECK(c->ops->packIndices(c->kernels, &packed, s.stream));
-  DCTCHECK(c->ops->copy(c->kernels, wire + packed.bytes, msg.values, valueBytes, s.stream));
-  if (padded > valueBytes)
-    DCTCHECK(c->ops->zero(c->kernels, wire + packed.bytes + valueBytes, padded - valueBytes, s.stream));
-  s.bytes = packed.bytes + padded;  // packed.bytes is a multiple of 8
-  return dctSuccess;
+  const size_t valueBytes = dtypeSize(c->wireType);
+  DCTCHECK(c->wire.reserve(packedMessageRoom(msg.nnz, c->indexBytes, valueBytes)));
+  return packMessage(c, msg.indices, msg.values, msg.nnz, valueBytes, 0, c->wire.as<char>(), s.bytes, s.stream);
 }
 
 // Everything this rank can do (and fail at) before talking to the others.
@@ -108,8 +98,7 @@ dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
   s.clock.lap(dctPhaseExchange);
   std::vector<PackedMessage> messages(P);
   for (int r = 0; r < P; r++) {
-    const size_t nnz = all[r].nnz, packed = bytes[r] - packing::pad8(nnz * dtypeSize(c->wireType));
-    messages[r] = PackedMessage{gathered + offsets[r], gathered + offsets[r] + packed, nnz, packed};
+    messages[r] = packedView(gathered + offsets[r], bytes[r], all[r].nnz, dtypeSize(c->wireType));
   }
   MergeArgs merge{s.target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess) {

@@ -1,9 +1,10 @@
 // The split algorithm (split_allreduce.h has the phases and their votes).
 #include "algo/split_allreduce.h"
 
-#include <limits>
+#include <cstdint>
 
 #include "algo/agree.h"
+#include "algo/packed_message.h"
 #include "base/debug.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
@@ -26,35 +27,12 @@ struct Split {
   char* range(int q) const { return static_cast<char*>(target) + begin(q) * sumBytes; }
 };
 
-// Lays a packed list + values out at `out` (values padded to 8 bytes), as
-// sparse_allreduce.cc's pack() does for a whole message.
-dctResult_t packPiece(dctCompressor_t c, const void* indices, const void* values, size_t nnz, size_t valueBytes,
-                      uint64_t base, char* out, size_t& bytes, void* stream) {
-  PackArgs packed{indices, nnz, c->indexBytes, out};
-  packed.base = base;
-  DCTCHECK(c->ops->packIndices(c->kernels, &packed, stream));
-  const size_t v = nnz * valueBytes, padded = packing::pad8(v);
-  DCTCHECK(c->ops->copy(c->kernels, out + packed.bytes, values, v, stream));
-  if (padded > v) DCTCHECK(c->ops->zero(c->kernels, out + packed.bytes + v, padded - v, stream));
-  bytes = packed.bytes + padded;
-  return dctSuccess;
-}
-
-// A received list of nnz entries in `bytes`, its values `valueBytes` wide.
-PackedMessage unpacked(const char* block, uint64_t bytes, uint64_t nnz, size_t valueBytes) {
-  const size_t packed = bytes - packing::pad8(nnz * valueBytes);
-  return PackedMessage{block, block + packed, nnz, packed};
-}
-bool plausible(uint64_t bytes, uint64_t nnz, size_t length, size_t valueBytes) {
-  return nnz <= length && bytes >= packing::pad8(nnz * valueBytes) && bytes % 8 == 0;
-}
-
 // Sums range `me` of the gathered pieces in rank order into the target.
 dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<uint64_t>& all,
                        const std::vector<size_t>& offsets) {
   std::vector<PackedMessage> pieces(s.P);
   for (int r = 0; r < s.P; r++)
-    pieces[r] = unpacked(gathered + offsets[r], all[2 * (r * s.P + s.me)], all[2 * (r * s.P + s.me) + 1],
+    pieces[r] = packedView(gathered + offsets[r], all[2 * (r * s.P + s.me)], all[2 * (r * s.P + s.me) + 1],
                          s.wireBytes);
   dctCompressor_t c = s.c;
   MergeArgs merge{s.range(s.me), s.length(s.me), c->accType, c->wireType, c->indexBytes, pieces.data(), s.P};
@@ -78,28 +56,27 @@ dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64
   if (bound > length) bound = length;
   const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
   DCTCHECK(c->selection.reserve(indexBytes + bound * s.sumBytes));
-  DCTCHECK(c->wire.reserve(packing::maxPackedBytes(bound, c->indexBytes) + packing::pad8(bound * s.sumBytes)));
+  DCTCHECK(c->wire.reserve(packedMessageRoom(bound, c->indexBytes, s.sumBytes)));
   SelectArgs sel;
   sel.grad = nullptr;
   sel.residual = s.range(s.me);
   sel.n = length;
   sel.dtype = c->accType;
   sel.indexBytes = c->indexBytes;
-  sel.tau = c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
-                                     : std::numeric_limits<float>::denorm_min();
+  sel.tau = tauFloor(c);
   sel.capacity = bound;
   sel.outIndices = c->selection.as();
   sel.outValues = c->selection.as<char>() + indexBytes;
   DCTCHECK(c->ops->selectCompact(c->kernels, &sel, s.stream));
   size_t packed = 0;
-  DCTCHECK(packPiece(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
+  DCTCHECK(packMessage(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
   if (packed < denseBytes) {
     form = c->wire.as();
     bytes = packed;
     nnz = sel.nnz;
     return dctSuccess;
   }
-  PackedMessage own = unpacked(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
+  PackedMessage own = packedView(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
   MergeArgs restore{s.range(s.me), length, c->accType, c->accType, c->indexBytes, &own, 1};
   DCTCHECK(c->ops->mergePacked(c->kernels, &restore, s.stream));
   bytes = denseBytes;
@@ -111,7 +88,7 @@ dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64
 dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz) {
   dctCompressor_t c = s.c;
   if (nnz == kDenseForm) return c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
-  PackedMessage m = unpacked(block, bytes, nnz, s.sumBytes);
+  PackedMessage m = packedView(block, bytes, nnz, s.sumBytes);
   MergeArgs merge{s.range(q), s.length(q), c->accType, c->accType, c->indexBytes, &m, 1};
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
     return merge.malformed < 0 ? res : fail(s.comm, res, "%s: malformed range from rank %d", kFn, q);
@@ -134,7 +111,7 @@ dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPie
   const size_t valueBytes = dtypeSize(c->wireType);
   size_t room = 0;
   for (int q = 0; q < ranks; q++)
-    room += packing::maxPackedBytes(at[q + 1] - at[q], c->indexBytes) + packing::pad8((at[q + 1] - at[q]) * valueBytes);
+    room += packedMessageRoom(at[q + 1] - at[q], c->indexBytes, valueBytes);
   DCTCHECK(c->wire.reserve(room));
   pieces.sizes.assign(2 * ranks, 0);
   pieces.offsets.assign(ranks, 0);
@@ -142,7 +119,7 @@ dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPie
   for (int q = 0; q < ranks; q++) {
     const size_t nnz = at[q + 1] - at[q];
     size_t bytes = 0;
-    DCTCHECK(packPiece(c, static_cast<const char*>(msg.indices) + at[q] * c->indexBytes,
+    DCTCHECK(packMessage(c, static_cast<const char*>(msg.indices) + at[q] * c->indexBytes,
                        static_cast<const char*>(msg.values) + at[q] * valueBytes, nnz, valueBytes, keys[q],
                        c->wire.as<char>() + pieces.bytes, bytes, stream));
     pieces.offsets[q] = pieces.bytes;
@@ -171,7 +148,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
     recvTotal += recvBytes[r];
     bound += all[2 * (r * P + me) + 1];
     for (int q = 0; q < P; q++) everything += all[2 * (r * P + q)];
-    if (!plausible(recvBytes[r], all[2 * (r * P + me) + 1], s.length(me), s.wireBytes))
+    if (!plausibleMessage(recvBytes[r], all[2 * (r * P + me) + 1], s.length(me), s.wireBytes))
       res = fail(comm, dctInternalError, "%s: rank %d announced a malformed piece", kFn, r);
   }
   if (res == dctSuccess) res = reserveGathered(s, recvTotal, pieces.bytes);
@@ -195,7 +172,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   size_t formTotal = 0;
   for (int q = 0; q < P && res == dctSuccess; q++) {
     const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
-    const bool ok = nnz == kDenseForm ? bytes == s.length(q) * s.sumBytes : plausible(bytes, nnz, s.length(q), s.sumBytes);
+    const bool ok = nnz == kDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes);
     if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
     formBytes[q] = bytes;
     formOffsets[q] = formTotal;

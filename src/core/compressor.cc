@@ -111,11 +111,6 @@ dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg
   return selectRange(c, grad, 0, c->count, tau, msg, args, stream);
 }
 
-double tauFloor(dctCompressor_t c) {
-  return c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
-                                  : std::numeric_limits<float>::denorm_min();
-}
-
 // compressStep's schedule: tau is re-estimated before selecting (every L
 // steps, or after a step whose count drifted).
 bool estimateDue(dctCompressor_t c) {
@@ -124,6 +119,11 @@ bool estimateDue(dctCompressor_t c) {
 }
 
 }  // namespace
+
+double tauFloor(dctCompressor_t c) {
+  return c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()
+                                  : std::numeric_limits<float>::denorm_min();
+}
 
 bool inWarmup(dctCompressor_t c) {
   return c->stats.step < static_cast<uint64_t>(c->config.warmupSteps);

@@ -128,6 +128,9 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& ops, const char* fn);
 const KernelOps& twinFor(const void* ptr);
 
 bool inWarmup(dctCompressor_t c);
+// The smallest positive tau of the accumulation type: every nonzero entry
+// (and every NaN and Inf) meets it.
+double tauFloor(dctCompressor_t c);
 // Every nonzero entry is sent this step (warm-up, density 1).
 bool sendsAll(dctCompressor_t c);
 // The selection size the density asks for: k = max(1, round(density * count)).
