@@ -211,13 +211,15 @@ dctResult_t prelude(Pipeline& p) {
 size_t pipelineChunkElems(const Step& s) {
   const dctCompressor_t c = s.c;
   const dctComm_t comm = s.comm;
-  const auto off = envInteger("DCT_PIPELINE");
-  if (off.valid() && off.value == 0) return 0;
   if (s.plan.algorithm != dctAlgoAllgather || comm->size < 2 || comm->transport->iallgatherv == nullptr ||
       c->ops->device || sendsAll(c))
     return 0;
   // Slots are sized from the last step's messages.
   if (c->stats.algorithm != dctAlgoAllgather || c->lastMessages.size() != static_cast<size_t>(comm->size)) return 0;
+  // The environment only once the step could pipeline: dense and small
+  // steps skip the lookups.
+  const auto off = envInteger("DCT_PIPELINE");
+  if (off.valid() && off.value == 0) return 0;
   size_t elems = static_cast<size_t>(envPositiveInteger("DCT_CHUNK_ELEMENTS", 0));
   if (elems == 0) {
     // Each chunk costs a nonblocking collective's latencies (~ranks x alpha)
