@@ -10,10 +10,10 @@
 # namespace cannot reach. Everything is torn down on exit, error or signal.
 set -uo pipefail
 
-NP=4 RATE=1gbit BURST=512kb TIMEOUT=600 CHECK=0 STATS=0
+NP=4 LOCAL=1 RATE=1gbit BURST=512kb TIMEOUT=600 CHECK=0 STATS=0
 DATA=10.213.77 MGMT=10.213.78      # private /24s that exist only in our namespaces
 ID="dctnetem$$"                    # unique per run: concurrent runs never collide
-BRNS="${ID}br"                     # rank namespaces are ${ID}r0 .. ${ID}r$((NP-1))
+BRNS="${ID}br"                     # node namespaces are ${ID}r0 .. ${ID}r$((NODES-1))
 TMPD="" MPI_PID=""
 
 say()  { echo "netem: $*"; }
@@ -23,8 +23,11 @@ bad()  { warn "$* (see --help)"; exit 2; }
 skip() { warn "SKIP: $*"; exit 77; }   # ctest maps 77 to SKIPPED
 usage() {
   cat <<EOF
-usage: run.sh [-np N] [--rate R] [--burst B] [--timeout SEC] [--check] [--stats] -- PROGRAM [ARGS...]
-  -np N          ranks, one network namespace each (default 4)
+usage: run.sh [-np N] [--local-size L] [--rate R] [--burst B] [--timeout SEC] [--check] [--stats] -- PROGRAM [ARGS...]
+  -np N          ranks (default 4)
+  --local-size L ranks per node: ranks iL..iL+L-1 share a namespace and talk
+                 over its loopback, unshaped (default 1; libdct learns the
+                 nodes from DCT_LOCAL_SIZE=L)
   --rate R       tc tbf rate of every link, both directions (default 1gbit)
   --burst B      tbf bucket; must exceed veth's 64 KB GSO packets (default 512kb)
   --timeout SEC  kill the MPI job after SEC seconds (default 600; exit 124)
@@ -49,6 +52,7 @@ parse_args() {
   while (($#)); do
     case $1 in
       -np|-n) NP=${2:-}; shift 2 || bad "$1 needs a value" ;;
+      --local-size) LOCAL=${2:-}; shift 2 || bad "$1 needs a value" ;;
       --rate) RATE=${2:-}; shift 2 || bad "$1 needs a value" ;;
       --burst) BURST=${2:-}; shift 2 || bad "$1 needs a value" ;;
       --timeout) TIMEOUT=${2:-}; shift 2 || bad "$1 needs a value" ;;
@@ -61,6 +65,8 @@ parse_args() {
   done
   PROG=("$@")
   [[ $NP =~ ^[0-9]+$ ]] && ((NP >= 1 && NP <= 200)) || bad "-np must be 1..200"
+  [[ $LOCAL =~ ^[0-9]+$ ]] && ((LOCAL >= 1)) || bad "--local-size must be a positive integer"
+  NODES=$(((NP + LOCAL - 1) / LOCAL))
   [[ $TIMEOUT =~ ^[0-9]+$ ]] && ((TIMEOUT > 0)) || bad "--timeout must be a positive integer"
   RATE_BPS=$(rate_to_bps "$RATE") || bad "--rate '$RATE': want an integer with kbit|mbit|gbit|kbps|mbps..."
   ((${#PROG[@]} || CHECK)) || bad "no program given"
@@ -116,7 +122,7 @@ setup_network() {
   ip -n "$BRNS" link add bmgmt type bridge
   ip -n "$BRNS" addr add "$MGMT.254/24" dev bmgmt
   ip -n "$BRNS" link set bdata up && ip -n "$BRNS" link set bmgmt up || die "bridges"
-  for ((i = 0; i < NP; i++)); do
+  for ((i = 0; i < NODES; i++)); do
     ns=$(rns "$i")
     ip netns add "$ns" || die "ip netns add $ns"
     ns_basics "$ns"
@@ -138,14 +144,14 @@ make_wrapper() {
   TMPD=$(mktemp -d /tmp/netem.XXXXXX) || die "mktemp"
   cat > "$TMPD/rank.sh" <<EOF
 #!/bin/sh
-exec $(command -v ip) netns exec "${ID}r\${OMPI_COMM_WORLD_RANK:?not under mpirun}" "\$@"
+exec $(command -v ip) netns exec "${ID}r\$((\${OMPI_COMM_WORLD_RANK:?not under mpirun} / $LOCAL))" "\$@"
 EOF
   chmod +x "$TMPD/rank.sh"
 }
 
 # One TCP stream rank0 -> rank1 across both shaped hops; expect ~96% of RATE.
 check_link() {
-  ((NP >= 2)) || { warn "--check needs -np >= 2"; return 1; }
+  ((NODES >= 2)) || { warn "--check needs two nodes"; return 1; }
   command -v perl >/dev/null || { warn "--check needs perl (perl-base)"; return 1; }
   local bytes=$((RATE_BPS / 4)) out got t mbit lpid   # about two seconds' worth
   nsx "$(rns 1)" timeout 30 perl -MIO::Socket::INET -e '
@@ -172,7 +178,7 @@ check_link() {
 run_program() {
   local -a xenv=(); local v
   for v in $(compgen -e | grep -E '^(DCT_|GLIBC_TUNABLES$)'); do xenv+=(-x "$v"); done
-  say "$NP ranks, one namespace each, links shaped to $RATE (tbf both ends, burst $BURST);" \
+  say "$NP ranks, $LOCAL per namespace ($NODES), links shaped to $RATE (tbf both ends, burst $BURST);" \
       "dense baseline: Open MPI's ring allreduce (forced: coll_tuned_allreduce_algorithm 4)"
   say "timeout ${TIMEOUT}s; forwarding: ${xenv[*]:-(no DCT_* or GLIBC_TUNABLES set)}"
   # PMIx/OOB on the unshaped mgmt subnet, MPI bytes over TCP on the shaped one.
@@ -193,10 +199,10 @@ run_program() {
 # Bytes each shaped hop carried: proves the MPI traffic took the data links.
 print_stats() {
   local i up down
-  for ((i = 0; i < NP; i++)); do
+  for ((i = 0; i < NODES; i++)); do
     up=$(tc -n "$(rns "$i")" -s qdisc show dev data | awk '/Sent/{print $2; exit}')
     down=$(tc -n "$BRNS" -s qdisc show dev "d$i" | awk '/Sent/{print $2; exit}')
-    say "stats: rank $i sent $((${up:-0} >> 20)) MiB, received $((${down:-0} >> 20)) MiB on its shaped link"
+    say "stats: node $i sent $((${up:-0} >> 20)) MiB, received $((${down:-0} >> 20)) MiB on its shaped link"
   done
 }
 

@@ -48,7 +48,12 @@ dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<
 dctResult_t agreeWithoutVote(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                              const char* fn, dctResult_t& carried) {
   carried = gatherHeaders(comm, mine, all, stream);
-  return carried == dctSuccess ? checkHeaders(comm, mine, all, fn) : dctSuccess;
+  if (carried != dctSuccess) return dctSuccess;
+  // A rank that rejected its arguments could not plan, so it took agree()'s
+  // path, whose vote must be matched: headers that show a problem are voted
+  // on here too (every rank sees the same headers, so all vote, or none).
+  const dctResult_t res = checkHeaders(comm, mine, all, fn);
+  return res == dctSuccess ? res : vote(comm, res, stream, fn, "agreement");
 }
 
 dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,

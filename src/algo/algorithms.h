@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "base/phase_timer.h"
 #include "core/compressor.h"
 #include "dct/dct.h"
 
@@ -21,6 +23,18 @@ struct Plan {
 };
 Plan planAlgorithm(dctCompressor_t c, dctComm_t comm);
 
+// A step nested in a hierarchical one (hierarchical_allreduce.cc): it runs
+// among the node leaders, on their nodes' sums.
+struct Nesting {
+  int averageOver = 1;  // dctAvg divides by every rank of the outer comm
+  PhaseTimer clock;     // the outer step's laps so far: its phases go on
+  // Runs on every leader once the exchange vote has passed and recvbuf
+  // holds the result, before anything is committed, given this leader's
+  // status since, the step's algorithm and tau; collective over the outer
+  // comm. Unless it returns dctSuccess nothing is committed.
+  std::function<dctResult_t(dctResult_t, dctAlgorithm_t, double, PhaseTimer&)> beforeCommit;
+};
+
 // DCT-DP sparse allreduce as one transaction: local work (compress, pack,
 // reserve), header agreement + vote, exchange + reduce, vote, commit. On any
 // failure on any rank, every rank returns an error and no compressor state
@@ -28,7 +42,17 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm);
 // correct. `localError` is this rank's argument check (count 0: agreement only).
 dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
-                            dctResult_t localError, const char* fn);
+                            dctResult_t localError, const char* fn, const Nesting* nesting = nullptr);
+
+// The same on a comm with node structure (DCT_HIERARCHY, transport/
+// hierarchy.h): each node's tensors are summed on its leader (dense, over
+// shared memory), the leaders run sparseAllreduce on those sums, and each
+// leader broadcasts the result in its node. Only leaders compress: their
+// residual holds their node's error. The same transaction contract, over
+// every rank of comm.
+dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
+                                  const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
+                                  dctResult_t localError, const char* fn);
 
 // Sparse allgather of explicit COO into caller buffers; nnz per rank known.
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,

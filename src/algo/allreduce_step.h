@@ -28,6 +28,8 @@ struct Step {
   size_t bytes = 0;     // this rank's message on the wire
   size_t received = 0;  // bytes from other ranks
   PhaseTimer clock{};
+  int averageOver = 1;  // dctAvg's divisor: the ranks whose tensors are summed
+  const Nesting* nesting = nullptr;  // set inside a hierarchical step
   SplitPieces pieces{};  // split plan: this rank's message cut by range
   // Pipelined attempts: elements per chunk (0: unchunked), and the bytes
   // every rank's chunks needed ([chunk * ranks + rank]), kept on commit.

@@ -171,7 +171,7 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
                                : fail(s.comm, res, "dctSparseAllreduce: malformed chunk %d from rank %d", i,
                                       merge.malformed);
   if (s.op == dctAvg && s.target == s.recv)
-    DCTCHECK(c->ops->scale(c->kernels, dense, p.L.len(i), c->dtype, 1.0 / P, s.stream));
+    DCTCHECK(c->ops->scale(c->kernels, dense, p.L.len(i), c->dtype, 1.0 / s.averageOver, s.stream));
   return dctSuccess;
 }
 

@@ -125,8 +125,8 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   // Averaged here, before the vote, when built in recvbuf; a staged result
   // is averaged by finish() as it is copied out after the commit (in place,
   // sendbuf must survive until then).
-  if (s.op == dctAvg && s.comm->size > 1 && s.target == s.recv)
-    DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.comm->size, s.stream));
+  if (s.op == dctAvg && s.averageOver > 1 && s.target == s.recv)
+    DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.averageOver, s.stream));
   s.clock.lap(dctPhaseReduce);
   return dctSuccess;
 }
@@ -135,7 +135,7 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
 dctResult_t finish(Step& s) {
   if (s.target == s.recv) return dctSuccess;
   dctCompressor_t c = s.c;
-  const double factor = s.op == dctAvg && s.comm->size > 1 ? 1.0 / s.comm->size : 1.0;
+  const double factor = s.op == dctAvg && s.averageOver > 1 ? 1.0 / s.averageOver : 1.0;
   if (s.targetType == c->dtype && factor == 1.0)
     return c->ops->copy(c->kernels, s.recv, s.target, c->count * dtypeSize(c->dtype), s.stream);
   return c->ops->convert(c->kernels, s.recv, c->dtype, s.target, s.targetType, c->count, factor, s.stream);
@@ -157,13 +157,16 @@ void commit(Step& s, const std::vector<CallHeader>& all) {
   commitStep(c, s.draft, s.bytes, s.received, s.plan.algorithm);
 }
 
-// Every rank has succeeded: commit, and hand the result over.
+// Every rank has succeeded: commit, and hand the result over. Nested, the
+// result reaches recvbuf (a scratch buffer there) first and the outer step
+// decides whether to commit.
 dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
+  if (s.nesting) DCTCHECK(s.nesting->beforeCommit(finish(s), s.plan.algorithm, s.draft.threshold, s.clock));
   commit(s, all);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d chunks of %zu", (unsigned long long)c->stats.step,
             (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm), s.chunkElems);
-  DCTCHECK(finish(s));
+  if (!s.nesting) DCTCHECK(finish(s));
   DCTCHECK(c->ops->streamEnd(c->kernels, s.stream));
   s.clock.lap(dctPhaseOther);
   s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
@@ -198,12 +201,15 @@ dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, c
 
 dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
-                            dctResult_t localError, const char* fn) {
+                            dctResult_t localError, const char* fn, const Nesting* nesting) {
   CallHeader mine = allreduceHeader(localError, count, dtype, op);
   std::vector<CallHeader> all;
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
   Step s{sendbuf, recvbuf, recvbuf, dctFloat32, op, c, comm, stream, planAlgorithm(c, comm)};
+  s.averageOver = nesting ? nesting->averageOver : comm->size;
+  s.nesting = nesting;
+  if (nesting) s.clock = nesting->clock;
   // Plain: a dense step with no residual to add and nothing to round sends
   // the gradient as is: no pass over it at all (auto's steady state on
   // tensors too small or too dense to compress).

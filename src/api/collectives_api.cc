@@ -43,6 +43,7 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
     dctResult_t local = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
     if (validCompressor(compressor) && compressor->config.compressor == dctCompressorOnebit)
       return onebitAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
+    if (comm->node) return hierarchicalAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
     return sparseAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
   });
 }

@@ -1,6 +1,7 @@
 // Communicator entry points.
 #include "api/validate.h"
 #include "transport/comm.h"
+#include "transport/hierarchy.h"
 #include "dct/dct_mpi.h"
 
 namespace dct {
@@ -12,7 +13,14 @@ extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
   return guarded(nullptr, "dctCommInitMpi", [&] {
     if (comm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitMpi: comm is NULL");
     *comm = nullptr;
-    return createMpiComm(mpiComm, comm);
+    dctComm_t made = nullptr;
+    DCTCHECK(createMpiComm(mpiComm, &made));
+    if (dctResult_t res = buildHierarchy(made); res != dctSuccess) {
+      dctCommDestroy(made);
+      return res;
+    }
+    *comm = made;
+    return dctSuccess;
   });
 }
 
@@ -20,6 +28,7 @@ extern "C" dctResult_t dctCommDestroy(dctComm_t comm) {
   if (comm == nullptr) return dctSuccess;
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommDestroy: not a dctComm_t");
   return guarded(nullptr, "dctCommDestroy", [&] {
+    destroyHierarchy(comm);
     comm->transport->destroy(comm);
     comm->magic = 0;
     delete comm;

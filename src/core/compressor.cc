@@ -236,7 +236,8 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&c->kernels);
   if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
   c->ops = &twin;
-  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged})
+  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged,
+                        &c->nodeSum})
     b->bind(c->ops, c->kernels);
   const size_t bytes = c->count * dtypeSize(c->accType);
   res = c->residuals[0].reserve(bytes);
@@ -289,7 +290,8 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
 }
 
 void compressorDestroy(dctCompressor_t c) {
-  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged})
+  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged,
+                        &c->nodeSum})
     b->reset();
   c->onebit.release();
   if (c->kernels) c->ops->destroyContext(c->kernels);

@@ -92,6 +92,7 @@ struct dctCompressor {
   dct::TwinBuffer wire;       // the same, packed for the wire
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
   dct::TwinBuffer staged;     // in-place calls: the result until the step commits
+  dct::TwinBuffer nodeSum;    // hierarchical steps on a node leader: the node's sum
   std::vector<dct::RankMessage> lastMessages;  // every rank's, last step (auto's forecast)
   // The pipelined allreduce's last committed attempt: bytes each rank's
   // chunk needed ([chunk * ranks + rank]), which size the next one's slots.

@@ -17,6 +17,10 @@ struct dctComm {
   void* transportState = nullptr;  // owned by the transport
   void* faultSeam = nullptr;       // tests only: transport/fault_injection.h
   uint64_t plansCreated = 0;       // all-to-all plan ids (plan creation is collective)
+  // Hierarchical steps (DCT_HIERARCHY, transport/hierarchy.h): this rank's
+  // node, and the node leaders (null on the other ranks). Owned.
+  dctComm* node = nullptr;
+  dctComm* leaders = nullptr;
 
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next

@@ -10,9 +10,13 @@
 namespace dct {
 namespace {
 
+// A hierarchical comm's node and leader comms get seams of their own that
+// count on the parent's (`root`), so one op count spans the whole step.
 struct Seam {
   const Transport* inner = nullptr;
   Transport table{};
+  Seam* root = this;
+  int rootRank = 0;  // this rank in the root's comm
   uint64_t ops = 0;
   uint64_t failAt = UINT64_MAX;
   int rank = -1;
@@ -20,10 +24,14 @@ struct Seam {
 
 Seam* seamOf(dctComm_t comm) { return static_cast<Seam*>(comm->faultSeam); }
 
+size_t dtypeBytes(dctDataType_t dtype) {
+  return dtype == dctFloat64 ? 8 : dtype == dctFloat16 || dtype == dctBFloat16 ? 2 : 4;
+}
+
 // Counts the op; true if it is the armed one on this rank.
 bool hit(dctComm_t comm) {
-  Seam* s = seamOf(comm);
-  const bool armed = s->ops++ == s->failAt && (s->rank < 0 || s->rank == comm->rank);
+  Seam* s = seamOf(comm)->root;
+  const bool armed = s->ops++ == s->failAt && (s->rank < 0 || s->rank == seamOf(comm)->rootRank);
   if (armed) s->failAt = UINT64_MAX;
   return armed;
 }
@@ -31,7 +39,7 @@ bool hit(dctComm_t comm) {
 dctResult_t injected(dctComm_t comm, void* garble, size_t bytes, const char* op) {
   if (garble && bytes && !isDeviceMemory(garble)) std::memset(garble, 0xff, bytes);  // NaNs and junk
   return fail(comm, dctTransportError, "injected fault in %s (transport op %llu)", op,
-              static_cast<unsigned long long>(seamOf(comm)->ops - 1));
+              static_cast<unsigned long long>(seamOf(comm)->root->ops - 1));
 }
 
 dctResult_t prepare(dctComm_t comm, const void* sample, size_t bytes, void* stream) {
@@ -99,7 +107,20 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
                       void* stream) {
   const bool h = hit(comm);
   dctResult_t res = seamOf(comm)->inner->allreduce(comm, send, recv, count, dtype, stream);
-  return h ? injected(comm, recv, count * (dtype == dctFloat64 ? 8 : 4), "allreduce") : res;
+  return h ? injected(comm, recv, count * dtypeBytes(dtype), "allreduce") : res;
+}
+
+dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t dtype, int root,
+                   void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->reduce(comm, send, recv, count, dtype, root, stream);
+  return h ? injected(comm, comm->rank == root ? recv : nullptr, count * dtypeBytes(dtype), "reduce") : res;
+}
+
+dctResult_t broadcast(dctComm_t comm, void* buffer, size_t bytes, int root, void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->broadcast(comm, buffer, bytes, root, stream);
+  return h ? injected(comm, buffer, bytes, "broadcast") : res;
 }
 
 dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
@@ -116,12 +137,12 @@ void destroy(dctComm_t comm) {
   comm->transport->destroy(comm);
 }
 
-}  // namespace
-
-dctResult_t installFaultSeam(dctComm_t comm) {
-  if (comm->faultSeam != nullptr) return dctSuccess;
+dctResult_t install(dctComm_t comm, Seam* root, int rootRank) {
+  if (comm == nullptr || comm->faultSeam != nullptr) return dctSuccess;
   auto* s = new (std::nothrow) Seam();
   if (s == nullptr) return dctOutOfMemory;
+  if (root) s->root = root;
+  s->rootRank = rootRank;
   s->inner = comm->transport;
   s->table = *s->inner;
   s->table.prepare = prepare;
@@ -133,6 +154,8 @@ dctResult_t installFaultSeam(dctComm_t comm) {
   }
   s->table.alltoallv = alltoallv;
   s->table.allreduce = allreduce;
+  if (s->inner->reduce) s->table.reduce = reduce;
+  if (s->inner->broadcast) s->table.broadcast = broadcast;
   s->table.vote = vote;
   s->table.destroy = destroy;
   comm->faultSeam = s;
@@ -140,12 +163,28 @@ dctResult_t installFaultSeam(dctComm_t comm) {
   return dctSuccess;
 }
 
+}  // namespace
+
+dctResult_t installFaultSeam(dctComm_t comm) {
+  DCTCHECK(install(comm, nullptr, comm->rank));
+  Seam* root = seamOf(comm)->root;
+  DCTCHECK(install(comm->node, root, comm->rank));
+  return install(comm->leaders, root, comm->rank);
+}
+
 void armFault(dctComm_t comm, uint64_t after, int rank) {
-  Seam* s = seamOf(comm);
+  Seam* s = seamOf(comm)->root;
   s->failAt = s->ops + after;
   s->rank = rank;
 }
 
-uint64_t transportOps(dctComm_t comm) { return comm->faultSeam ? seamOf(comm)->ops : 0; }
+bool faultArmed(dctComm_t comm) {
+  const Seam* s = seamOf(comm)->root;
+  return s->failAt != UINT64_MAX && (s->rank < 0 || s->rank == seamOf(comm)->rootRank);
+}
+
+void disarmFault(dctComm_t comm) { seamOf(comm)->root->failAt = UINT64_MAX; }
+
+uint64_t transportOps(dctComm_t comm) { return comm->faultSeam ? seamOf(comm)->root->ops : 0; }
 
 }  // namespace dct

@@ -19,6 +19,11 @@ dctResult_t installFaultSeam(dctComm_t comm);
 // The operation `after` operations from now fails on `rank` (-1: on every
 // rank); one shot.
 void armFault(dctComm_t comm, uint64_t after, int rank);
+// Whether an armed fault has yet to fire on this rank; disarming cancels it
+// (a hierarchical comm's ranks run different op counts, so op n may never
+// come on some).
+bool faultArmed(dctComm_t comm);
+void disarmFault(dctComm_t comm);
 // Operations seen so far (prepare, data ops and votes alike).
 uint64_t transportOps(dctComm_t comm);
 

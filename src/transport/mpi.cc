@@ -18,6 +18,9 @@
 #include "transport/mpi_limits.h"
 
 namespace dct {
+
+dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out);
+
 namespace {
 
 struct MpiState {
@@ -205,17 +208,26 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
   return stage.finish(comm, stream);
 }
 
-dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
-                      dctDataType_t datatype, void* stream) {
-  MPI_Datatype type = datatype == dctFloat64 ? MPI_DOUBLE : MPI_FLOAT;
-  MPI_Op op = MPI_SUM;
+// The MPI type, sum and element size of a dctDataType_t.
+dctResult_t sumOf(dctComm_t comm, dctDataType_t datatype, MPI_Datatype& type, MPI_Op& op, size_t& elem) {
+  type = datatype == dctFloat64 ? MPI_DOUBLE : MPI_FLOAT;
+  op = MPI_SUM;
   if (datatype == dctFloat16 || datatype == dctBFloat16) {
     type = MPI_UINT16_T;
     MPICHECK(comm, mpiHalfSum(stateOf(comm)->halfOps, datatype, &op));
   } else if (datatype != dctFloat32 && datatype != dctFloat64) {
-    return fail(comm, dctNotSupported, "MPI allreduce: datatype %d", static_cast<int>(datatype));
+    return fail(comm, dctNotSupported, "MPI sum: datatype %d", static_cast<int>(datatype));
   }
-  const size_t elem = datatype == dctFloat64 ? 8 : (type == MPI_UINT16_T ? 2 : 4);
+  elem = datatype == dctFloat64 ? 8 : (type == MPI_UINT16_T ? 2 : 4);
+  return dctSuccess;
+}
+
+dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
+                      dctDataType_t datatype, void* stream) {
+  MPI_Datatype type = MPI_FLOAT;
+  MPI_Op op = MPI_SUM;
+  size_t elem = 4;
+  DCTCHECK(sumOf(comm, datatype, type, op, elem));
   const bool inPlace = send == recv;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.output(comm, recv, count * elem, inPlace, stream));
@@ -228,6 +240,55 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
     MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, op, mpiOf(comm)));
   }
   return stage.finish(comm, stream);
+}
+
+dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t datatype, int root,
+                   void* stream) {
+  MPI_Datatype type = MPI_FLOAT;
+  MPI_Op op = MPI_SUM;
+  size_t elem = 4;
+  DCTCHECK(sumOf(comm, datatype, type, op, elem));
+  const bool isRoot = comm->rank == root;
+  HostStaging& stage = stateOf(comm)->staging;
+  DCTCHECK(stage.input(comm, send, count * elem, stream));
+  if (isRoot) DCTCHECK(stage.output(comm, recv, count * elem, false, stream));
+  const size_t piece = mpiCountLimit() / elem;
+  for (size_t off = 0; off < count; off += piece) {
+    int n = static_cast<int>(count - off < piece ? count - off : piece);
+    void* to = isRoot ? static_cast<char*>(recv) + off * elem : nullptr;
+    MPICHECK(comm, MPI_Reduce(static_cast<const char*>(send) + off * elem, to, n, type, op, root, mpiOf(comm)));
+  }
+  return stage.finish(comm, stream);
+}
+
+dctResult_t broadcast(dctComm_t comm, void* buffer, size_t bytes, int root, void* stream) {
+  HostStaging& stage = stateOf(comm)->staging;
+  // The root's data goes in, everyone's comes out.
+  DCTCHECK(stage.output(comm, buffer, bytes, comm->rank == root, stream));
+  for (size_t off = 0; off < bytes; off += mpiCountLimit()) {
+    const size_t n = bytes - off < mpiCountLimit() ? bytes - off : mpiCountLimit();
+    MPICHECK(comm, MPI_Bcast(static_cast<char*>(buffer) + off, static_cast<int>(n), MPI_BYTE, root, mpiOf(comm)));
+  }
+  return stage.finish(comm, stream);
+}
+
+dctResult_t split(dctComm_t comm, int color, dctComm_t* out) {
+  *out = nullptr;
+  MPI_Comm part = MPI_COMM_NULL;
+  MPICHECK(comm, MPI_Comm_split(mpiOf(comm), color < 0 ? MPI_UNDEFINED : color, comm->rank, &part));
+  if (part == MPI_COMM_NULL) return dctSuccess;
+  dctResult_t res = createMpiComm(part, out);
+  MPI_Comm_free(&part);  // createMpiComm keeps a duplicate
+  return res;
+}
+
+// The lowest rank of this rank's shared-memory node names the node.
+dctResult_t nodeColor(dctComm_t comm, int* color) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPICHECK(comm, MPI_Comm_split_type(mpiOf(comm), MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node));
+  int err = PMPI_Allreduce(&comm->rank, color, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_free(&node);
+  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Allreduce (node color)");
 }
 
 dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void*) {
@@ -262,6 +323,10 @@ constexpr Transport kMpiTransport = {
     .test = test,
     .alltoallv = alltoallv,
     .allreduce = allreduce,
+    .reduce = reduce,
+    .broadcast = broadcast,
+    .split = split,
+    .nodeColor = nodeColor,
     .vote = vote,
     .destroy = destroy,
 };

@@ -31,12 +31,16 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "base/memory_space.h"
 #include "dct/dct_nccl.h"
+#include "transport/hierarchy.h"
 #include "transport/nccl_state.h"
 
 namespace dct::nccl {
@@ -135,19 +139,53 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
   return dctSuccess;
 }
 
+dctResult_t typeOf(dctComm_t comm, dctDataType_t datatype, ncclDataType_t& type) {
+  switch (datatype) {
+    case dctFloat32: type = ncclFloat32; return dctSuccess;
+    case dctFloat64: type = ncclFloat64; return dctSuccess;
+    case dctFloat16: type = ncclFloat16; return dctSuccess;
+    case dctBFloat16: type = ncclBfloat16; return dctSuccess;  // NCCL >= 2.10
+    default: return fail(comm, dctNotSupported, "NCCL sum: datatype %d", static_cast<int>(datatype));
+  }
+}
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
-  ncclDataType_t type;
-  switch (datatype) {
-    case dctFloat32: type = ncclFloat32; break;
-    case dctFloat64: type = ncclFloat64; break;
-    case dctFloat16: type = ncclFloat16; break;
-    case dctBFloat16: type = ncclBfloat16; break;  // NCCL >= 2.10
-    default: return fail(comm, dctNotSupported, "NCCL allreduce: datatype %d", static_cast<int>(datatype));
-  }
+  ncclDataType_t type = ncclFloat32;
+  DCTCHECK(typeOf(comm, datatype, type));
   State* s = stateOf(comm);
   DeviceGuard guard(s->device);
   NCCLCHECK(comm, DCT_NCCL_OWN(ncclAllReduce)(send, recv, count, type, ncclSum, s->comm, streamOf(stream)));
+  return dctSuccess;
+}
+
+dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t datatype, int root,
+                   void* stream) {
+  ncclDataType_t type = ncclFloat32;
+  DCTCHECK(typeOf(comm, datatype, type));
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
+  NCCLCHECK(comm, ncclReduce(send, recv, count, type, ncclSum, root, s->comm, streamOf(stream)));
+  return dctSuccess;
+}
+
+dctResult_t broadcast(dctComm_t comm, void* buffer, size_t bytes, int root, void* stream) {
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
+  NCCLCHECK(comm, ncclBroadcast(buffer, buffer, bytes, ncclUint8, root, s->comm, streamOf(stream)));
+  return dctSuccess;
+}
+
+// The lowest rank with the same host name names the node (NCCL has no
+// shared-memory split of its own).
+dctResult_t nodeColor(dctComm_t comm, int* color) {
+  char name[256] = {};
+  (void)gethostname(name, sizeof(name) - 1);
+  uint64_t hash = 1469598103934665603ull;
+  for (const char* p = name; *p; p++) hash = (hash ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  std::vector<uint64_t> all(comm->size);
+  DCTCHECK(allgather(comm, &hash, all.data(), sizeof(hash), nullptr));
+  for (*color = 0; all[*color] != hash;) ++*color;
   return dctSuccess;
 }
 
@@ -187,9 +225,12 @@ void destroy(dctComm_t comm) {
   if (s->host.ptr) (void)cudaFree(s->host.ptr);
   if (s->padded.ptr) (void)cudaFree(s->padded.ptr);
   if (s->paddedFree) (void)cudaEventDestroy(s->paddedFree);
+  if (s->owned) (void)ncclCommDestroy(s->comm);
   delete s;
   comm->transportState = nullptr;
 }
+
+dctResult_t split(dctComm_t comm, int color, dctComm_t* out);  // builds comms with the table below
 
 constexpr Transport kNcclTransport = {
     .name = "NCCL",
@@ -204,6 +245,10 @@ constexpr Transport kNcclTransport = {
     .test = nullptr,
     .alltoallv = alltoallv,
     .allreduce = allreduce,
+    .reduce = reduce,
+    .broadcast = broadcast,
+    .split = split,
+    .nodeColor = nodeColor,
     .vote = vote,
     .destroy = destroy,
 };
@@ -224,18 +269,11 @@ dctResult_t query(ncclComm_t nccl, int* rank, int* size, int* device) {
   return dctSuccess;
 }
 
-}  // namespace
-}  // namespace dct::nccl
-
-using namespace dct;
-using namespace dct::nccl;
-
-extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
-  if (out == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
-  *out = nullptr;
-  if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
+// A dctComm over nccl; `owned`: destroyed with it (the node and leader
+// comms a split made).
+dctResult_t createComm(ncclComm_t nccl, bool owned, dctComm_t* out) {
   int rank = 0, size = 0, device = -1;
-  DCTCHECK(query(ncclComm, &rank, &size, &device));
+  DCTCHECK(query(nccl, &rank, &size, &device));
   auto* comm = new (std::nothrow) dctComm();
   auto* state = new (std::nothrow) State();
   if (comm == nullptr || state == nullptr) {
@@ -243,7 +281,8 @@ extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
     delete state;
     return fail(nullptr, dctOutOfMemory, "dctCommInitNccl: out of memory");
   }
-  state->comm = ncclComm;
+  state->comm = nccl;
+  state->owned = owned;
   state->device = device;
   comm->rank = rank;
   comm->size = size;
@@ -262,6 +301,40 @@ extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
     destroy(comm);
     delete comm;
     return r;
+  }
+  *out = comm;
+  return dctSuccess;
+}
+
+dctResult_t split(dctComm_t comm, int color, dctComm_t* out) {
+  *out = nullptr;
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
+  ncclComm_t part = nullptr;
+  NCCLCHECK(comm, ncclCommSplit(s->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, comm->rank, &part, nullptr));
+  if (part == nullptr) return dctSuccess;
+  dctResult_t res = createComm(part, true, out);
+  if (res != dctSuccess) (void)ncclCommDestroy(part);
+  return res;
+}
+
+}  // namespace
+}  // namespace dct::nccl
+
+using namespace dct;
+using namespace dct::nccl;
+
+extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
+  if (out == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
+  *out = nullptr;
+  if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
+  dctComm_t comm = nullptr;
+  DCTCHECK(createComm(ncclComm, false, &comm));
+  if (dctResult_t res = buildHierarchy(comm); res != dctSuccess) {
+    destroyHierarchy(comm);
+    destroy(comm);
+    delete comm;
+    return res;
   }
   *out = comm;
   return dctSuccess;

@@ -36,6 +36,7 @@ struct DeviceBuffer {
 
 struct State {
   ncclComm_t comm = nullptr;
+  bool owned = false;                // made by a split: destroyed with the dctComm
   int device = -1;                   // the communicator's CUDA device
   DeviceBuffer host;                 // (size + 1) * kHostChunk, from init
   DeviceBuffer padded;               // padded allgatherv; grown by prepare()

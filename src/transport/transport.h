@@ -61,6 +61,20 @@ struct Transport {
                            void* stream);
   dctResult_t (*allreduce)(dctComm_t comm, const void* send, void* recv, size_t count,
                            dctDataType_t datatype, void* stream);  // sum
+  // recv (on `root` only; ignored elsewhere) = sum over ranks of send, in
+  // the backend's order (like allreduce). Hierarchical steps: the node's sum.
+  dctResult_t (*reduce)(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t datatype,
+                        int root, void* stream);
+  // buffer on every rank = buffer on `root`.
+  dctResult_t (*broadcast)(dctComm_t comm, void* buffer, size_t bytes, int root, void* stream);
+  // Collective over comm: ranks passing the same color >= 0 form a new comm
+  // (ranks ordered as in comm) with this transport; color < 0 gets nullptr.
+  // Null where a backend cannot split (no hierarchical steps there).
+  dctResult_t (*split)(dctComm_t comm, int color, dctComm_t* out);
+  // Collective: a color shared exactly by the ranks on this rank's
+  // shared-memory node. Null where the backend cannot tell (DCT_LOCAL_SIZE
+  // then says where nodes end).
+  dctResult_t (*nodeColor)(dctComm_t comm, int* color);
   // *worst = max over ranks of `mine` (a dctResult_t; 0 is success). Host
   // values; called by every rank whatever happened before in the step.
   dctResult_t (*vote)(dctComm_t comm, int32_t mine, int32_t* worst, void* stream);

@@ -19,11 +19,10 @@ namespace dcttest {
 struct World {
   int rank = 0, size = 1;
   dctComm_t comm = nullptr;
-  World() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &comm) == dctSuccess);
-  }
+  World() : World(0) {}
+  // localSize > 0: a hierarchical comm (DCT_HIERARCHY=1) whose nodes are
+  // runs of localSize ranks (DCT_LOCAL_SIZE).
+  explicit World(int localSize);
   ~World() { dctCommDestroy(comm); }
 };
 
@@ -65,6 +64,14 @@ class ScopedEnv {
   std::string old_;
   bool had_ = false, set_ = false;
 };
+
+inline World::World(int localSize) {
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const ScopedEnv hierarchy("DCT_HIERARCHY", localSize > 0 ? 1 : 0);
+  const ScopedEnv local("DCT_LOCAL_SIZE", localSize);
+  REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &comm) == dctSuccess);
+}
 
 inline dctConfig_t explicitConfig(const Settings& s) {
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;

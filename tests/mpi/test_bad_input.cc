@@ -127,6 +127,34 @@ TEST_CASE("a bad argument on one rank fails every rank without a hang") {
   CHECK(f.step() == 1);
 }
 
+// Whatever the others planned (dense and the pipeline agree without a
+// vote when all is well), a rank that rejected its arguments is matched.
+TEST_CASE("a bad argument on one rank, against every algorithm's agreement, fails every rank") {
+  World w;
+  const size_t n = 100003;
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoAuto})
+    for (long long chunk : {0, 997}) {
+      CAPTURE(algo);
+      CAPTURE(chunk);
+      const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", chunk);
+      Settings s;
+      s.algorithm = algo;
+      const dctConfig_t cfg = explicitConfig(s);
+      dctCompressor_t c = nullptr;
+      REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+      std::vector<float> in(n), out(n);
+      for (size_t i = 0; i < n; i++) in[i] = static_cast<float>((i * 7919) % 1009) - 504.0f;
+      for (int step = 0; step < 3; step++) {  // the second and third may run pipelined
+        const bool bad = step > 0 && w.rank == w.size - 1;
+        const dctResult_t res = dctSparseAllreduce(in.data(), bad ? nullptr : out.data(), n, dctFloat32, dctSum, c,
+                                                   w.comm, nullptr);
+        if (step == 0) REQUIRE(res == dctSuccess);
+        else CHECK(res == (bad ? dctInvalidArgument : dctInvalidUsage));
+      }
+      dctCompressorDestroy(c);
+    }
+}
+
 TEST_CASE("mismatched counts across ranks: every rank returns dctInvalidUsage") {
   World w;
   size_t n = 100 + w.rank;  // differs on every rank

@@ -15,6 +15,7 @@
 #include "kernels/kernels.h"
 #include "fault_util.h"
 #include "mpi_util.h"
+#include "transport/comm.h"
 #include "transport/fault_injection.h"
 #include "transport/mpi_limits.h"
 
@@ -73,9 +74,9 @@ Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
     run.outputs.push_back(out);
   }
   run.ops = dct::transportOps(comm) - opsBefore;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (s.chunkElems > 0 && size > 1) CHECK(c->chunkElems == static_cast<size_t>(s.chunkElems));  // last step pipelined
+  // The last step ran pipelined (hierarchical: where the leaders are several).
+  const dctComm_t steps = comm->node ? comm->leaders : comm;
+  if (s.chunkElems > 0 && steps && steps->size > 1) CHECK(c->chunkElems == static_cast<size_t>(s.chunkElems));
   const float* r = static_cast<const float*>(c->residual());
   run.residual.assign(r, r + kCount);
   REQUIRE(dctCompressorGetStats(c, &run.stats) == dctSuccess);
@@ -116,15 +117,24 @@ std::vector<Settings> scenarios() {
 
 }  // namespace
 
-TEST_CASE("a transport fault at any operation, on any rank or all, fails every rank and a retry is exact") {
-  World w;
+// Every transport op of `scenarios` on comm w, failed on each rank and on all.
+static void everyTransportFault(World& w, const std::vector<Settings>& scenarios) {
   REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
-  for (const Settings& s : scenarios())
+  for (const Settings& s : scenarios)
     for (bool inPlace : {false, true}) {
       const Run clean = runSteps(w.comm, s, inPlace, [](dctCompressor_t) {});
       REQUIRE(clean.failedCalls == 0);
-      for (uint64_t n = 0; n < clean.ops; n++)
-        for (int victim = -1; victim < w.size; victim++) {
+      // Hierarchical ranks run different op counts: every op of the busiest.
+      uint64_t ops = clean.ops;
+      MPI_Allreduce(MPI_IN_PLACE, &ops, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+      // On every rank at once only where the ranks' ops line up (a flat
+      // comm): elsewhere op n is a different op on each rank, i.e. several
+      // independent faults in one step, which the agreement does not claim
+      // to survive (agree.h: a rank whose header allgather failed trusts
+      // the exchange's vote).
+      const bool flat = w.comm->node == nullptr;
+      for (uint64_t n = 0; n < ops; n++)
+        for (int victim = flat ? -1 : 0; victim < w.size; victim++) {
           CAPTURE(s.algorithm);
           CAPTURE(s.warmup);
           CAPTURE(inPlace);
@@ -132,15 +142,34 @@ TEST_CASE("a transport fault at any operation, on any rank or all, fails every r
           CAPTURE(victim);
           // Armed after the compressor exists: op n counts from the first call.
           const Run faulty = runSteps(w.comm, s, inPlace, [&](dctCompressor_t) { dct::armFault(w.comm, n, victim); });
-          CHECK(faulty.failedCalls == 1);
+          // A fault that fired failed one call; a rank with fewer ops than
+          // n (hierarchical) never saw its fault.
+          int fired = dct::faultArmed(w.comm) ? 0 : (victim < 0 || victim == w.rank);
+          dct::disarmFault(w.comm);
+          MPI_Allreduce(MPI_IN_PLACE, &fired, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+          CHECK(faulty.failedCalls == fired);
+          if (flat) CHECK(fired == 1);
           requireSame(clean, faulty);
         }
     }
 }
 
-TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
+TEST_CASE("a transport fault at any operation, on any rank or all, fails every rank and a retry is exact") {
   World w;
-  for (const Settings& s : scenarios())
+  everyTransportFault(w, scenarios());
+}
+
+// Nodes of two ranks: the node reduce, broadcast, summary and the vote over
+// every rank join the leaders' step.
+TEST_CASE("hierarchical: a transport fault at any operation fails every rank and a retry is exact") {
+  World w(2);
+  const std::vector<Settings> all = scenarios();
+  everyTransportFault(w, {all[0], all[1], all[4], all[6]});  // allgather, dense, pipelined, split
+}
+
+// Every allocation of the first nine on each rank fails once.
+static void everyAllocationFailure(World& w, const std::vector<Settings>& scenarios) {
+  for (const Settings& s : scenarios)
     for (bool inPlace : {false, true}) {
       const Run clean = runSteps(w.comm, s, inPlace, [](dctCompressor_t) {});
       for (int victim = 0; victim < w.size; victim++)
@@ -157,6 +186,17 @@ TEST_CASE("an allocation failure on one rank fails every rank and a retry is exa
           requireSame(clean, faulty);
         }
     }
+}
+
+TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
+  World w;
+  everyAllocationFailure(w, scenarios());
+}
+
+TEST_CASE("hierarchical: an allocation failure on one rank fails every rank and a retry is exact") {
+  World w(2);
+  const std::vector<Settings> all = scenarios();
+  everyAllocationFailure(w, {all[0], all[4]});
 }
 
 TEST_CASE("messages past MPI's int counts are split, not refused, with identical results") {
