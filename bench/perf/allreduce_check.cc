@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -37,11 +38,35 @@ struct Checker {
   int rank = 0, nranks = 1;
   std::vector<T> grad, out, ref, values, allValues;
   std::vector<uint32_t> indices, allIndices;
+  // Hierarchical comms (DCT_HIERARCHY=1): the library's nodes, whose sums
+  // only the leaders compress.
+  MPI_Comm node = MPI_COMM_NULL;
+  int nodeRank = 0;
+  std::vector<T> nodeSum;
 
   Checker(const Options& o, dctComm_t c, MPI_Comm m, size_t n)
       : opt(o), comm(c), mpi(m), count(n), grad(n), out(n), ref(n), values(n), indices(n) {
     MPI_Comm_rank(mpi, &rank);
     MPI_Comm_size(mpi, &nranks);
+    const char* hierarchy = std::getenv("DCT_HIERARCHY");
+    if (hierarchy == nullptr || std::atoi(hierarchy) != 1) return;
+    const char* local = std::getenv("DCT_LOCAL_SIZE");
+    const int L = local ? std::atoi(local) : 0;
+    if (L > 0) MPI_Comm_split(mpi, rank / L, rank, &node);
+    else MPI_Comm_split_type(mpi, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &nodeRank);
+    nodeSum.resize(n);
+  }
+  ~Checker() {
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+  }
+
+  // What this rank's twin compresses: its gradient, or on a hierarchical
+  // comm its node's sum (leaders) or nothing (the others: nullptr).
+  const T* twinInput() {
+    if (node == MPI_COMM_NULL) return grad.data();
+    MPI_Reduce(grad.data(), nodeSum.data(), static_cast<int>(count), mpiType(opt.dtype), MPI_SUM, 0, node);
+    return nodeRank == 0 ? nodeSum.data() : nullptr;
   }
 
   // B's messages from every rank, gathered in rank order, scatter-added into
@@ -89,12 +114,15 @@ struct Checker {
       // The dense algorithm sends every entry of acc, and its residual stays
       // zero: every index, the gradient's values.
       dctResult_t resB = dctSuccess;
-      if (opt.algorithm == dctAlgoDense) {
+      const T* input = twinInput();
+      if (input == nullptr) {
+        nnz = 0;
+      } else if (opt.algorithm == dctAlgoDense) {
         for (size_t i = 0; i < count; i++) indices[i] = static_cast<uint32_t>(i);
-        values = grad;
+        std::copy(input, input + count, values.begin());
         nnz = count;
       } else {
-        resB = dctCompress(b, grad.data(), indices.data(), values.data(), count, &nnz, nullptr);
+        resB = dctCompress(b, input, indices.data(), values.data(), count, &nnz, nullptr);
       }
       if (resB != dctSuccess) reportDctFailure(comm, rank, "check: dctCompress", resB);
       if (!allOk(res == dctSuccess && resB == dctSuccess, mpi)) return -1;
