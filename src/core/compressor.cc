@@ -1,5 +1,7 @@
 #include "core/compressor.h"
 
+#include <array>
+
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -116,6 +118,12 @@ dctResult_t select(dctCompressor_t c, const void* grad, double tau, Message& msg
 bool estimateDue(dctCompressor_t c) {
   return !c->tau.have || c->tau.driftPending ||
          c->stats.step - c->tau.lastEstimateStep >= static_cast<uint64_t>(c->config.thresholdInterval);
+}
+
+// Every buffer in the bound twin's memory: bound with it, freed with the
+// compressor (one list, so a new buffer cannot be bound but not freed).
+std::array<TwinBuffer*, 7> twinBuffers(dctCompressor_t c) {
+  return {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged, &c->nodeSum};
 }
 
 }  // namespace
@@ -236,9 +244,7 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&c->kernels);
   if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
   c->ops = &twin;
-  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged,
-                        &c->nodeSum})
-    b->bind(c->ops, c->kernels);
+  for (TwinBuffer* b : twinBuffers(c)) b->bind(c->ops, c->kernels);
   const size_t bytes = c->count * dtypeSize(c->accType);
   res = c->residuals[0].reserve(bytes);
   if (res == dctSuccess) res = c->residuals[1].reserve(bytes);
@@ -290,9 +296,7 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
 }
 
 void compressorDestroy(dctCompressor_t c) {
-  for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged,
-                        &c->nodeSum})
-    b->reset();
+  for (TwinBuffer* b : twinBuffers(c)) b->reset();
   c->onebit.release();
   if (c->kernels) c->ops->destroyContext(c->kernels);
   c->magic = 0;

@@ -62,9 +62,13 @@ dctResult_t splitByNode(dctComm_t comm, int localSize) {
   if (t->split == nullptr || (localSize == 0 && t->nodeColor == nullptr))
     return fail(comm, dctNotSupported, "DCT_HIERARCHY: the %s transport cannot split comms%s", t->name,
                 t->split ? " by node (set DCT_LOCAL_SIZE)" : "");
-  int color = comm->rank / (localSize ? localSize : 1);
-  if (localSize == 0) DCTCHECK(t->nodeColor(comm, &color));
-  dctResult_t res = t->split(comm, color, &comm->node);
+  // A rank that cannot name its node still takes part in both splits
+  // (with no node: MPI_UNDEFINED) and reports the failure after them.
+  int color = localSize ? comm->rank / localSize : 0;
+  dctResult_t res = localSize ? dctSuccess : t->nodeColor(comm, &color);
+  if (res != dctSuccess) color = -1;
+  const dctResult_t first = t->split(comm, color, &comm->node);
+  if (res == dctSuccess) res = first;
   const bool leader = comm->node != nullptr && comm->node->rank == 0;
   const dctResult_t second = t->split(comm, leader ? 0 : -1, &comm->leaders);
   if (res == dctSuccess) res = second;

@@ -209,25 +209,28 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
 }
 
 // The MPI type, sum and element size of a dctDataType_t.
-dctResult_t sumOf(dctComm_t comm, dctDataType_t datatype, MPI_Datatype& type, MPI_Op& op, size_t& elem) {
-  type = datatype == dctFloat64 ? MPI_DOUBLE : MPI_FLOAT;
-  op = MPI_SUM;
-  if (datatype == dctFloat16 || datatype == dctBFloat16) {
-    type = MPI_UINT16_T;
-    MPICHECK(comm, mpiHalfSum(stateOf(comm)->halfOps, datatype, &op));
-  } else if (datatype != dctFloat32 && datatype != dctFloat64) {
+struct MpiSum {
+  MPI_Datatype type = MPI_FLOAT;
+  MPI_Op op = MPI_SUM;
+  size_t elem = 4;
+};
+
+dctResult_t sumOf(dctComm_t comm, dctDataType_t datatype, MpiSum& sum) {
+  if (datatype == dctFloat64) sum = {MPI_DOUBLE, MPI_SUM, 8};
+  else if (datatype == dctFloat16 || datatype == dctBFloat16) {
+    sum = {MPI_UINT16_T, MPI_SUM, 2};
+    MPICHECK(comm, mpiHalfSum(stateOf(comm)->halfOps, datatype, &sum.op));
+  } else if (datatype != dctFloat32) {
     return fail(comm, dctNotSupported, "MPI sum: datatype %d", static_cast<int>(datatype));
   }
-  elem = datatype == dctFloat64 ? 8 : (type == MPI_UINT16_T ? 2 : 4);
   return dctSuccess;
 }
 
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
-  MPI_Datatype type = MPI_FLOAT;
-  MPI_Op op = MPI_SUM;
-  size_t elem = 4;
-  DCTCHECK(sumOf(comm, datatype, type, op, elem));
+  MpiSum sum;
+  DCTCHECK(sumOf(comm, datatype, sum));
+  const size_t elem = sum.elem;
   const bool inPlace = send == recv;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.output(comm, recv, count * elem, inPlace, stream));
@@ -237,17 +240,16 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   for (size_t off = 0; off < count; off += piece) {
     int n = static_cast<int>(count - off < piece ? count - off : piece);
     const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
-    MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, type, op, mpiOf(comm)));
+    MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, sum.type, sum.op, mpiOf(comm)));
   }
   return stage.finish(comm, stream);
 }
 
 dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t datatype, int root,
                    void* stream) {
-  MPI_Datatype type = MPI_FLOAT;
-  MPI_Op op = MPI_SUM;
-  size_t elem = 4;
-  DCTCHECK(sumOf(comm, datatype, type, op, elem));
+  MpiSum sum;
+  DCTCHECK(sumOf(comm, datatype, sum));
+  const size_t elem = sum.elem;
   const bool isRoot = comm->rank == root;
   HostStaging& stage = stateOf(comm)->staging;
   DCTCHECK(stage.input(comm, send, count * elem, stream));
@@ -256,7 +258,7 @@ dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, d
   for (size_t off = 0; off < count; off += piece) {
     int n = static_cast<int>(count - off < piece ? count - off : piece);
     void* to = isRoot ? static_cast<char*>(recv) + off * elem : nullptr;
-    MPICHECK(comm, MPI_Reduce(static_cast<const char*>(send) + off * elem, to, n, type, op, root, mpiOf(comm)));
+    MPICHECK(comm, MPI_Reduce(static_cast<const char*>(send) + off * elem, to, n, sum.type, sum.op, root, mpiOf(comm)));
   }
   return stage.finish(comm, stream);
 }
