@@ -102,11 +102,18 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   dct::ThresholdArgs exact{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdExact, 0};
   if (ops_.threshold(ctx_, &exact, &out.tau, nullptr) != dctSuccess) failed_ = true;
 
+  // As the compressor runs it: the old residual is read, the new one written
+  // to the spare buffer (streamed past kStreamBytes); select-rfo
+  // writes it with plain stores, paying each line's read for ownership.
   dct::SelectArgs sel{grad_.data(), residual_.data(), n, opt_.dtype, 4, out.tau, indices_.size(),
                       indices_.data(), values_.data()};
-  double selectUs = medianUs([&](int) { return ops_.selectCompact(ctx_, &sel, nullptr); }, true);
+  sel.residualIn = saved_.data();
+  for (const char* name : {"select", "select-rfo"}) {
+    sel.streamResidual = name[6] == 0 && n * es_ >= dct::kStreamBytes;
+    double selectUs = medianUs([&](int) { return ops_.selectCompact(ctx_, &sel, nullptr); }, false);
+    out.kernels.push_back({name, 3 * e * elems, selectUs});
+  }
   out.selectedFraction = static_cast<double>(sel.selected) / elems;
-  out.kernels.push_back({"select", 3 * e * elems, selectUs});
 
   double accUs = medianUs(
       [&](int) { return ops_.accumulate(ctx_, residual_.data(), grad_.data(), n, opt_.dtype, nullptr); },
@@ -131,9 +138,13 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   // The allgather algorithm's reduction at 4 ranks: this message 4 times.
   const dct::PackedMessage message{packed_.data(), values_.data(), sel.nnz, pack.bytes};
   const std::vector<dct::PackedMessage> messages(4, message);
+  // merge-4 as the allreduce runs it (streamed past kStreamBytes), merge-4-rfo with plain stores.
   dct::MergeArgs merge{bytesAt(dense_), n, opt_.dtype, opt_.dtype, 4, messages.data(), 4};
-  double mergeUs = medianUs([&](int) { return ops_.mergePacked(ctx_, &merge, nullptr); }, false);
-  out.kernels.push_back({"merge-4", e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
+  for (const char* name : {"merge-4", "merge-4-rfo"}) {
+    merge.stream = name[7] == 0 && n * es_ >= dct::kStreamBytes;
+    double mergeUs = medianUs([&](int) { return ops_.mergePacked(ctx_, &merge, nullptr); }, false);
+    out.kernels.push_back({name, e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
+  }
 
   double tau = 0;
   dct::ThresholdArgs sampled{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdSampled, 0};

@@ -6,12 +6,14 @@
 // fall in it, in message order (each message is a cursor walking its
 // ascending indices), while the block stays in cache: the output leaves the
 // cache once. Per element that is the same additions in the same order: the
-// same bits.
+// same bits. Past kStreamBytes the block is built on the stack and streamed
+// out (cpu_stream.h): the output moves once, as writes only.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu_context.h"
+#include "kernels/cpu_stream.h"
 #include "kernels/index_packing.h"
 
 namespace dct {
@@ -78,6 +80,9 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
   constexpr size_t kBlock = kBlockBytes / sizeof(T);
   T* dense = static_cast<T*>(a.dense);
   const size_t blocks = (a.n + kBlock - 1) / kBlock;
+  // A result that leaves the caches anyway is built in a block on the
+  // stack and streamed out: its lines are never read for ownership.
+  const bool stream = a.stream && streamAligned(dense);
   ctx->pool.parallelFor(blocks, kMinPerWorker / kBlock, [&](size_t b, size_t e, int) {
     std::vector<Cursor<V, I>> cursors;
     cursors.reserve(a.count);
@@ -85,12 +90,15 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
       cursors.emplace_back(a.messages[r], a.n);
       cursors.back().seek(b * kBlock);
     }
+    alignas(64) T local[kBlock];
     for (size_t k = b; k < e; k++) {
       const size_t begin = k * kBlock, len = std::min(kBlock, a.n - begin);
-      T* block = dense + begin;
+      T* block = stream ? local : dense + begin;
       std::memset(block, 0, len * sizeof(T));  // +0: the first addition is exact
       for (Cursor<V, I>& c : cursors) c.addBelow(begin + len, block, begin);
+      if (stream) streamCopy(dense + begin, local, len * sizeof(T));
     }
+    if (stream) streamFence();
   });
 }
 

@@ -180,10 +180,13 @@ namespace {
 
 // mergePacked against its definition: zero the output, then scatter-add the
 // messages one after another. Messages of mixed sizes, empty ones included.
+// stream: the output built on the stack and streamed out (large tensors),
+// `offset` elements past an aligned start.
 template <typename T, typename I>
-void checkMerge(size_t n, int ranks, uint64_t seed) {
+void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t offset = 0) {
   CAPTURE(n);
   CAPTURE(ranks);
+  CAPTURE(offset);
   Twin twin;
   const dctDataType_t type = sizeof(T) == 8 ? dctFloat64 : dctFloat32;
   std::vector<std::vector<uint8_t>> packed(ranks);
@@ -201,11 +204,12 @@ void checkMerge(size_t n, int ranks, uint64_t seed) {
                     nnz, true, packed[r].size()};
     REQUIRE(twin.ops.scatterAddPacked(twin.ctx, &add, nullptr) == dctSuccess);
   }
-  auto dense = randomVector<T>(n, seed + 99);  // every element is overwritten
-  MergeArgs merge{dense.data(), n, type, type, static_cast<int>(sizeof(I)), messages.data(), ranks};
+  auto dense = randomVector<T>(n + offset, seed + 99);  // every element is overwritten
+  MergeArgs merge{dense.data() + offset, n, type, type, static_cast<int>(sizeof(I)), messages.data(), ranks};
+  merge.stream = stream;
   REQUIRE(twin.ops.mergePacked(twin.ctx, &merge, nullptr) == dctSuccess);
   CHECK(merge.malformed == -1);
-  for (size_t i = 0; i < n; i++) REQUIRE(sameBits(dense[i], ref[i]));
+  for (size_t i = 0; i < n; i++) REQUIRE(sameBits(dense[offset + i], ref[i]));
 }
 
 }  // namespace
@@ -219,6 +223,16 @@ TEST_CASE("merging packed messages equals zeroing and scatter-adding them in ord
     }
   }
   checkMerge<float, uint32_t>(4000037, 4, 72);  // many blocks: several workers
+}
+
+TEST_CASE("a streamed merge gives the same bits at every alignment") {
+  for (size_t n : kOddSizes) {
+    if (n == 0) continue;
+    for (size_t offset : {0, 1, 2}) {
+      checkMerge<float, uint32_t>(n, 3, 80 + n, true, offset);
+      checkMerge<double, uint64_t>(n, 2, 81 + n, true, offset);
+    }
+  }
 }
 
 TEST_CASE("a malformed message fails the merge and names itself") {
