@@ -102,17 +102,13 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   dct::ThresholdArgs exact{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdExact, 0};
   if (ops_.threshold(ctx_, &exact, &out.tau, nullptr) != dctSuccess) failed_ = true;
 
-  // As the compressor runs it: the old residual is read, the new one written
-  // to the spare buffer (streamed past kStreamBytes); select-rfo
-  // writes it with plain stores, paying each line's read for ownership.
+  // As the compressor runs it: the old residual read from one buffer, the
+  // new one written to the spare.
   dct::SelectArgs sel{grad_.data(), residual_.data(), n, opt_.dtype, 4, out.tau, indices_.size(),
                       indices_.data(), values_.data()};
   sel.residualIn = saved_.data();
-  for (const char* name : {"select", "select-rfo"}) {
-    sel.streamResidual = name[6] == 0 && n * es_ >= dct::kStreamBytes;
-    double selectUs = medianUs([&](int) { return ops_.selectCompact(ctx_, &sel, nullptr); }, false);
-    out.kernels.push_back({name, 3 * e * elems, selectUs});
-  }
+  double selectUs = medianUs([&](int) { return ops_.selectCompact(ctx_, &sel, nullptr); }, false);
+  out.kernels.push_back({"select", 3 * e * elems, selectUs});
   out.selectedFraction = static_cast<double>(sel.selected) / elems;
 
   double accUs = medianUs(

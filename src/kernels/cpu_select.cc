@@ -2,9 +2,7 @@
 // One pass over the data: each worker compacts its contiguous chunk block by
 // block into its own scratch, then the chunks are copied out in worker (that
 // is, index) order. Entries past `capacity` go back into the residual.
-#include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -18,33 +16,22 @@ constexpr size_t kBlock = 2048;
 
 // Compacts [begin, end) of one block in the accumulator's type: SSE2 where
 // available (one type throughout), then a branch-free scalar loop for the
-// tail (or everything elsewhere). G is the gradient's type. kStream: the
-// scalar loop also leads up to the residual's first 16-byte boundary, from
-// which the SIMD body streams.
-template <typename T, typename G, typename I, bool kHasGrad, bool kStream>
+// tail (or everything elsewhere). G is the gradient's type.
+template <typename T, typename G, typename I, bool kHasGrad>
 size_t selectBlock(const G* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
   size_t m = 0, i = begin;
-  auto scalar = [&](size_t to) {
-    for (; i < to; i++) {
-      T acc = in[i];
-      if constexpr (kHasGrad) acc += static_cast<T>(Value<G>::load(grad[i]));
-      const bool take = !(std::fabs(acc) < tau);  // also true for NaN
-      idx[m] = static_cast<I>(i);
-      val[m] = acc;
-      m += take;
-      residual[i] = take ? T(0) : acc;
-    }
-  };
 #if DCT_SELECT_SIMD
-  if constexpr (std::is_same_v<G, T>) {
-    if constexpr (kStream) {
-      const size_t misaligned = reinterpret_cast<uintptr_t>(residual + i) % 16 / sizeof(T);
-      scalar(std::min(end, i + (misaligned ? 16 / sizeof(T) - misaligned : 0)));
-    }
-    m += selectSimd<I, kHasGrad, kStream>(grad, in, residual, i, end, tau, idx + m, val + m, i);
-  }
+  if constexpr (std::is_same_v<G, T>) m = selectSimd<I, kHasGrad>(grad, in, residual, begin, end, tau, idx, val, i);
 #endif
-  scalar(end);
+  for (; i < end; i++) {
+    T acc = in[i];
+    if constexpr (kHasGrad) acc += static_cast<T>(Value<G>::load(grad[i]));
+    const bool take = !(std::fabs(acc) < tau);  // also true for NaN
+    idx[m] = static_cast<I>(i);
+    val[m] = acc;
+    m += take;
+    residual[i] = take ? T(0) : acc;
+  }
   return m;
 }
 
@@ -56,7 +43,7 @@ typename Value<V>::Acc limitOf(const SelectArgs& a) {
 // A worker's chunk into its scratch, values still in the accumulator's type
 // (rounding to the wire type happens on the way out, so entries that do not
 // fit go back to the residual exactly).
-template <typename T, typename G, typename I, bool kStream>
+template <typename T, typename G, typename I>
 void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& out) {
   I idx[kBlock];
   T val[kBlock];
@@ -68,8 +55,8 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
   out.nonFinite = 0;
   for (size_t b = begin; b < end; b += kBlock) {
     size_t e = b + kBlock < end ? b + kBlock : end;
-    size_t m = grad ? selectBlock<T, G, I, true, kStream>(grad, in, residual, b, e, tau, idx, val)
-                    : selectBlock<T, G, I, false, kStream>(grad, in, residual, b, e, tau, idx, val);
+    size_t m = grad ? selectBlock<T, G, I, true>(grad, in, residual, b, e, tau, idx, val)
+                    : selectBlock<T, G, I, false>(grad, in, residual, b, e, tau, idx, val);
     if (m == 0) continue;
     out.indices.reserve((out.count + m) * sizeof(I), out.count * sizeof(I));
     out.values.reserve((out.count + m) * sizeof(T), out.count * sizeof(T));
@@ -78,9 +65,6 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
     for (size_t j = 0; j < m; j++) out.nonFinite += !std::isfinite(val[j]);
     out.count += m;
   }
-#if DCT_SELECT_SIMD
-  if constexpr (kStream) streamFence();  // the streamed residual, before emitChunk's reads on other threads
-#endif
 }
 
 // Copies a worker's entries to out[offset...], values rounded to V (a V
@@ -148,11 +132,8 @@ dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
   SelectArgs& a = *args;
   int workers = ctx->pool.workersFor(a.n, kMinPerWorker);
   return dispatchSelect(a, [&]<typename T, typename G, typename V, typename I>() {
-    // Streaming needs element-aligned residuals (any allocation is).
-    const bool stream = a.streamResidual && reinterpret_cast<uintptr_t>(a.residual) % sizeof(T) == 0;
     ctx->pool.parallelFor(a.n, kMinPerWorker, [&](size_t begin, size_t end, int w) {
-      if (stream) selectChunk<T, G, I, true>(a, begin, end, ctx->workers[w]);
-      else selectChunk<T, G, I, false>(a, begin, end, ctx->workers[w]);
+      selectChunk<T, G, I>(a, begin, end, ctx->workers[w]);
     });
     size_t offsets[kMaxWorkers];
     size_t total = 0;

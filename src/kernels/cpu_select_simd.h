@@ -2,31 +2,15 @@
 // eight elements per step, acc stored with the taken lanes zeroed, and a
 // movemask of the taken lanes so the rare hits are extracted with ctz
 // instead of a second pass. Same results, bit for bit, as the scalar loop.
-// kStream writes the residual with non-temporal stores (residual + begin
-// must be 16-byte aligned; cpu_stream.h's streamFence() before other
-// threads read it).
 #pragma once
 
 #include <cstddef>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-
-#include "kernels/cpu_stream.h"
 #define DCT_SELECT_SIMD 1
 
 namespace dct {
-
-template <bool kStream>
-inline void storeResidual(float* at, __m128 v) {
-  if constexpr (kStream) _mm_stream_ps(at, v);
-  else _mm_storeu_ps(at, v);
-}
-template <bool kStream>
-inline void storeResidual(double* at, __m128d v) {
-  if constexpr (kStream) _mm_stream_pd(at, v);
-  else _mm_storeu_pd(at, v);
-}
 
 // Lanes of `mask` (bit l = element base + l) go to the message.
 template <typename T, typename I>
@@ -41,7 +25,7 @@ inline size_t emitLanes(unsigned mask, size_t base, const T* lanes, I* idx, T* v
   return m;
 }
 
-template <typename I, bool kHasGrad, bool kStream>
+template <typename I, bool kHasGrad>
 size_t selectSimd(const float* __restrict grad, const float* in, float* residual, size_t begin, size_t end,
                   float tau, I* __restrict idx, float* __restrict val, size_t& done) {
   const __m128 absMask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
@@ -56,8 +40,8 @@ size_t selectSimd(const float* __restrict grad, const float* in, float* residual
     // not-less-than: true for |acc| >= tau and for NaN, like !(|acc| < tau)
     const __m128 t0 = _mm_cmpnlt_ps(_mm_and_ps(a0, absMask), vtau);
     const __m128 t1 = _mm_cmpnlt_ps(_mm_and_ps(a1, absMask), vtau);
-    storeResidual<kStream>(residual + i, _mm_andnot_ps(t0, a0));
-    storeResidual<kStream>(residual + i + 4, _mm_andnot_ps(t1, a1));
+    _mm_storeu_ps(residual + i, _mm_andnot_ps(t0, a0));
+    _mm_storeu_ps(residual + i + 4, _mm_andnot_ps(t1, a1));
     const unsigned mask = _mm_movemask_ps(t0) | (_mm_movemask_ps(t1) << 4);
     if (mask) {
       alignas(16) float lanes[8];
@@ -70,7 +54,7 @@ size_t selectSimd(const float* __restrict grad, const float* in, float* residual
   return m;
 }
 
-template <typename I, bool kHasGrad, bool kStream>
+template <typename I, bool kHasGrad>
 size_t selectSimd(const double* __restrict grad, const double* in, double* residual, size_t begin, size_t end,
                   double tau, I* __restrict idx, double* __restrict val, size_t& done) {
   const __m128d absMask = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffll));
@@ -84,8 +68,8 @@ size_t selectSimd(const double* __restrict grad, const double* in, double* resid
     }
     const __m128d t0 = _mm_cmpnlt_pd(_mm_and_pd(a0, absMask), vtau);
     const __m128d t1 = _mm_cmpnlt_pd(_mm_and_pd(a1, absMask), vtau);
-    storeResidual<kStream>(residual + i, _mm_andnot_pd(t0, a0));
-    storeResidual<kStream>(residual + i + 2, _mm_andnot_pd(t1, a1));
+    _mm_storeu_pd(residual + i, _mm_andnot_pd(t0, a0));
+    _mm_storeu_pd(residual + i + 2, _mm_andnot_pd(t1, a1));
     const unsigned mask = _mm_movemask_pd(t0) | (_mm_movemask_pd(t1) << 2);
     if (mask) {
       alignas(16) double lanes[4];

@@ -34,10 +34,10 @@ struct KernelContext {
 // Reading the old residual from residualIn and writing the new one to
 // `residual` costs the same traffic as in place and leaves the old one
 // intact: the compressor commits a step only when every rank succeeded.
-// Tensors from this size on leave the caches before their residual or
-// result is read again (a step touches gradient, residual, spare and
-// result: 4x this): the CPU twin writes those with non-temporal stores,
-// sparing every line's read for ownership (SelectArgs, MergeArgs::stream).
+// Tensors from this size on leave the caches before their result is read
+// again (a step touches gradient, residual, spare and result: 4x this): the
+// CPU twin's merge writes it with non-temporal stores, sparing every line's
+// read for ownership (MergeArgs::stream).
 constexpr size_t kStreamBytes = size_t(8) << 20;
 
 struct SelectArgs {
@@ -57,7 +57,6 @@ struct SelectArgs {
   dctDataType_t gradType = dctNumTypes;   // dctNumTypes: dtype
   dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
   double valueLimit = 0;  // a valueType value; 0: valueType's largest finite
-  bool streamResidual = false;  // the tensor is past kStreamBytes
   const void* in() const { return residualIn ? residualIn : residual; }
   dctDataType_t gradT() const { return gradType == dctNumTypes ? dtype : gradType; }
   dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
