@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
@@ -185,8 +186,11 @@ void progress(Pipeline& p, int started, bool drain) {
     dctResult_t res = s.comm->transport->test(s.comm, p.requests[p.merged], &done);
     if (res != dctSuccess && p.status == dctSuccess) p.status = res;
     if (!done) {
-      if (drain) continue;
-      return;
+      if (!drain) return;
+      // Waiting only: a rank that shares its core (more ranks than cores)
+      // gets on with its chunks instead of losing half the core to a spin.
+      std::this_thread::yield();
+      continue;
     }
     s.clock.lap(dctPhaseExchange);
     if (p.status == dctSuccess) p.status = mergeChunk(p, p.merged);

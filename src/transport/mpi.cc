@@ -145,8 +145,6 @@ dctResult_t test(dctComm_t comm, void* request, int* done) {
 }
 
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
-  std::vector<size_t> sizes(comm->size, bytes), offsets(comm->size);
-  for (int r = 0; r < comm->size; r++) offsets[r] = r * bytes;
   if (bytes * comm->size <= mpiCountLimit()) {
     HostStaging& stage = stateOf(comm)->staging;
     DCTCHECK(stage.input(comm, send, bytes, stream));
@@ -155,6 +153,8 @@ dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes
                                  MPI_BYTE, mpiOf(comm)));
     return stage.finish(comm, stream);
   }
+  std::vector<size_t> sizes(comm->size, bytes), offsets(comm->size);
+  for (int r = 0; r < comm->size; r++) offsets[r] = r * bytes;
   return allgatherv(comm, send, bytes, recv, sizes.data(), offsets.data(), stream);
 }
 
