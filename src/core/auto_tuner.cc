@@ -1,23 +1,13 @@
 #include "core/auto_tuner.h"
 
-#include <cmath>
-
 namespace dct {
 
 AutoTuner::Decision AutoTuner::plan(double allgatherUs, double denseUs, double splitUs, uint64_t step) const {
   const double model[kSlots] = {allgatherUs, denseUs, splitUs};
-  // An algorithm not yet measured warm borrows half (in log terms) of how
-  // far off the model is for the measured ones: their links and cores are
-  // its too. The model's default 10 Gbit/s link put dense within the probe
-  // band on 1 Gbit/s links, where each probe cost ~20 sparse steps.
-  double borrowed = 0;
-  for (const Track& t : tracks_)
-    if (t.measured >= 2 && (borrowed == 0 || t.scale < borrowed)) borrowed = t.scale;
-  borrowed = borrowed > 0 ? std::sqrt(borrowed) : 1.0;
   double cost[kSlots];
   int best = 0;
   for (int s = 0; s < kSlots; s++) {
-    cost[s] = model[s] * (tracks_[s].measured >= 2 ? tracks_[s].scale : borrowed);
+    cost[s] = model[s] * tracks_[s].scale;
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
   // The cheapest close loser that is due for a measurement runs instead.

@@ -104,19 +104,3 @@ TEST_CASE("two close losers are each re-measured, rarely") {
   CHECK(t.scale(dctAlgoDense) == doctest::Approx(2.0));
   CHECK(t.scale(dctAlgoSplit) == doctest::Approx(2.0));
 }
-
-TEST_CASE("an algorithm never measured is judged at the measured ones' distance from the model") {
-  // 4 MiB at 1%, 4 ranks on 1 Gbit/s links: the model's 10 Gbit/s default
-  // puts dense (5.85 ms) near the measured sparse steps (allgather modelled
-  // 0.25 ms, taking 5 ms), but dense really takes 55 ms: not worth a probe.
-  AutoTuner t;
-  uint64_t step = 0;
-  const Costs model{250, 5850, 620}, real{5000, 55000, 7700};
-  CHECK(runSteps(t, 300, model, real, step, dctAlgoDense) == 0);
-  // Where the model is off for allgather alone (its cores are contended),
-  // the unmeasured dense still looks cheaper, is measured, and wins.
-  AutoTuner u;
-  step = 0;
-  runSteps(u, 10, 50, 90, 400, 100, step);
-  CHECK(runSteps(u, 100, 50, 90, 400, 100, step) == 100);
-}
