@@ -28,8 +28,11 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;
   }
-  p.decision = c->tuner.plan(allgatherCostUs(params, in), denseCostUs(params, in), splitCostUs(params, in),
-                             c->stats.step);
+  AutoTuner::Modelled allgather, dense, split;
+  allgather.us = allgatherCostUs(params, in, &allgather.wireUs);
+  dense.us = denseCostUs(params, in, &dense.wireUs);
+  split.us = splitCostUs(params, in, &split.wireUs);
+  p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
   p.algorithm = p.decision.algorithm();
   return p;
 }

@@ -144,13 +144,14 @@ dctResult_t finish(Step& s) {
 
 void commit(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
-  uint64_t slowest = 0;
+  size_t slowest = 0;  // the first rank with the longest previous step: the same on every rank
   c->lastMessages.resize(all.size());
   for (size_t r = 0; r < all.size(); r++) {
     c->lastMessages[r] = RankMessage{all[r].nnz, all[r].bytes, all[r].lastStepNs};
-    slowest = all[r].lastStepNs > slowest ? all[r].lastStepNs : slowest;
+    if (all[r].lastStepNs > all[slowest].lastStepNs) slowest = r;
   }
-  c->tuner.commit(s.plan.decision, static_cast<double>(slowest) * 1e-3, c->stats.step);
+  c->tuner.commit(s.plan.decision, static_cast<double>(all[slowest].lastStepNs) * 1e-3, c->stats.step,
+                  static_cast<double>(all[slowest].lastLocalNs) * 1e-3);
   // What the pipelined attempt's chunks needed sizes the next one's slots;
   // a step without one leaves no history.
   c->chunkNeeds = std::move(s.chunkNeeds);
@@ -174,6 +175,7 @@ dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
   // Auto learns whole steps: the dense plan's steady state skips the
   // compressor's passes, which the allgather plan pays.
   c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);
+  c->lastLocalNs = static_cast<uint64_t>((s.clock.us(dctPhaseCompress) + s.clock.us(dctPhaseReduce)) * 1e3);
   return dctSuccess;
 }
 
@@ -219,6 +221,7 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.algorithm = s.plan.algorithm;
   mine.mode = inWarmup(c) ? 1 : 0;
   mine.lastStepNs = c->lastStepNs;
+  mine.lastLocalNs = c->lastLocalNs;
   if (sendbuf == recvbuf || s.targetType != dtype) {  // staged: sendbuf must survive, or types differ
     mine.localError = c->staged.reserve(count * dtypeSize(c->accType));
     s.target = c->staged.as();

@@ -17,6 +17,7 @@ class PhaseTimer {
     us_[phase] += std::chrono::duration<double, std::micro>(now - last_).count();
     last_ = now;
   }
+  double us(dctPhase_t phase) const { return us_[phase]; }
   double totalUs() const {
     double sum = 0;
     for (double us : us_) sum += us;

@@ -2,12 +2,14 @@
 
 namespace dct {
 
-AutoTuner::Decision AutoTuner::plan(double allgatherUs, double denseUs, double splitUs, uint64_t step) const {
-  const double model[kSlots] = {allgatherUs, denseUs, splitUs};
+AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const {
+  const Modelled model[kSlots] = {allgather, dense, split};
   double cost[kSlots];
   int best = 0;
   for (int s = 0; s < kSlots; s++) {
-    cost[s] = model[s] * tracks_[s].scale;
+    const Modelled& m = model[s];
+    // Unmeasured: its own local work as modelled, its wire at the links' measured pace.
+    cost[s] = tracks_[s].measured >= 2 ? m.us * tracks_[s].scale : m.us + m.wireUs * (link_.scale - 1);
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
   // The cheapest close loser that is due for a measurement runs instead.
@@ -19,22 +21,26 @@ AutoTuner::Decision AutoTuner::plan(double allgatherUs, double denseUs, double s
     if (s != best && close && due && (probe < 0 || cost[s] < cost[probe])) probe = s;
   }
   if (probe >= 0) best = probe;
-  return Decision{best, model[best]};
+  return Decision{best, model[best].us, model[best].wireUs};
 }
 
-void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step) {
-  learn(slowestPrevUs);
+void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {
+  learn(slowestPrevUs, slowestLocalUs);
   if (d.slot >= 0) tracks_[d.slot].lastStep = step + 1;
   pending_ = d;
 }
 
-void AutoTuner::learn(double slowestUs) {
-  if (pending_.slot < 0 || slowestUs <= 0 || pending_.modelUs <= 0) return;
-  Track& t = tracks_[pending_.slot];
+void AutoTuner::Track::learn(double ratio) {
   // The first run pays first-touch costs (buffers, MPI internals): skip it.
-  if (++t.measured == 1) return;
-  const double ratio = slowestUs / pending_.modelUs;
-  t.scale = t.measured == 2 ? ratio : 0.5 * t.scale + 0.5 * ratio;
+  if (++measured == 1) return;
+  scale = measured == 2 ? ratio : 0.5 * scale + 0.5 * ratio;
+}
+
+void AutoTuner::learn(double slowestUs, double localUs) {
+  if (pending_.slot < 0 || slowestUs <= 0 || pending_.modelUs <= 0) return;
+  tracks_[pending_.slot].learn(slowestUs / pending_.modelUs);
+  if (pending_.wireUs > 0 && localUs > 0 && localUs < slowestUs)
+    link_.learn((slowestUs - localUs) / pending_.wireUs);
 }
 
 }  // namespace dct

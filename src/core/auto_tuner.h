@@ -8,6 +8,15 @@
 // scale. Plans compare scaled costs, and now and then re-measure the loser
 // while it is close. Every input is identical on all ranks (gathered times,
 // gathered counts), so every rank plans the same.
+//
+// An algorithm not yet measured shares the links of the measured ones but
+// not their compute: the part of the slowest rank's step spent outside its
+// own local work (waiting, on the wire), over the model's wire part, is a
+// link scale common to all, applied to the unmeasured algorithm's wire
+// part. (The model's default link is 10 Gbit/s: on 1 Gbit/s links the bare
+// model put dense within the probe band, each probe costing ~20 sparse
+// steps; a scale borrowed whole from the sparse steps, whose error on shared
+// memory is compute, kept dense from ever being measured where it won.)
 #pragma once
 
 #include <cstdint>
@@ -20,20 +29,29 @@ class AutoTuner {
  public:
   // Slots: allgather, dense, split.
   static constexpr int kSlots = 3;
+  // The model's cost of one algorithm, and the part of it on the links.
+  struct Modelled {
+    double us = 0, wireUs = 0;
+  };
   // A plan and what the model predicted for it; planning changes nothing.
   struct Decision {
     int slot = -1;  // -1: not an auto step
-    double modelUs = 0;
+    double modelUs = 0, wireUs = 0;
     dctAlgorithm_t algorithm() const {
       return slot == 1 ? dctAlgoDense : slot == 2 ? dctAlgoSplit : dctAlgoAllgather;
     }
   };
   // The plan for this step from the model's costs of the three algorithms.
-  Decision plan(double allgatherUs, double denseUs, double splitUs, uint64_t step) const;
+  Decision plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const;
+  Decision plan(double allgatherUs, double denseUs, double splitUs, uint64_t step) const {
+    return plan(Modelled{allgatherUs}, Modelled{denseUs}, Modelled{splitUs}, step);
+  }
   // A step committed: learn the slowest rank's wall time of the previous
-  // step (0: unknown), then remember this step's decision to learn its time.
-  void commit(const Decision& d, double slowestPrevUs, uint64_t step);
+  // step and the part of it that rank spent on its own local work (0:
+  // unknown), then remember this step's decision to learn its time.
+  void commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs = 0);
   double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale; }
+  double linkScale() const { return link_.scale; }
 
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
   // is within kReprobeBand of the chosen one's: at most ~1% of steps per
@@ -46,10 +64,12 @@ class AutoTuner {
     double scale = 1.0;     // measured / modelled; 1 until measured warm
     uint64_t measured = 0;  // times learned (the first, cold, is not used)
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
+    void learn(double ratio);
   };
   static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : algo == dctAlgoSplit ? 2 : 0; }
   Track tracks_[kSlots];
-  void learn(double slowestUs);
+  Track link_;  // (step - local work) / modelled wire, over every measured step
+  void learn(double slowestUs, double localUs);
   Decision pending_;  // last committed step's decision, awaiting its time
 };
 

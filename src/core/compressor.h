@@ -100,6 +100,7 @@ struct dctCompressor {
   size_t chunkElems = 0;
   dct::AutoTuner tuner;     // auto: measured correction of the cost model
   uint64_t lastStepNs = 0;  // wall time of this rank's previous step
+  uint64_t lastLocalNs = 0; // of which its local work (compress and reduce phases)
   dct::TauState tau;
   dctStats_t stats{};
   // 1-bit compressors (config.compressor): the server error and the step's

@@ -22,9 +22,20 @@ double packedIndexBytes(double nnz, double count, size_t indexBytes) {
   return nnz * (bits / 8 + (indexBytes + 5.0) / 128);
 }
 
+namespace {
+
+// A cost as its latency-and-link part plus its local part (the tuner scales
+// the first by what the links measure).
+double withWire(double wire, double local, double* wireUs) {
+  if (wireUs) *wireUs = wire;
+  return wire + local;
+}
+
+}  // namespace
+
 // Ring allgatherv: P-1 latencies, each rank receives every other message;
 // then every rank scatter-adds all P messages.
-double allgatherCostUs(const CostParams& p, const CostInputs& in) {
+double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   double total = 0, smallest = -1;
   for (int r = 0; r < in.ranks; r++) {
     double nnz = static_cast<double>(in.nnz[r]);
@@ -34,17 +45,17 @@ double allgatherCostUs(const CostParams& p, const CostInputs& in) {
   }
   double wire = (total - smallest) / (p.linkGBps * 1e3);
   double scatter = total / (p.scatterGBps * 1e3);
-  return (in.ranks - 1) * p.alphaUs + wire + scatter;
+  return withWire((in.ranks - 1) * p.alphaUs + wire, scatter, wireUs);
 }
 
 // Ring allreduce: 2(P-1) latencies and 2(P-1)/P of the dense bytes on the
 // wire, (P-1)/P of them reduced locally.
-double denseCostUs(const CostParams& p, const CostInputs& in) {
+double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   double P = in.ranks;
   double bytes = static_cast<double>(in.count) * in.valueBytes;
   double wire = 2.0 * (P - 1) / P * bytes / (p.linkGBps * 1e3);
   double reduce = (P - 1) / P * bytes / (p.reduceGBps * 1e3);
-  return 2.0 * (P - 1) * p.alphaUs + wire + reduce;
+  return withWire(2.0 * (P - 1) * p.alphaUs + wire, reduce, wireUs);
 }
 
 double unionEstimate(const CostInputs& in) {
@@ -62,7 +73,7 @@ double unionEstimate(const CostInputs& in) {
 // dense form; every rank writes all P of them. Control beyond the other
 // plans': the piece sizes (16 bytes per pair of ranks, allgathered), the
 // reduced sizes and two more votes (log2 P latencies each).
-double splitCostUs(const CostParams& p, const CostInputs& in) {
+double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = static_cast<double>(in.sumBytes ? in.sumBytes : in.valueBytes);
   double busiest = 0, total = 0;
@@ -75,10 +86,10 @@ double splitCostUs(const CostParams& p, const CostInputs& in) {
   const double range = n / P, reduced = unionEstimate(in) / P;
   const double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3, reduce = p.reduceGBps * 1e3;
-  const double phase1 = busiest * (P - 1) / P / link + total / P / scatter + range * sumBytes / reduce;
-  const double phase2 = (P - 1) * form / link + P * form / scatter;
+  const double wire1 = busiest * (P - 1) / P / link, local1 = total / P / scatter + range * sumBytes / reduce;
+  const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
   const double control = (P - 1) * P * 16 / link + 4 * std::ceil(std::log2(std::max(P, 2.0))) * p.alphaUs;
-  return 2 * (P - 1) * p.alphaUs + phase1 + phase2 + control;
+  return withWire(2 * (P - 1) * p.alphaUs + wire1 + wire2 + control, local1 + local2, wireUs);
 }
 
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in) {

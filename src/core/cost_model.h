@@ -27,9 +27,11 @@ struct CostInputs {
   size_t sumBytes = 0;  // bytes of a reduced value (the accumulation type; 0: valueBytes)
 };
 
-double allgatherCostUs(const CostParams& p, const CostInputs& in);
-double denseCostUs(const CostParams& p, const CostInputs& in);
-double splitCostUs(const CostParams& p, const CostInputs& in);
+// Modelled step times (us); wireUs, when given, receives the latency and
+// link part of it (the rest is local: scatter, merge, reduction).
+double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
+double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
+double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 // Expected size of the union of the ranks' selections, as if each rank's
 // positions were independent and uniform: count * (1 - prod(1 - nnz_r/count)).
 double unionEstimate(const CostInputs& in);
