@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     dctCompressorGetStats(compressor, &st);
     if (rank == 0 && (s < 3 || s % 5 == 4 || s == steps - 1))
       printf("%5d %10.2f %10.2f %10s %10llu %12llu %7.1fx %10.3f %12.4f\n", s, denseMs[s], dctMs[s],
-             st.algorithm == dctAlgoAllgather ? "allgather" : "dense", (unsigned long long)st.nnz,
+             st.algorithm == dctAlgoAllgather ? "allgather" : st.algorithm == dctAlgoSplit ? "split" : "dense",
+             (unsigned long long)st.nnz,
              (unsigned long long)st.bytesSent, (double)st.denseBytes / (double)st.bytesSent,
              relativeError(sparse, dense, n), relativeError(sumSparse, sumDense, n));
   }
