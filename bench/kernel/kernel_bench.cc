@@ -136,10 +136,11 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   const std::vector<dct::PackedMessage> messages(4, message);
   // merge-4 as the allreduce runs it (streamed past kStreamBytes), merge-4-rfo with plain stores.
   dct::MergeArgs merge{bytesAt(dense_), n, opt_.dtype, opt_.dtype, 4, messages.data(), 4};
-  for (const char* name : {"merge-4", "merge-4-rfo"}) {
-    merge.stream = name[7] == 0 && n * es_ >= dct::kStreamBytes;
+  for (bool plain : {false, true}) {
+    merge.stream = !plain && n * es_ >= dct::kStreamBytes;
     double mergeUs = medianUs([&](int) { return ops_.mergePacked(ctx_, &merge, nullptr); }, false);
-    out.kernels.push_back({name, e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
+    out.kernels.push_back({plain ? "merge-4-rfo" : "merge-4",
+                           e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
   }
 
   double tau = 0;

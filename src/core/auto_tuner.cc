@@ -21,7 +21,7 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     if (s != best && close && due && (probe < 0 || cost[s] < cost[probe])) probe = s;
   }
   if (probe >= 0) best = probe;
-  return Decision{best, model[best].us, model[best].wireUs};
+  return Decision{best, model[best]};
 }
 
 void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {
@@ -37,10 +37,10 @@ void AutoTuner::Track::learn(double ratio) {
 }
 
 void AutoTuner::learn(double slowestUs, double localUs) {
-  if (pending_.slot < 0 || slowestUs <= 0 || pending_.modelUs <= 0) return;
-  tracks_[pending_.slot].learn(slowestUs / pending_.modelUs);
-  if (pending_.wireUs > 0 && localUs > 0 && localUs < slowestUs)
-    link_.learn((slowestUs - localUs) / pending_.wireUs);
+  const Modelled& m = pending_.model;
+  if (pending_.slot < 0 || slowestUs <= 0 || m.us <= 0) return;
+  tracks_[pending_.slot].learn(slowestUs / m.us);
+  if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs);
 }
 
 }  // namespace dct

@@ -36,16 +36,13 @@ class AutoTuner {
   // A plan and what the model predicted for it; planning changes nothing.
   struct Decision {
     int slot = -1;  // -1: not an auto step
-    double modelUs = 0, wireUs = 0;
+    Modelled model;
     dctAlgorithm_t algorithm() const {
       return slot == 1 ? dctAlgoDense : slot == 2 ? dctAlgoSplit : dctAlgoAllgather;
     }
   };
   // The plan for this step from the model's costs of the three algorithms.
   Decision plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const;
-  Decision plan(double allgatherUs, double denseUs, double splitUs, uint64_t step) const {
-    return plan(Modelled{allgatherUs}, Modelled{denseUs}, Modelled{splitUs}, step);
-  }
   // A step committed: learn the slowest rank's wall time of the previous
   // step and the part of it that rank spent on its own local work (0:
   // unknown), then remember this step's decision to learn its time.

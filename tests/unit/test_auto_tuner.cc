@@ -15,19 +15,28 @@ struct Costs {
 };
 constexpr double kFar = 1e9;  // a split cost far from the others: never planned nor re-measured
 
-// Runs steps where the model always predicts `model` and the machine really
-// takes `real`; returns how many steps used `count`.
-int runSteps(AutoTuner& t, int steps, Costs model, Costs real, uint64_t& step, dctAlgorithm_t count) {
+// Runs steps where the model always predicts `model` ({us, wireUs} per
+// algorithm) and the machine really takes `real`, of which `local` on the
+// rank's own work; returns how many steps used `count`.
+int runLinkSteps(AutoTuner& t, int steps, const AutoTuner::Modelled (&model)[3], Costs real, Costs local,
+                 uint64_t& step, dctAlgorithm_t count) {
   int used = 0;
-  double last = 0;
+  double last = 0, lastLocal = 0;
   for (int i = 0; i < steps; i++, step++) {
     // The previous step's time arrives with this step's counts.
-    const AutoTuner::Decision d = t.plan(model.allgather, model.dense, model.split, step);
-    t.commit(d, last, step);
+    const AutoTuner::Decision d = t.plan(model[0], model[1], model[2], step);
+    t.commit(d, last, step, lastLocal);
     used += d.algorithm() == count;
     last = real.of(d.algorithm());
+    lastLocal = local.of(d.algorithm());
   }
   return used;
+}
+
+// The same with whole-step models and no local times (no link scale learned).
+int runSteps(AutoTuner& t, int steps, Costs model, Costs real, uint64_t& step, dctAlgorithm_t count) {
+  const AutoTuner::Modelled whole[3] = {{model.allgather}, {model.dense}, {model.split}};
+  return runLinkSteps(t, steps, whole, real, Costs{0, 0, 0}, step, count);
 }
 
 // The two-algorithm runs of the tests below (split far away).
@@ -65,8 +74,8 @@ TEST_CASE("a close loser is re-measured, rarely") {
 
 TEST_CASE("the first, cold run of an algorithm is not learned") {
   AutoTuner t;
-  t.commit(t.plan(10, 100, kFar, 0), 0, 0);
-  t.commit(t.plan(10, 100, kFar, 1), 1e6, 1);  // cold: page faults, connection setup
+  t.commit(t.plan({10}, {100}, {kFar}, 0), 0, 0);
+  t.commit(t.plan({10}, {100}, {kFar}, 1), 1e6, 1);  // cold: page faults, connection setup
   CHECK(t.scale(dctAlgoAllgather) == 1.0);
 }
 
@@ -75,9 +84,9 @@ TEST_CASE("planning alone changes nothing: a failed step leaves the tuner as it 
   uint64_t step = 0;
   runSteps(t, 10, 50, 90, 400, 100, step);
   const double before = t.scale(dctAlgoAllgather);
-  for (int i = 0; i < 5; i++) (void)t.plan(50, 90, 70, step);  // planned, never committed
+  for (int i = 0; i < 5; i++) (void)t.plan({50}, {90}, {70}, step);  // planned, never committed
   CHECK(t.scale(dctAlgoAllgather) == before);
-  CHECK(t.plan(50, 90, 70, step).slot == t.plan(50, 90, 70, step).slot);
+  CHECK(t.plan({50}, {90}, {70}, step).slot == t.plan({50}, {90}, {70}, step).slot);
 }
 
 TEST_CASE("split is planned when the model prefers it, and corrected like the others") {
@@ -104,26 +113,6 @@ TEST_CASE("two close losers are each re-measured, rarely") {
   CHECK(t.scale(dctAlgoDense) == doctest::Approx(2.0));
   CHECK(t.scale(dctAlgoSplit) == doctest::Approx(2.0));
 }
-
-namespace {
-
-// Steps where each algorithm's model is {us, wireUs} and the machine takes
-// `real` of which `local` on the rank's own work; returns how many steps ran `count`.
-int runLinkSteps(AutoTuner& t, int steps, const AutoTuner::Modelled (&model)[3], Costs real, Costs local,
-                 uint64_t& step, dctAlgorithm_t count) {
-  int used = 0;
-  double last = 0, lastLocal = 0;
-  for (int i = 0; i < steps; i++, step++) {
-    const AutoTuner::Decision d = t.plan(model[0], model[1], model[2], step);
-    t.commit(d, last, step, lastLocal);
-    used += d.algorithm() == count;
-    last = real.of(d.algorithm());
-    lastLocal = local.of(d.algorithm());
-  }
-  return used;
-}
-
-}  // namespace
 
 TEST_CASE("an unmeasured algorithm's wire is costed at the pace the measured steps saw on the links") {
   // 4 MiB at 1%, 4 ranks on 1 Gbit/s links (model numbers of cost_table): the
