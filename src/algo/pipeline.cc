@@ -232,7 +232,7 @@ size_t pipelineChunkElems(const Step& s) {
     // overhead) chunks balance the two.
     std::vector<uint64_t> nnz(comm->size);
     for (int r = 0; r < comm->size; r++) nnz[r] = c->lastMessages[r].nnz;
-    const CostParams params = costParamsFromEnv();
+    const CostParams params = costParamsFromEnv(comm->link, comm->size);
     const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data()};
     const double chunks = std::sqrt(allgatherCostUs(params, in) / (comm->size * params.alphaUs));
     const double bounded = std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks));
@@ -241,7 +241,9 @@ size_t pipelineChunkElems(const Step& s) {
     // agrees: a new chunking starts without history.
     if (c->chunkElems && c->chunkElems <= 2 * elems && elems <= 2 * c->chunkElems) elems = c->chunkElems;
   }
-  return c->count >= 2 * elems ? elems : 0;  // one chunk: nothing to overlap
+  // One chunk overlaps nothing but still saves the unchunked step's vote
+  // before its exchange: the slots' shape is known from committed state.
+  return std::min(elems, c->count);
 }
 
 dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& all, bool& fallback, const char* fn) {

@@ -23,15 +23,19 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
                 forecast.data(), dtypeSize(c->accType)};
-  const CostParams params = costParamsFromEnv();
+  const CostParams params = costParamsFromEnv(comm->link, comm->size);
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;
   }
+  // Links the comm measured at creation need no scale learned from the
+  // sparse steps (whose time outside their own work is mostly waiting for
+  // the slowest rank, not the wire): their wire part is left at 0.
   AutoTuner::Modelled allgather, dense, split;
-  allgather.us = allgatherCostUs(params, in, &allgather.wireUs);
-  dense.us = denseCostUs(params, in, &dense.wireUs);
-  split.us = splitCostUs(params, in, &split.wireUs);
+  const bool guessed = !comm->link.measured();
+  allgather.us = allgatherCostUs(params, in, guessed ? &allgather.wireUs : nullptr);
+  dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
+  split.us = splitCostUs(params, in, guessed ? &split.wireUs : nullptr);
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
   p.algorithm = p.decision.algorithm();
   return p;

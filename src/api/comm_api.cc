@@ -2,6 +2,7 @@
 #include "api/validate.h"
 #include "transport/comm.h"
 #include "transport/hierarchy.h"
+#include "transport/link_probe.h"
 #include "dct/dct_mpi.h"
 
 namespace dct {
@@ -15,7 +16,9 @@ extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
     *comm = nullptr;
     dctComm_t made = nullptr;
     DCTCHECK(createMpiComm(mpiComm, &made));
-    if (dctResult_t res = buildHierarchy(made); res != dctSuccess) {
+    dctResult_t res = buildHierarchy(made);
+    if (res == dctSuccess) res = probeLinks(made);
+    if (res != dctSuccess) {
       dctCommDestroy(made);
       return res;
     }

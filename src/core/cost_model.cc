@@ -7,9 +7,23 @@
 
 namespace dct {
 
-CostParams costParamsFromEnv() {
-  return CostParams{envPositiveReal("DCT_ALPHA_US", 5.0), envPositiveReal("DCT_LINK_GBPS", 1.25),
-                    envPositiveReal("DCT_SCATTER_GBPS", 2.0), envPositiveReal("DCT_REDUCE_GBPS", 4.0)};
+CostParams costParamsFromEnv(const LinkTiming& measured, int ranks) {
+  CostParams p{5.0, 1.25, envPositiveReal("DCT_SCATTER_GBPS", 2.0), envPositiveReal("DCT_REDUCE_GBPS", 4.0)};
+  if (measured.measured() && ranks > 1) {
+    // denseCostUs = 2(P-1) alpha + bytes * (wire + reduce per byte), solved
+    // for the two probe sizes.
+    const double P = ranks, small = static_cast<double>(measured.smallBytes);
+    const double perByte = (measured.largeUs - measured.smallUs) / (static_cast<double>(measured.largeBytes) - small);
+    const double reducePerByte = (P - 1) / P / (p.reduceGBps * 1e3);
+    // A reduction faster than modelled must not make the link look infinite.
+    const double wirePerByte = std::max(perByte - reducePerByte, 0.25 * perByte);
+    p.linkGBps = 2 * (P - 1) / P / wirePerByte * 1e-3;
+    const double latencyUs = measured.smallUs - small * (wirePerByte + reducePerByte);
+    p.alphaUs = std::max(0.01, latencyUs / (2 * (P - 1)));
+  }
+  p.alphaUs = envPositiveReal("DCT_ALPHA_US", p.alphaUs);
+  p.linkGBps = envPositiveReal("DCT_LINK_GBPS", p.linkGBps);
+  return p;
 }
 
 // Packed index bytes of nnz entries spread over count (index_packing.h): a

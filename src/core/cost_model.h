@@ -5,18 +5,23 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/link_timing.h"
 #include "dct/dct.h"
 
 namespace dct {
 
 struct CostParams {
-  double alphaUs;          // per-message latency (DCT_ALPHA_US, default 5)
-  double linkGBps;         // per-rank link bandwidth (DCT_LINK_GBPS, default 1.25)
+  double alphaUs;          // per-message latency (DCT_ALPHA_US, else measured, else 5)
+  double linkGBps;         // per-rank link bandwidth (DCT_LINK_GBPS, else measured, else 1.25)
   double scatterGBps;      // scatter-add rate of COO bytes (DCT_SCATTER_GBPS, default 2)
   double reduceGBps;       // dense reduction rate (DCT_REDUCE_GBPS, default 4)
 };
 
-CostParams costParamsFromEnv();
+// DCT_* values where set; else, for alpha and the link, what the comm of
+// `ranks` measured of its dense allreduce (fitted to denseCostUs: alpha from
+// the small size, the link from the extra time of the large one less the
+// modelled reduction); else the defaults.
+CostParams costParamsFromEnv(const LinkTiming& measured = {}, int ranks = 0);
 
 struct CostInputs {
   int ranks;

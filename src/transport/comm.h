@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/link_timing.h"
 #include "transport/transport.h"
 
 struct dctComm {
@@ -16,6 +17,7 @@ struct dctComm {
   const dct::Transport* transport = nullptr;
   void* transportState = nullptr;  // owned by the transport
   void* faultSeam = nullptr;       // tests only: transport/fault_injection.h
+  dct::LinkTiming link;            // its dense allreduce, timed at creation (link_probe.h)
   uint64_t plansCreated = 0;       // all-to-all plan ids (plan creation is collective)
   // Hierarchical steps (DCT_HIERARCHY, transport/hierarchy.h): this rank's
   // node, and the node leaders (null on the other ranks). Owned.
@@ -33,5 +35,10 @@ struct dctComm {
 };
 
 namespace dct {
+// Every rank's outcome of a collective setup step, so that all fail alike:
+// this rank's error, or dctInvalidUsage with `othersFailed` where another
+// rank failed.
+dctResult_t everyone(dctComm_t comm, dctResult_t mine, const char* othersFailed);
+
 inline bool validComm(dctComm_t comm) { return comm != nullptr && comm->magic == dctComm::kMagic; }
 }  // namespace dct

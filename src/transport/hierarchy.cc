@@ -30,17 +30,6 @@ dctResult_t requested(dctComm_t comm, int32_t wanted[2]) {
   return dctSuccess;
 }
 
-// Every rank's outcome, so that all fail alike: this rank's error, or
-// another's.
-dctResult_t everyone(dctComm_t comm, dctResult_t mine, const char* what) {
-  int32_t worst = 0;
-  const dctResult_t res = comm->transport->vote(comm, mine, &worst, nullptr);
-  if (mine != dctSuccess) return mine;
-  if (res != dctSuccess) return res;
-  if (worst == dctSuccess) return dctSuccess;
-  return fail(comm, dctInvalidUsage, "DCT_HIERARCHY: another rank failed %s", what);
-}
-
 // The same request on every rank, else an error naming a rank that differs.
 dctResult_t sameEverywhere(dctComm_t comm, const int32_t mine[3], const std::vector<int32_t>& all) {
   if (mine[2] != dctSuccess) return static_cast<dctResult_t>(mine[2]);
@@ -88,9 +77,9 @@ dctResult_t buildHierarchy(dctComm_t comm) {
   std::vector<int32_t> all(3 * comm->size);
   dctResult_t res = comm->transport->allgather(comm, mine, all.data(), sizeof(mine), nullptr);
   if (res == dctSuccess) res = sameEverywhere(comm, mine, all);
-  DCTCHECK(everyone(comm, res, "to read DCT_HIERARCHY/DCT_LOCAL_SIZE"));
+  DCTCHECK(everyone(comm, res, "DCT_HIERARCHY: another rank failed to read DCT_HIERARCHY/DCT_LOCAL_SIZE"));
   if (!mine[0]) return dctSuccess;
-  res = everyone(comm, splitByNode(comm, mine[1]), "to split the comm by node");
+  res = everyone(comm, splitByNode(comm, mine[1]), "DCT_HIERARCHY: another rank failed to split the comm by node");
   if (res != dctSuccess) destroyHierarchy(comm);
   return res;
 }

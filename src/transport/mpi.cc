@@ -5,6 +5,7 @@
 // points, so libdct's own traffic never re-enters an interceptor.
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <new>
@@ -92,42 +93,64 @@ struct MpiRequest {
   std::vector<MPI_Request> requests;
 };
 
+// A block of capacity `cap` travels as ceil(cap / limit) pieces of at most
+// MPI's int count on both sides (trailing ones empty when the sender has
+// less): the receiver knows the count without knowing what was sent.
+size_t piecesOf(size_t cap) { return (cap + mpiCountLimit() - 1) / mpiCountLimit(); }
+int pieceLen(size_t bytes, size_t j) {
+  const size_t at = j * mpiCountLimit();
+  return static_cast<int>(bytes > at ? std::min(mpiCountLimit(), bytes - at) : 0);
+}
+
+// Still takes part when the request cannot be allocated: blocking, piece by
+// piece, pairing each send with the receive from the rank as far behind.
+dctResult_t blockingAllgatherv(dctComm_t comm, char* out, size_t sendBytes, const size_t* recvBytes,
+                               const size_t* recvOffsets) {
+  const int P = comm->size, me = comm->rank;
+  const size_t L = mpiCountLimit();
+  for (int k = 1; k < P; k++) {
+    const int to = (me + k) % P, from = (me - k + P) % P;
+    for (size_t j = 0; j < std::max(piecesOf(recvBytes[me]), piecesOf(recvBytes[from])); j++) {
+      const bool sends = j < piecesOf(recvBytes[me]), receives = j < piecesOf(recvBytes[from]);
+      MPICHECK(comm, MPI_Sendrecv(out + recvOffsets[me] + j * L, sends ? pieceLen(sendBytes, j) : 0, MPI_BYTE,
+                                  sends ? to : MPI_PROC_NULL, kGatherTag, out + recvOffsets[from] + j * L,
+                                  receives ? pieceLen(recvBytes[from], j) : 0, MPI_BYTE,
+                                  receives ? from : MPI_PROC_NULL, kGatherTag, mpiOf(comm), MPI_STATUS_IGNORE));
+    }
+  }
+  return fail(comm, dctOutOfMemory, "MPI iallgatherv: out of memory");
+}
+
 dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
                         const size_t* recvOffsets, void** request) {
   *request = nullptr;
   const int P = comm->size, me = comm->rank;
+  const size_t L = mpiCountLimit();
   char* out = static_cast<char*>(recv);
-  bool fits = sendBytes <= mpiCountLimit() && sendBytes <= recvBytes[me];
-  for (int r = 0; r < P && fits; r++) fits = recvBytes[r] <= mpiCountLimit();
-  // The pipeline's chunks are small; the same sizes on every rank take the
-  // same branch, so a refusal here is a refusal everywhere.
-  if (!fits) return fail(comm, dctNotSupported, "MPI iallgatherv: a block exceeds its capacity or MPI's int count");
+  // Too much to send: the block's capacity still goes, so nobody waits.
+  const bool over = sendBytes > recvBytes[me];
+  if (over) sendBytes = recvBytes[me];
   if (send != out + recvOffsets[me] && sendBytes) std::memcpy(out + recvOffsets[me], send, sendBytes);
   auto* req = new (std::nothrow) MpiRequest();
-  if (req == nullptr) {  // still take part, blocking
-    for (int k = 1; k < P; k++) {
-      const int to = (me + k) % P, from = (me - k + P) % P;
-      MPICHECK(comm, MPI_Sendrecv(out + recvOffsets[me], static_cast<int>(sendBytes), MPI_BYTE, to, kGatherTag,
-                                  out + recvOffsets[from], static_cast<int>(recvBytes[from]), MPI_BYTE, from,
-                                  kGatherTag, mpiOf(comm), MPI_STATUS_IGNORE));
-    }
-    return fail(comm, dctOutOfMemory, "MPI iallgatherv: out of memory");
-  }
-  req->requests.reserve(2 * (P - 1));
+  if (req == nullptr) return blockingAllgatherv(comm, out, sendBytes, recvBytes, recvOffsets);
   int err = MPI_SUCCESS;
   for (int q = 0; q < P && err == MPI_SUCCESS; q++) {
-    if (q == me) continue;
-    req->requests.emplace_back();
-    err = MPI_Irecv(out + recvOffsets[q], static_cast<int>(recvBytes[q]), MPI_BYTE, q, kGatherTag, mpiOf(comm),
-                    &req->requests.back());
+    for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++) {
+      req->requests.emplace_back();
+      err = MPI_Irecv(out + recvOffsets[q] + j * L, pieceLen(recvBytes[q], j), MPI_BYTE, q, kGatherTag,
+                      mpiOf(comm), &req->requests.back());
+    }
   }
   for (int k = 1; k < P && err == MPI_SUCCESS; k++) {  // rank me + k first: spread the load
-    req->requests.emplace_back();
-    err = MPI_Isend(out + recvOffsets[me], static_cast<int>(sendBytes), MPI_BYTE, (me + k) % P, kGatherTag,
-                    mpiOf(comm), &req->requests.back());
+    for (size_t j = 0; j < piecesOf(recvBytes[me]) && err == MPI_SUCCESS; j++) {
+      req->requests.emplace_back();
+      err = MPI_Isend(out + recvOffsets[me] + j * L, pieceLen(sendBytes, j), MPI_BYTE, (me + k) % P, kGatherTag,
+                      mpiOf(comm), &req->requests.back());
+    }
   }
   *request = req;  // whatever was posted is completed by test()
-  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
+  if (err != MPI_SUCCESS) return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
+  return over ? fail(comm, dctInternalError, "MPI iallgatherv: a block exceeds its capacity") : dctSuccess;
 }
 
 dctResult_t test(dctComm_t comm, void* request, int* done) {

@@ -220,7 +220,7 @@ void shiftingGrad(int rank, int step, std::vector<T>& g) {
 }
 
 TEST_CASE("pipelined allreduce: bit for bit the unchunked algorithm, fallbacks included") {
-  for (long long chunk : {97, 1000}) {
+  for (long long chunk : {97, 1000, 1 << 20}) {  // the last: one chunk, the exchange shaped before the step
     const ScopedEnv env("DCT_CHUNK_ELEMENTS", chunk);
     Case k;
     k.steps = 8;

@@ -2,6 +2,7 @@
 // switch point sits near the byte break-even.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "core/cost_model.h"
@@ -99,4 +100,41 @@ TEST_CASE("split's cost follows its bytes") {
   CostInputs narrow = b;
   narrow.valueBytes = 2;
   CHECK(splitCostUs(p, wide) > splitCostUs(p, narrow));
+}
+
+// The link probe's two timings (link_probe.h) fitted to the dense model.
+TEST_CASE("a measured link: the dense model reproduces both probe times, env knobs still win") {
+  for (int ranks : {2, 3, 4, 64}) {
+    CAPTURE(ranks);
+    LinkTiming probe;
+    probe.smallBytes = 1024;
+    probe.largeBytes = 1 << 20;
+    probe.smallUs = 30.0;
+    probe.largeUs = 2000.0;
+    const CostParams p = costParamsFromEnv(probe, ranks);
+    std::vector<uint64_t> nnz(ranks, 0);
+    CostInputs small{ranks, probe.smallBytes / 4, 4, 4, nnz.data()}, large{ranks, probe.largeBytes / 4, 4, 4, nnz.data()};
+    CHECK(denseCostUs(p, small) == doctest::Approx(probe.smallUs));
+    CHECK(denseCostUs(p, large) == doctest::Approx(probe.largeUs));
+    CHECK(p.alphaUs < probe.smallUs / (2 * (ranks - 1)));  // the small size's bytes take their part
+  }
+  LinkTiming fast;  // a reduction faster than modelled: the link stays finite
+  fast.smallBytes = 1024;
+  fast.largeBytes = 1 << 20;
+  fast.smallUs = 1.0;
+  fast.largeUs = 100.0;
+  const CostParams p = costParamsFromEnv(fast, 2);
+  CHECK(p.linkGBps == doctest::Approx((fast.largeBytes - fast.smallBytes) / (0.25 * 99.0) * 1e-3));
+  CHECK(p.alphaUs > 0);
+  // Unmeasured, or one rank: the defaults.
+  CHECK(costParamsFromEnv(LinkTiming{}, 4).linkGBps == 1.25);
+  CHECK(costParamsFromEnv(fast, 1).alphaUs == 5.0);
+  // A set knob overrides the measurement.
+  setenv("DCT_LINK_GBPS", "0.125", 1);
+  setenv("DCT_ALPHA_US", "40", 1);
+  const CostParams forced = costParamsFromEnv(fast, 2);
+  unsetenv("DCT_LINK_GBPS");
+  unsetenv("DCT_ALPHA_US");
+  CHECK(forced.linkGBps == 0.125);
+  CHECK(forced.alphaUs == 40.0);
 }
