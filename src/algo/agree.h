@@ -26,13 +26,9 @@ struct CallHeader {
   int32_t algorithm = 0;    // must match
   int32_t mode = 0;         // must match (warm-up vs sparse, query vs fetch)
   int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
-  int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size;
-                            // allreduce: kHeaderGrew)
+  int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size)
   int32_t chunks = 0;       // must match: pipelined allreduce's chunk count (0: unchunked)
 };
-
-// Allreduce header flag: this rank's buffers grew in its previous step.
-constexpr int32_t kHeaderGrew = 1;
 
 // An allreduce's header: the arguments every rank must agree on. Raw bits
 // of the enums: unchecked C enums may hold any int (loading them is UB).

@@ -35,7 +35,6 @@ struct Step {
   // every rank's chunks needed ([chunk * ranks + rank]), kept on commit.
   size_t chunkElems = 0;
   std::vector<uint64_t> chunkNeeds{};
-  size_t bufferBytes = 0;  // the compressor's buffers before the step (bufferBytes)
 };
 
 // Elements per chunk if this step runs pipelined, else 0. Reads committed

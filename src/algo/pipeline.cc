@@ -232,7 +232,7 @@ size_t pipelineChunkElems(const Step& s) {
     // overhead) chunks balance the two.
     std::vector<uint64_t> nnz(comm->size);
     for (int r = 0; r < comm->size; r++) nnz[r] = c->lastMessages[r].nnz;
-    const CostParams params = costParamsFromEnv(comm->link, comm->size);
+    const CostParams params = costParamsFromEnv();
     const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data()};
     const double chunks = std::sqrt(allgatherCostUs(params, in) / (comm->size * params.alphaUs));
     const double bounded = std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks));

@@ -23,7 +23,11 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
                 forecast.data(), dtypeSize(c->accType)};
-  const CostParams params = costParamsFromEnv(comm->link, comm->size);
+  // The link probe's fit where it measured tensors this large; beyond, the
+  // defaults and the link scale learned from the steps.
+  const size_t bytes = c->count * dtypeSize(c->wireType);
+  const LinkTiming link = comm->link.covers(bytes) ? comm->link : LinkTiming{};
+  const CostParams params = costParamsFromEnv(link, comm->size);
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;
@@ -32,7 +36,7 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // sparse steps (whose time outside their own work is mostly waiting for
   // the slowest rank, not the wire): their wire part is left at 0.
   AutoTuner::Modelled allgather, dense, split;
-  const bool guessed = !comm->link.measured();
+  const bool guessed = !link.measured();
   allgather.us = allgatherCostUs(params, in, guessed ? &allgather.wireUs : nullptr);
   dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
   split.us = splitCostUs(params, in, guessed ? &split.wireUs : nullptr);

@@ -145,15 +145,13 @@ dctResult_t finish(Step& s) {
 void commit(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   size_t slowest = 0;  // the first rank with the longest previous step: the same on every rank
-  bool grew = false;
   c->lastMessages.resize(all.size());
   for (size_t r = 0; r < all.size(); r++) {
     c->lastMessages[r] = RankMessage{all[r].nnz, all[r].bytes, all[r].lastStepNs};
     if (all[r].lastStepNs > all[slowest].lastStepNs) slowest = r;
-    grew = grew || (all[r].flags & kHeaderGrew) != 0;
   }
   c->tuner.commit(s.plan.decision, static_cast<double>(all[slowest].lastStepNs) * 1e-3, c->stats.step,
-                  static_cast<double>(all[slowest].lastLocalNs) * 1e-3, grew);
+                  static_cast<double>(all[slowest].lastLocalNs) * 1e-3);
   // What the pipelined attempt's chunks needed sizes the next one's slots;
   // a step without one leaves no history.
   c->chunkNeeds = std::move(s.chunkNeeds);
@@ -178,7 +176,6 @@ dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
   // compressor's passes, which the allgather plan pays.
   c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);
   c->lastLocalNs = static_cast<uint64_t>((s.clock.us(dctPhaseCompress) + s.clock.us(dctPhaseReduce)) * 1e3);
-  c->lastGrew = bufferBytes(c) > s.bufferBytes;
   return dctSuccess;
 }
 
@@ -225,8 +222,6 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.mode = inWarmup(c) ? 1 : 0;
   mine.lastStepNs = c->lastStepNs;
   mine.lastLocalNs = c->lastLocalNs;
-  mine.flags = c->lastGrew ? kHeaderGrew : 0;
-  s.bufferBytes = bufferBytes(c);
   if (sendbuf == recvbuf || s.targetType != dtype) {  // staged: sendbuf must survive, or types differ
     mine.localError = c->staged.reserve(count * dtypeSize(c->accType));
     s.target = c->staged.as();

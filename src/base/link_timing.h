@@ -13,6 +13,10 @@ struct LinkTiming {
   // Usable: noise can still invert the two on oversubscribed cores (the
   // model then keeps its defaults, on every rank alike).
   bool measured() const { return smallUs > 0 && largeUs > smallUs && largeBytes > smallBytes; }
+  // Measured up to `bytes`: beyond, a dense allreduce leaves the caches (on
+  // shared memory 64 MiB ran at a third of 1 MiB's rate), and the fit would
+  // send auto on probes of dense and split that lose.
+  bool covers(size_t bytes) const { return measured() && bytes <= largeBytes; }
 };
 
 }  // namespace dct

@@ -1,7 +1,5 @@
 #include "core/auto_tuner.h"
 
-#include <algorithm>
-
 namespace dct {
 
 AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const {
@@ -26,12 +24,8 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   return Decision{best, model[best]};
 }
 
-void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs,
-                       bool prevGrew) {
-  // A step that grew buffers still completes a first measurement: a slow
-  // loser must not be explored for as long as its buffers keep growing.
-  const bool first = pending_.slot >= 0 && tracks_[pending_.slot].measured < 2;
-  if (!prevGrew || first) learn(slowestPrevUs, slowestLocalUs);
+void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {
+  learn(slowestPrevUs, slowestLocalUs);
   if (d.slot >= 0) tracks_[d.slot].lastStep = step + 1;
   pending_ = d;
 }
@@ -39,10 +33,7 @@ void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, d
 void AutoTuner::Track::learn(double ratio) {
   // The first run pays first-touch costs (buffers, MPI internals): skip it.
   if (++measured == 1) return;
-  const uint64_t warm = measured - 1;
-  recent[(warm - 1) % kWindow] = ratio;
-  scale = ratio;
-  for (uint64_t i = 0; i < std::min<uint64_t>(warm, kWindow); i++) scale = std::min(scale, recent[i]);
+  scale = measured == 2 ? ratio : 0.5 * scale + 0.5 * ratio;
 }
 
 void AutoTuner::learn(double slowestUs, double localUs) {

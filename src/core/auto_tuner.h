@@ -5,11 +5,8 @@
 // dense at density 10% while the model called it cheaper). So every auto
 // step's wall time on the slowest rank, learned from the next step's count
 // exchange, is divided by what the model predicted for it: a per-algorithm
-// scale, the least of its last few ratios (noise on shared cores only ever
-// adds time: a mean remembered one preempted step, and with the loser
-// measured twice and the winner every step, it kept 4 ranks at 64 KiB on
-// a dense plan 25% slower). Plans compare scaled costs, and now and then
-// re-measure the loser while it is close. Every input is identical on all ranks (gathered times,
+// scale. Plans compare scaled costs, and now and then re-measure the loser
+// while it is close. Every input is identical on all ranks (gathered times,
 // gathered counts), so every rank plans the same.
 //
 // An algorithm not yet measured shares the links of the measured ones but
@@ -20,10 +17,10 @@
 // model put dense within the probe band, each probe costing ~20 sparse
 // steps; a scale borrowed whole from the sparse steps, whose error on shared
 // memory is compute, kept dense from ever being measured where it won.)
-// Comms that timed their links at creation (MPI: link_probe.h) skip the
-// scale: their model starts from the measured links, and on small steps the
-// time outside local work is mostly waiting for the slowest rank, which
-// made the scale 20x at 1 MiB on shared memory.
+// Tensors no larger than what the comm's link probe timed (MPI:
+// link_probe.h) skip the scale: their model starts from the measured links,
+// and on small steps the time outside local work is mostly waiting for the
+// slowest rank, which made the scale 20x at 1 MiB on shared memory.
 #pragma once
 
 #include <cstdint>
@@ -54,12 +51,7 @@ class AutoTuner {
   // A step committed: learn the slowest rank's wall time of the previous
   // step and the part of it that rank spent on its own local work (0:
   // unknown), then remember this step's decision to learn its time.
-  // `prevGrew`: a rank's buffers grew in the previous step, whose time then
-  // holds one-time costs and is not learned once the algorithm has a warm
-  // measurement (at 1 MiB on 4 ranks the first pipelined allgather steps
-  // took 2x the steady state, and auto settled on dense for good).
-  void commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs = 0,
-              bool prevGrew = false);
+  void commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs = 0);
   double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale; }
   double linkScale() const { return link_.scale; }
 
@@ -68,14 +60,12 @@ class AutoTuner {
   // close loser (two: ~2%).
   static constexpr uint64_t kReprobeSteps = 100;
   static constexpr double kReprobeBand = 1.5;
-  static constexpr int kWindow = 4;  // ratios a scale is the least of
 
  private:
   struct Track {
     double scale = 1.0;     // measured / modelled; 1 until measured warm
     uint64_t measured = 0;  // times learned (the first, cold, is not used)
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
-    double recent[kWindow] = {};
     void learn(double ratio);
   };
   static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : algo == dctAlgoSplit ? 2 : 0; }

@@ -141,12 +141,6 @@ bool sendsAll(dctCompressor_t c) { return inWarmup(c) || c->config.density >= 1.
 
 bool streamsResult(dctCompressor_t c) { return c->count * dtypeSize(c->accType) >= kStreamBytes; }
 
-size_t bufferBytes(dctCompressor_t c) {
-  size_t bytes = 0;
-  for (const TwinBuffer* b : twinBuffers(c)) bytes += b->capacity();
-  return bytes;
-}
-
 size_t targetNnz(dctCompressor_t c) {
   double k = std::round(c->config.density * static_cast<double>(c->count));
   return k < 1.0 ? 1 : static_cast<size_t>(k);

@@ -101,7 +101,6 @@ struct dctCompressor {
   dct::AutoTuner tuner;     // auto: measured correction of the cost model
   uint64_t lastStepNs = 0;  // wall time of this rank's previous step
   uint64_t lastLocalNs = 0; // of which its local work (compress and reduce phases)
-  bool lastGrew = false;    // its buffers grew in that step (bufferBytes)
   dct::TauState tau;
   dctStats_t stats{};
   // 1-bit compressors (config.compressor): the server error and the step's
@@ -140,9 +139,6 @@ bool sendsAll(dctCompressor_t c);
 bool streamsResult(dctCompressor_t c);
 // The selection size the density asks for: k = max(1, round(density * count)).
 size_t targetNnz(dctCompressor_t c);
-// Bytes the compressor's buffers hold: a step that grew them paid one-time
-// allocation and first-touch costs (auto learns no time from it).
-size_t bufferBytes(dctCompressor_t c);
 
 // One DCT-DP step of grad into msg (at most msg.capacity entries; entries
 // that do not fit stay in the residual). Reads the committed state only and

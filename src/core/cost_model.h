@@ -17,10 +17,11 @@ struct CostParams {
   double reduceGBps;       // dense reduction rate (DCT_REDUCE_GBPS, default 4)
 };
 
-// DCT_* values where set; else, for alpha and the link, what the comm of
-// `ranks` measured of its dense allreduce (fitted to denseCostUs: alpha from
-// the small size, the link from the extra time of the large one less the
-// modelled reduction); else the defaults.
+// DCT_* values where set; else, for alpha and the link, a fit to what the
+// comm of `ranks` measured of its dense allreduce (denseCostUs then gives
+// both probe times: the link from the time per extra byte less the modelled
+// reduction, alpha from the small size's time less its bytes); else the
+// defaults.
 CostParams costParamsFromEnv(const LinkTiming& measured = {}, int ranks = 0);
 
 struct CostInputs {

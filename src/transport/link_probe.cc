@@ -1,9 +1,9 @@
 // Four timed runs per size after a warm-up, best of each rank, then the
 // best of the ranks: the rank that reached the allreduce last in a run timed
 // the collective itself, not its wait for late peers (a rank descheduled on
-// shared cores made the 1 KiB time longer than the 1 MiB one). 1 MiB is large enough for the
-// bandwidth to dominate on 1 Gbit/s links (~13 ms at 4 ranks) and small
-// enough to cost little at comm creation.
+// shared cores made the 1 KiB time longer than the 1 MiB one). 1 MiB is
+// large enough for the bandwidth to dominate on 1 Gbit/s links (~13 ms at
+// 4 ranks) and small enough to cost little at comm creation.
 #include "transport/link_probe.h"
 
 #include <algorithm>

@@ -134,34 +134,3 @@ TEST_CASE("an unmeasured algorithm's wire is costed at the pace the measured ste
   runLinkSteps(u, 20, fast, Costs{47000, 25000, 80000}, Costs{44000, 100, 75000}, step, dctAlgoDense);
   CHECK(runLinkSteps(u, 100, fast, Costs{47000, 25000, 80000}, Costs{44000, 100, 75000}, step, dctAlgoDense) >= 98);
 }
-
-TEST_CASE("a step whose buffers grew is not learned once the algorithm was measured warm") {
-  AutoTuner t;
-  const auto step = [&](uint64_t n, double prevUs, bool prevGrew) {
-    t.commit(t.plan({10}, {100}, {kFar}, n), prevUs, n, 0, prevGrew);
-  };
-  step(0, 0, false);
-  step(1, 20, true);  // step 0: cold, not learned
-  step(2, 20, true);  // step 1 grew too, but the first warm measurement is taken
-  REQUIRE(t.scale(dctAlgoAllgather) == 2.0);
-  step(3, 1e4, true);  // step 2 grew its buffers: first-touch time
-  CHECK(t.scale(dctAlgoAllgather) == 2.0);
-  step(4, 10, false);
-  CHECK(t.scale(dctAlgoAllgather) == 1.0);
-}
-
-TEST_CASE("a scale is the least of the last few ratios: one preempted step does not stick") {
-  AutoTuner t;
-  uint64_t step = 0;
-  const auto run = [&](double prevUs) {
-    t.commit(t.plan({10}, {kFar}, {kFar}, step), prevUs, step, 0);
-    step++;
-  };
-  run(0);
-  run(20);  // cold
-  run(20);
-  run(200);  // preempted: 10x
-  CHECK(t.scale(dctAlgoAllgather) == 2.0);
-  for (int i = 0; i < AutoTuner::kWindow; i++) run(30);  // really slower now: learned once the window has passed
-  CHECK(t.scale(dctAlgoAllgather) == 3.0);
-}
