@@ -3,6 +3,7 @@
 #pragma once
 
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "base/buffer.h"
@@ -46,6 +47,7 @@ struct CpuContext final : KernelContext {
   ThreadPool& pool = ThreadPool::instance();
   std::vector<WorkerScratch> workers = std::vector<WorkerScratch>(ThreadPool::instance().size());
   Buffer thresholdScratch;
+  std::unordered_map<void*, size_t> mapped;  // allocate()'s huge-page blocks: bytes mapped
 };
 
 // Below this many elements per worker, threading costs more than it saves.
