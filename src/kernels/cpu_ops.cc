@@ -1,14 +1,12 @@
 // CPU twin of the kernels ops table: the simple streaming kernels and the
 // table itself (select and threshold live in their own files).
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <new>
 #include <type_traits>
 
 #include "base/half_bulk.h"
+#include "base/mapped_memory.h"
 #include "kernels/cpu_context.h"
 
 namespace dct {
@@ -27,24 +25,12 @@ void destroyContext(KernelContext* ctx) { delete ctx; }
 // otherwise decided their page size and their speed.
 constexpr size_t kHugePage = size_t(1) << 21, kMappedFrom = size_t(4) << 20;
 
-void* mapHuge(size_t bytes) {
-  const size_t span = bytes + kHugePage;
-  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const auto start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-  if (aligned > start) munmap(raw, aligned - start);
-  if (start + span > aligned + bytes) munmap(reinterpret_cast<void*>(aligned + bytes), start + span - aligned - bytes);
-  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
-  return reinterpret_cast<void*>(aligned);
-}
-
 dctResult_t allocate(KernelContext* kc, void** ptr, size_t bytes) {
   *ptr = nullptr;
   if (bytes == 0) return dctSuccess;
   if (bytes >= kMappedFrom) {
     const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-    *ptr = mapHuge(rounded);
+    *ptr = mapMemory(rounded, kHugePage, true);
     if (*ptr) cpuCtx(kc)->mapped.emplace(*ptr, rounded);
   } else {
     *ptr = ::operator new(bytes, std::align_val_t(64), std::nothrow);
@@ -56,7 +42,7 @@ void release(KernelContext* kc, void* ptr) {
   if (ptr == nullptr) return;
   auto& mapped = cpuCtx(kc)->mapped;
   if (auto it = mapped.find(ptr); it != mapped.end()) {
-    munmap(ptr, it->second);
+    unmapMemory(ptr, it->second);
     mapped.erase(it);
     return;
   }

@@ -6,14 +6,13 @@
 // 4 ranks) and small enough to cost little at comm creation.
 #include "transport/link_probe.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <vector>
 
 #include "base/debug.h"
+#include "base/mapped_memory.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -28,13 +27,9 @@ constexpr int kRuns = 5;                                             // the firs
 // 4 ranks: 25 -> 32 ms).
 class MappedFloats {
  public:
-  explicit MappedFloats(size_t count) : bytes_(count * sizeof(float)) {
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    data_ = p == MAP_FAILED ? nullptr : static_cast<float*>(p);  // zero-filled
-  }
-  ~MappedFloats() {
-    if (data_) munmap(data_, bytes_);
-  }
+  explicit MappedFloats(size_t count)
+      : bytes_(count * sizeof(float)), data_(static_cast<float*>(mapMemory(bytes_))) {}  // zero-filled
+  ~MappedFloats() { unmapMemory(data_, bytes_); }
   MappedFloats(const MappedFloats&) = delete;
   MappedFloats& operator=(const MappedFloats&) = delete;
   float* data() const { return data_; }

@@ -46,6 +46,17 @@ dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
     if (mpi_err_ != MPI_SUCCESS) return mpiFail(comm, mpi_err_, #call); \
   } while (0)
 
+// Beyond MPI's int counts a block of `cap` bytes travels as ceil(cap /
+// limit) pieces of at most the limit, j-th piece pieceLen(bytes, j) long.
+// Sizes that are agreed give the same pieces on every rank; a capacity
+// gives the receiver the count without knowing what was sent (trailing
+// pieces empty when the sender has less).
+size_t piecesOf(size_t cap) { return (cap + mpiCountLimit() - 1) / mpiCountLimit(); }
+int pieceLen(size_t bytes, size_t j) {
+  const size_t at = j * mpiCountLimit();
+  return static_cast<int>(bytes > at ? std::min(mpiCountLimit(), bytes - at) : 0);
+}
+
 // Beyond MPI's int counts and displacements: every rank's block is
 // broadcast from its owner in pieces of at most the count limit. Every rank
 // computes the same pieces from the same (agreed) sizes.
@@ -54,10 +65,9 @@ dctResult_t allgathervLarge(dctComm_t comm, const void* send, size_t sendBytes, 
   const size_t piece = mpiCountLimit();
   if (sendBytes && send != recv + offsets[comm->rank]) std::memcpy(recv + offsets[comm->rank], send, sendBytes);
   for (int root = 0; root < comm->size; root++)
-    for (size_t off = 0; off < bytes[root]; off += piece) {
-      const size_t n = bytes[root] - off < piece ? bytes[root] - off : piece;
-      MPICHECK(comm, MPI_Bcast(recv + offsets[root] + off, static_cast<int>(n), MPI_BYTE, root, mpiOf(comm)));
-    }
+    for (size_t j = 0; j < piecesOf(bytes[root]); j++)
+      MPICHECK(comm,
+               MPI_Bcast(recv + offsets[root] + j * piece, pieceLen(bytes[root], j), MPI_BYTE, root, mpiOf(comm)));
   return dctSuccess;
 }
 
@@ -92,15 +102,6 @@ constexpr int kGatherTag = 0x6763;
 struct MpiRequest {
   std::vector<MPI_Request> requests;
 };
-
-// A block of capacity `cap` travels as ceil(cap / limit) pieces of at most
-// MPI's int count on both sides (trailing ones empty when the sender has
-// less): the receiver knows the count without knowing what was sent.
-size_t piecesOf(size_t cap) { return (cap + mpiCountLimit() - 1) / mpiCountLimit(); }
-int pieceLen(size_t bytes, size_t j) {
-  const size_t at = j * mpiCountLimit();
-  return static_cast<int>(bytes > at ? std::min(mpiCountLimit(), bytes - at) : 0);
-}
 
 // Still takes part when the request cannot be allocated: blocking, piece by
 // piece, pairing each send with the receive from the rank as far behind.
@@ -190,11 +191,11 @@ dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendB
   const int me = comm->rank;
   std::vector<MPI_Request> requests;
   auto post = [&](bool isSend, int peer, char* base, size_t bytes) -> dctResult_t {
-    for (size_t off = 0; off < bytes; off += piece) {
-      const int n = static_cast<int>(bytes - off < piece ? bytes - off : piece);
+    for (size_t j = 0; j < piecesOf(bytes); j++) {
+      char* at = base + j * piece;
       requests.emplace_back();
-      if (isSend) MPICHECK(comm, MPI_Isend(base + off, n, MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
-      else MPICHECK(comm, MPI_Irecv(base + off, n, MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
+      if (isSend) MPICHECK(comm, MPI_Isend(at, pieceLen(bytes, j), MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
+      else MPICHECK(comm, MPI_Irecv(at, pieceLen(bytes, j), MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
     }
     return dctSuccess;
   };
