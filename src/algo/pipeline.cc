@@ -167,7 +167,7 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
   if (!p.clean) return dctSuccess;
   char* dense = static_cast<char*>(s.target) + p.L.lo(i) * dtypeSize(c->accType);
   MergeArgs merge{dense, p.L.len(i), c->accType, c->wireType, c->indexBytes, messages.data(), P};
-  merge.stream = streamsResult(c);
+  merge.stream = streamsTensor(c);
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
     return merge.malformed < 0 ? res
                                : fail(s.comm, res, "dctSparseAllreduce: malformed chunk %d from rank %d", i,

@@ -101,7 +101,7 @@ dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
     messages[r] = packedView(gathered + offsets[r], bytes[r], all[r].nnz, dtypeSize(c->wireType));
   }
   MergeArgs merge{s.target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
-  merge.stream = streamsResult(c);
+  merge.stream = streamsTensor(c);
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess) {
     if (merge.malformed < 0) return res;
     const int r = merge.malformed;

@@ -103,6 +103,7 @@ dctResult_t selectRange(dctCompressor_t c, const void* grad, size_t lo, size_t n
   args.gradType = c->dtype;
   args.valueType = c->wireType;
   args.valueLimit = c->valueLimit;
+  args.stream = streamsTensor(c);
   DCTCHECK(msg.dense ? c->ops->selectDense(c->kernels, &args, stream) : c->ops->selectCompact(c->kernels, &args, stream));
   msg.nnz = args.nnz;
   return dctSuccess;
@@ -139,7 +140,7 @@ bool inWarmup(dctCompressor_t c) {
 
 bool sendsAll(dctCompressor_t c) { return inWarmup(c) || c->config.density >= 1.0; }
 
-bool streamsResult(dctCompressor_t c) { return c->count * dtypeSize(c->accType) >= kStreamBytes; }
+bool streamsTensor(dctCompressor_t c) { return c->count * dtypeSize(c->accType) >= kStreamBytes; }
 
 size_t targetNnz(dctCompressor_t c) {
   double k = std::round(c->config.density * static_cast<double>(c->count));

@@ -135,8 +135,9 @@ bool inWarmup(dctCompressor_t c);
 double tauFloor(dctCompressor_t c);
 // Every nonzero entry is sent this step (warm-up, density 1).
 bool sendsAll(dctCompressor_t c);
-// The tensor is past kStreamBytes: its merged result is streamed out.
-bool streamsResult(dctCompressor_t c);
+// The tensor is past kStreamBytes: its new residual and its merged result
+// are streamed out.
+bool streamsTensor(dctCompressor_t c);
 // The selection size the density asks for: k = max(1, round(density * count)).
 size_t targetNnz(dctCompressor_t c);
 

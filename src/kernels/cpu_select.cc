@@ -8,22 +8,18 @@
 
 #include "kernels/cpu_context.h"
 #include "kernels/cpu_select_simd.h"
+#include "kernels/cpu_stream.h"
 
 namespace dct {
 namespace {
 
 constexpr size_t kBlock = 2048;
 
-// Compacts [begin, end) of one block in the accumulator's type: SSE2 where
-// available (one type throughout), then a branch-free scalar loop for the
-// tail (or everything elsewhere). G is the gradient's type.
+// The plain loop, branch-free: [begin, end) appended to idx/val from m.
 template <typename T, typename G, typename I, bool kHasGrad>
-size_t selectBlock(const G* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
-  size_t m = 0, i = begin;
-#if DCT_SELECT_SIMD
-  if constexpr (std::is_same_v<G, T>) m = selectSimd<I, kHasGrad>(grad, in, residual, begin, end, tau, idx, val, i);
-#endif
-  for (; i < end; i++) {
+size_t selectScalar(const G* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val,
+                    size_t m) {
+  for (size_t i = begin; i < end; i++) {
     T acc = in[i];
     if constexpr (kHasGrad) acc += static_cast<T>(Value<G>::load(grad[i]));
     const bool take = !(std::fabs(acc) < tau);  // also true for NaN
@@ -33,6 +29,27 @@ size_t selectBlock(const G* grad, const T* in, T* residual, size_t begin, size_t
     residual[i] = take ? T(0) : acc;
   }
   return m;
+}
+
+// Compacts [begin, end) of one block in the accumulator's type: the vector
+// body where there is one (one type throughout; streamed stores from the
+// first aligned element on), the scalar loop for the rest.
+template <typename T, typename G, typename I, bool kHasGrad, bool kStream>
+size_t selectBlock(const G* grad, const T* in, T* residual, size_t begin, size_t end, T tau, I* idx, T* val) {
+  size_t m = 0, i = begin;
+#if DCT_SELECT_SIMD
+  if constexpr (std::is_same_v<G, T>) {
+    if constexpr (kStream) {
+      const size_t align = selectAlignment<T>();
+      const size_t skew = reinterpret_cast<uintptr_t>(residual + begin) % align;
+      const size_t head = skew == 0 ? 0 : (align - skew) / sizeof(T);
+      i = begin + head < end ? begin + head : end;
+      m = selectScalar<T, G, I, kHasGrad>(grad, in, residual, begin, i, tau, idx, val, m);
+    }
+    m = selectSimd<I, kHasGrad, kStream>(grad, in, residual, i, end, tau, idx, val, m, i);
+  }
+#endif
+  return selectScalar<T, G, I, kHasGrad>(grad, in, residual, i, end, tau, idx, val, m);
 }
 
 template <typename V>
@@ -53,10 +70,13 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
   const T tau = static_cast<T>(a.tau);
   out.count = 0;
   out.nonFinite = 0;
+  // Streamed only where whole elements can reach the vector's alignment.
+  const bool stream = a.stream && reinterpret_cast<uintptr_t>(residual) % sizeof(T) == 0;
+  auto block = stream ? (grad ? selectBlock<T, G, I, true, true> : selectBlock<T, G, I, false, true>)
+                        : (grad ? selectBlock<T, G, I, true, false> : selectBlock<T, G, I, false, false>);
   for (size_t b = begin; b < end; b += kBlock) {
     size_t e = b + kBlock < end ? b + kBlock : end;
-    size_t m = grad ? selectBlock<T, G, I, true>(grad, in, residual, b, e, tau, idx, val)
-                    : selectBlock<T, G, I, false>(grad, in, residual, b, e, tau, idx, val);
+    size_t m = block(grad, in, residual, b, e, tau, idx, val);
     if (m == 0) continue;
     out.indices.reserve((out.count + m) * sizeof(I), out.count * sizeof(I));
     out.values.reserve((out.count + m) * sizeof(T), out.count * sizeof(T));
@@ -65,6 +85,7 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
     for (size_t j = 0; j < m; j++) out.nonFinite += !std::isfinite(val[j]);
     out.count += m;
   }
+  if (stream) streamFence();  // before the pool hands the residual on
 }
 
 // Copies a worker's entries to out[offset...], values rounded to V (a V

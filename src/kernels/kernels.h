@@ -36,8 +36,10 @@ struct KernelContext {
 // intact: the compressor commits a step only when every rank succeeded.
 // Tensors from this size on leave the caches before their result is read
 // again (a step touches gradient, residual, spare and result: 4x this): the
-// CPU twin's merge writes it with non-temporal stores, sparing every line's
-// read for ownership (MergeArgs::stream).
+// CPU twin's select writes the new residual and its merge writes the result
+// with non-temporal stores, sparing every line's read for ownership
+// (SelectArgs::stream, MergeArgs::stream; measured crossover on a 32 MiB L3:
+// 2^21 fp32 elements, bench/results/2026-11-25-select-avx2).
 constexpr size_t kStreamBytes = size_t(8) << 20;
 
 struct SelectArgs {
@@ -57,6 +59,7 @@ struct SelectArgs {
   dctDataType_t gradType = dctNumTypes;   // dctNumTypes: dtype
   dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
   double valueLimit = 0;  // a valueType value; 0: valueType's largest finite
+  bool stream = false;    // the tensor is past kStreamBytes
   const void* in() const { return residualIn ? residualIn : residual; }
   dctDataType_t gradT() const { return gradType == dctNumTypes ? dtype : gradType; }
   dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
