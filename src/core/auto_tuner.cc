@@ -17,16 +17,11 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   for (int s = 0; s < kSlots; s++) {
     const Track& o = tracks_[s];
     const bool close = cost[s] < kReprobeBand * cost[best];
-    const bool due = o.measured < 2 || step + 1 - o.lastStep >= reprobeAfter(o.measured);
+    const bool due = o.measured < 2 || step + 1 - o.lastStep >= kReprobeSteps;
     if (s != best && close && due && (probe < 0 || cost[s] < cost[probe])) probe = s;
   }
   if (probe >= 0) best = probe;
   return Decision{best, model[best]};
-}
-
-uint64_t AutoTuner::reprobeAfter(uint64_t measured) {
-  const uint64_t doublings = measured < 2 ? 0 : measured - 2;  // measured 2: one warm run
-  return doublings >= 5 ? kReprobeSteps : kFirstReprobe << doublings;
 }
 
 void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {

@@ -55,19 +55,11 @@ class AutoTuner {
   double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale; }
   double linkScale() const { return link_.scale; }
 
-  // Re-measure a losing algorithm while its scaled cost is within
-  // kReprobeBand of the chosen one's: 4, 8, 16, 32 and 64 steps after its
-  // first warm runs, then every kReprobeSteps (at most ~1% of steps per close
-  // loser, two: ~2%). The first runs of a job are the least typical (error
-  // feedback still filling the residual, tau re-estimated, buffers touched
-  // for the first time), and with one probe per kReprobeSteps a loser
-  // misjudged there stayed lost for the first hundred steps: 4 ranks on
-  // 2 cores kept split at 35-50 ms a step against allgather's 30-32.
+  // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
+  // is within kReprobeBand of the chosen one's: at most ~1% of steps per
+  // close loser (two: ~2%).
   static constexpr uint64_t kReprobeSteps = 100;
-  static constexpr uint64_t kFirstReprobe = 4;
   static constexpr double kReprobeBand = 1.5;
-  // Steps between two runs of a close loser measured `measured` times.
-  static uint64_t reprobeAfter(uint64_t measured);
 
  private:
   struct Track {
