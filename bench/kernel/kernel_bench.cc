@@ -11,16 +11,12 @@
 #include <cstring>
 #include <random>
 
-#include "base/mapped_memory.h"
 #include "kernels/index_packing.h"
 #include "kernels/thread_pool.h"
 
 namespace dctbench {
 namespace {
 
-void* bytesAt(const MappedBlock& b) { return b.data(); }
-
-constexpr size_t kHugePage = size_t(1) << 21;
 
 // Heavy-tailed values (normal times a log-normal scale), fast enough for
 // 2^26 elements: 16 random bits per table lookup instead of a draw each.
@@ -42,16 +38,22 @@ void fillHeavyTailed(T* out, size_t n, uint64_t seed) {
 }  // namespace
 
 KernelBench::KernelBench(const KernelOptions& opt)
-    : opt_(opt), es_(dct::dtypeSize(opt.dtype)), ops_(dct::cpuKernelOps()) {
+    : opt_(opt),
+      es_(dct::dtypeSize(opt.dtype)),
+      ops_(dct::cpuKernelOps()),
+      grad_(opt.maxN * es_, true),
+      saved_(opt.maxN * es_, true),
+      residual_(opt.maxN * es_, true),
+      acc_(opt.maxN * es_, true),
+      dense_(opt.maxN * es_, true) {
   if (ops_.createContext(&ctx_) != dctSuccess) {
     std::fprintf(stderr, "kernel_perf: createContext failed\n");
     ctx_ = nullptr;
     return;
   }
-  const size_t bytes = opt_.maxN * es_;
-  for (auto* b : {&grad_, &saved_, &residual_, &acc_, &dense_}) {
-    if (!b->map(bytes)) {
-      std::fprintf(stderr, "kernel_perf: cannot map %zu bytes\n", bytes);
+  for (const auto* b : {&grad_, &saved_, &residual_, &acc_, &dense_}) {
+    if (b->data() == nullptr) {
+      std::fprintf(stderr, "kernel_perf: cannot map %zu bytes\n", opt_.maxN * es_);
       failed_ = true;
       return;
     }
@@ -61,16 +63,6 @@ KernelBench::KernelBench(const KernelOptions& opt)
   indices_.assign(capacity, 0);
   packed_.assign(dct::packing::maxPackedBytes(capacity, 4), 0);
   fillInputs();
-}
-
-bool MappedBlock::map(size_t bytes) {
-  bytes_ = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-  data_ = static_cast<double*>(dct::mapMemory(bytes_, kHugePage, true));
-  return data_ != nullptr;
-}
-
-MappedBlock::~MappedBlock() {
-  if (data_) dct::unmapMemory(data_, bytes_);
 }
 
 KernelBench::~KernelBench() {
@@ -143,7 +135,7 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   out.kernels.push_back({"accumulate", 3 * e * elems, accUs});
 
   // The message the fused pass just produced, added into a dense buffer.
-  dct::ScatterArgs add{bytesAt(dense_), n, opt_.dtype, 4, indices_.data(), values_.data(),
+  dct::ScatterArgs add{dense_.data(), n, opt_.dtype, 4, indices_.data(), values_.data(),
                        sel.nnz, true};
   double scatterUs = medianUs([&](int) { return ops_.scatterAdd(ctx_, &add, nullptr); }, false);
   out.kernels.push_back({"scatter", (4 + 3 * e) * static_cast<double>(sel.nnz), scatterUs});
@@ -153,7 +145,7 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   double packUs = medianUs([&](int) { return ops_.packIndices(ctx_, &pack, nullptr); }, false);
   out.kernels.push_back({"pack", 4 * static_cast<double>(sel.nnz), packUs});
   out.packedBytesPerIndex = sel.nnz ? static_cast<double>(pack.bytes) / static_cast<double>(sel.nnz) : 0;
-  dct::ScatterArgs addPacked{bytesAt(dense_), n, opt_.dtype, 4, packed_.data(), values_.data(),
+  dct::ScatterArgs addPacked{dense_.data(), n, opt_.dtype, 4, packed_.data(), values_.data(),
                              sel.nnz, true, pack.bytes};
   double unpackUs = medianUs([&](int) { return ops_.scatterAddPacked(ctx_, &addPacked, nullptr); }, false);
   out.kernels.push_back({"scatter-packed", (4 + 3 * e) * static_cast<double>(sel.nnz), unpackUs});
@@ -161,7 +153,7 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   const dct::PackedMessage message{packed_.data(), values_.data(), sel.nnz, pack.bytes};
   const std::vector<dct::PackedMessage> messages(4, message);
   // merge-4 as the allreduce runs it (streamed past kStreamBytes), merge-4-rfo with plain stores.
-  dct::MergeArgs merge{bytesAt(dense_), n, opt_.dtype, opt_.dtype, 4, messages.data(), 4};
+  dct::MergeArgs merge{dense_.data(), n, opt_.dtype, opt_.dtype, 4, messages.data(), 4};
   for (bool plain : {false, true}) {
     merge.stream = !plain && n * es_ >= dct::kStreamBytes;
     double mergeUs = medianUs([&](int) { return ops_.mergePacked(ctx_, &merge, nullptr); }, false);
@@ -184,7 +176,7 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   out.kernels.push_back({"tau-exact", 2 * e * elems, exactUs});
 
   auto timed = [&](const std::function<dctResult_t()>& body) { return medianUs([&](int) { return body(); }, false); };
-  if (!runRowKernels(opt_, ops_, ctx_, n, grad_.data(), bytesAt(dense_), timed, out)) failed_ = true;
+  if (!runRowKernels(opt_, ops_, ctx_, n, grad_.data(), dense_.data(), timed, out)) failed_ = true;
 
   // Same pool, same chunking grain as the kernels (2^16 elements a worker).
   dct::ThreadPool& pool = dct::ThreadPool::instance();

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mapped_memory.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
 
@@ -56,24 +57,6 @@ struct SizeResult {
   std::vector<KernelTiming> kernels;  // memcpy last
 };
 
-// A tensor-sized block laid out as the CPU twin lays out its own (mapped on
-// a 2 MiB boundary, huge pages asked for): the kernels see the alignment and
-// TLB reach they get inside a compressor, not the heap's 16-byte offset and
-// 4 KiB pages (which made select look 1.7x slower than it runs there).
-class MappedBlock {
- public:
-  MappedBlock() = default;
-  ~MappedBlock();
-  bool map(size_t bytes);  // once; false if the kernel refuses
-  MappedBlock(const MappedBlock&) = delete;
-  MappedBlock& operator=(const MappedBlock&) = delete;
-  double* data() const { return data_; }
-
- private:
-  size_t bytes_ = 0;
-  double* data_ = nullptr;
-};
-
 class KernelBench {
  public:
   explicit KernelBench(const KernelOptions& opt);
@@ -95,7 +78,11 @@ class KernelBench {
   bool failed_ = false;
   // grad and saved (the residual every rep starts from) are the inputs;
   // acc = grad + saved is what the thresholds see.
-  MappedBlock grad_, saved_, residual_, acc_, dense_;
+  // Tensor-sized buffers laid out as the CPU twin lays out its own (huge
+  // pages on 2 MiB boundaries): the kernels see the alignment and TLB reach
+  // they get inside a compressor, not the heap's 16-byte offset and 4 KiB
+  // pages (which made select look 1.7x slower than it runs there).
+  dct::MappedMemory grad_, saved_, residual_, acc_, dense_;
   std::vector<double> values_;
   std::vector<uint32_t> indices_;
   std::vector<uint8_t> packed_;

@@ -23,14 +23,14 @@ void destroyContext(KernelContext* ctx) { delete ctx; }
 // mapped on 2 MiB boundaries and asked for transparent huge pages: the
 // select and merge passes stream through them, and heap placement
 // otherwise decided their page size and their speed.
-constexpr size_t kHugePage = size_t(1) << 21, kMappedFrom = size_t(4) << 20;
+constexpr size_t kMappedFrom = size_t(4) << 20;
 
 dctResult_t allocate(KernelContext* kc, void** ptr, size_t bytes) {
   *ptr = nullptr;
   if (bytes == 0) return dctSuccess;
   if (bytes >= kMappedFrom) {
-    const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
-    *ptr = mapMemory(rounded, kHugePage, true);
+    const size_t rounded = hugePageRounded(bytes);
+    *ptr = mapMemory(rounded, kHugePageBytes, true);
     if (*ptr) cpuCtx(kc)->mapped.emplace(*ptr, rounded);
   } else {
     *ptr = ::operator new(bytes, std::align_val_t(64), std::nothrow);

@@ -21,26 +21,8 @@ namespace {
 constexpr size_t kSmallCount = 256, kLargeCount = size_t(1) << 18;  // fp32: 1 KiB, 1 MiB
 constexpr int kRuns = 5;                                             // the first warms up
 
-// The probe's buffers come straight from the kernel and go back to it:
-// heap memory that MPI has sent from, once freed and reused for a
-// compressor's buffers, made its selection 30% slower for good (64 MiB at
-// 4 ranks: 25 -> 32 ms).
-class MappedFloats {
- public:
-  explicit MappedFloats(size_t count)
-      : bytes_(count * sizeof(float)), data_(static_cast<float*>(mapMemory(bytes_))) {}  // zero-filled
-  ~MappedFloats() { unmapMemory(data_, bytes_); }
-  MappedFloats(const MappedFloats&) = delete;
-  MappedFloats& operator=(const MappedFloats&) = delete;
-  float* data() const { return data_; }
-
- private:
-  size_t bytes_;
-  float* data_ = nullptr;
-};
-
 // Every rank runs every allreduce, failed or not (transport.h's contract).
-dctResult_t timeAllreduce(dctComm_t comm, const MappedFloats& in, const MappedFloats& out, size_t count,
+dctResult_t timeAllreduce(dctComm_t comm, const MappedMemory& in, const MappedMemory& out, size_t count,
                           double& bestUs) {
   dctResult_t status = dctSuccess;
   bestUs = std::numeric_limits<double>::infinity();
@@ -58,7 +40,10 @@ dctResult_t probeOne(dctComm_t comm) {
   comm->link = LinkTiming{};
   // Every rank of a comm has its transport: all measure, or none.
   if (comm->size < 2 || !comm->transport->hostBuffers) return dctSuccess;
-  const MappedFloats in(kLargeCount), out(kLargeCount);
+  // Straight from the kernel and back to it, zero-filled: heap memory that
+  // MPI had sent from, freed and reused for a compressor's buffers, made its
+  // selection 30% slower for good (64 MiB at 4 ranks: 25 -> 32 ms).
+  const MappedMemory in(kLargeCount * sizeof(float)), out(kLargeCount * sizeof(float));
   // Out of memory on one rank: all skip the probe alike (the model keeps
   // its defaults), nobody waits in an allreduce.
   int32_t missing = 0;
