@@ -2,6 +2,7 @@
 // threshold schedule (every L steps, early on drift), warm-up, EF off.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -33,6 +34,15 @@ struct Fixture {
     REQUIRE(compressStep(c, grad, msg, draft, nullptr) == dctSuccess);
     commitStep(c, draft, 0, 0, dctAlgoAllgather);
     return msg.nnz;
+  }
+  // The dense plan's step: every value into `dense`.
+  void denseStep(const float* grad, std::vector<float>& dense) {
+    Message msg;
+    msg.dense = dense.data();
+    msg.everything = true;
+    StepDraft draft;
+    REQUIRE(compressStep(c, grad, msg, draft, nullptr) == dctSuccess);
+    commitStep(c, draft, 0, 0, dctAlgoDense);
   }
 };
 
@@ -268,4 +278,25 @@ TEST_CASE("a step that is not committed leaves the compressor exactly as it was"
   CHECK(f.c->stats.step == stats.step);
   CHECK(f.c->stats.thresholdEstimates == stats.thresholdEstimates);
   CHECK(f.c->tau.tau == tau);
+}
+
+TEST_CASE("a dense-plan step keeps the estimated tau for the next sparse step to re-estimate") {
+  const size_t n = 50021, k = n / 100;
+  Fixture f(n, config(0.01, 1000), n);
+  std::mt19937_64 rng(5);
+  for (int t = 0; t < 20; t++) f.step(gradient(n, t, rng).data());
+  const double tau = f.c->tau.tau;
+  std::vector<float> dense(n);
+  auto g = gradient(n, 20, rng);
+  f.denseStep(g.data(), dense);
+  CHECK(std::equal(dense.begin(), dense.end(), g.begin()) == false);  // the residual went along
+  for (size_t i = 0; i < n; i++) REQUIRE(f.residual()[i] == 0.f);
+  // Not the floor, which made the next step select all n entries first.
+  CHECK(f.c->tau.tau == tau);
+  CHECK(f.c->tau.driftPending);
+  const uint64_t estimates = f.c->stats.thresholdEstimates;
+  const size_t nnz = f.step(gradient(n, 21, rng).data());
+  CHECK(f.c->stats.thresholdEstimates == estimates + 1);
+  CHECK(nnz >= k / 2);
+  CHECK(nnz <= 2 * k);
 }
