@@ -166,12 +166,16 @@ dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   if (s.nesting) DCTCHECK(s.nesting->beforeCommit(finish(s), s.plan.algorithm, s.draft.threshold, s.clock));
   commit(s, all);
-  DCT_TRACE("step %llu: nnz %llu tau %g algo %d chunks of %zu", (unsigned long long)c->stats.step,
-            (unsigned long long)c->stats.nnz, c->tau.tau, static_cast<int>(s.plan.algorithm), s.chunkElems);
   if (!s.nesting) DCTCHECK(finish(s));
   DCTCHECK(c->ops->streamEnd(c->kernels, s.stream));
   s.clock.lap(dctPhaseOther);
   s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
+  DCT_TRACE("step %llu: nnz %llu tau %g algo %d chunks of %zu; ms: compress %.2f agree %.2f exchange %.2f reduce %.2f "
+            "total %.2f",
+            (unsigned long long)c->stats.step, (unsigned long long)c->stats.nnz, c->tau.tau,
+            static_cast<int>(s.plan.algorithm), s.chunkElems, s.clock.us(dctPhaseCompress) * 1e-3,
+            s.clock.us(dctPhaseAgree) * 1e-3, s.clock.us(dctPhaseExchange) * 1e-3, s.clock.us(dctPhaseReduce) * 1e-3,
+            s.clock.totalUs() * 1e-3);
   // Auto learns whole steps: the dense plan's steady state skips the
   // compressor's passes, which the allgather plan pays.
   c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);

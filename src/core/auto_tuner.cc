@@ -1,45 +1,90 @@
 #include "core/auto_tuner.h"
 
+#include <algorithm>
+
+#include "base/debug.h"
+
 namespace dct {
 
 AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const {
   const Modelled model[kSlots] = {allgather, dense, split};
-  double cost[kSlots];
+  double cost[kSlots], hope[kSlots];
   int best = 0;
   for (int s = 0; s < kSlots; s++) {
     const Modelled& m = model[s];
+    const Track& t = tracks_[s];
     // Unmeasured: its own local work as modelled, its wire at the links' measured pace.
-    cost[s] = tracks_[s].measured >= 2 ? m.us * tracks_[s].scale : m.us + m.wireUs * (link_.scale - 1);
+    cost[s] = t.filled ? m.us * t.scale() : m.us + m.wireUs * (link_.scale() - 1);
+    // While its window fills, its best sample says whether to measure on.
+    hope[s] = t.filled ? m.us * t.hope() : cost[s];
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
-  // The cheapest close loser that is due for a measurement runs instead.
-  int probe = -1;
+  const int last = pending_.slot;  // the previous step's: its time is not learned yet
+  auto close = [&](int s) { return hope[s] < kReprobeBand * cost[best]; };
+  auto inFlight = [&](int s) { return s == last && tracks_[s].runs >= 1 ? 1 : 0; };  // a warm run
+  // A streak runs to its end while its algorithm stays close: until its
+  // window is full (the first), or for kStreak samples (a re-measurement).
+  auto samples = [&](int s) { return tracks_[s].filled + inFlight(s); };
+  if (last >= 0 && close(last) && (samples(last) < kSamples || tracks_[last].streak + inFlight(last) < kStreak))
+    return Decision{last, model[last]};
+  // A window left unfilled (its algorithm fell out of the band, then came
+  // back): the close algorithm with the fewest samples, the cheaper first.
+  auto before = [&](int s, int other) {
+    return other < 0 || samples(s) < samples(other) || (samples(s) == samples(other) && cost[s] < cost[other]);
+  };
+  int pick = -1;
+  for (int s = 0; s < kSlots; s++)
+    if (close(s) && samples(s) < kSamples && before(s, pick)) pick = s;
+  if (pick >= 0) return Decision{pick, model[pick]};
+  // Then the cheapest close loser due for a re-measurement; then the winner.
   for (int s = 0; s < kSlots; s++) {
-    const Track& o = tracks_[s];
-    const bool close = cost[s] < kReprobeBand * cost[best];
-    const bool due = o.measured < 2 || step + 1 - o.lastStep >= kReprobeSteps;
-    if (s != best && close && due && (probe < 0 || cost[s] < cost[probe])) probe = s;
+    const bool due = s != best && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps;
+    if (due && (pick < 0 || cost[s] < cost[pick])) pick = s;
   }
-  if (probe >= 0) best = probe;
-  return Decision{best, model[best]};
+  if (pick < 0) pick = best;
+  return Decision{pick, model[pick]};
 }
 
 void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {
   learn(slowestPrevUs, slowestLocalUs);
-  if (d.slot >= 0) tracks_[d.slot].lastStep = step + 1;
+  if (d.slot >= 0) {
+    Track& t = tracks_[d.slot];
+    if (d.slot != pending_.slot) t.streak = 0;
+    t.lastStep = step + 1;
+  }
   pending_ = d;
+}
+
+double AutoTuner::Track::scale() const {
+  if (filled == 0) return 1.0;
+  double sorted[kSamples];
+  for (int i = 0; i < filled; i++) {  // insertion: a handful of samples
+    int j = i;
+    for (; j > 0 && sorted[j - 1] > window[i]; j--) sorted[j] = sorted[j - 1];
+    sorted[j] = window[i];
+  }
+  return filled % 2 ? sorted[filled / 2] : 0.5 * (sorted[filled / 2 - 1] + sorted[filled / 2]);
+}
+
+double AutoTuner::Track::hope() const {
+  return filled < kSamples ? *std::min_element(window, window + filled) : scale();
 }
 
 void AutoTuner::Track::learn(double ratio) {
   // The first run pays first-touch costs (buffers, MPI internals): skip it.
-  if (++measured == 1) return;
-  scale = measured == 2 ? ratio : 0.5 * scale + 0.5 * ratio;
+  if (++runs == 1) return;
+  window[next] = ratio;
+  next = (next + 1) % kSamples;
+  filled = std::min(filled + 1, kSamples);
+  streak++;
 }
 
 void AutoTuner::learn(double slowestUs, double localUs) {
   const Modelled& m = pending_.model;
   if (pending_.slot < 0 || slowestUs <= 0 || m.us <= 0) return;
-  tracks_[pending_.slot].learn(slowestUs / m.us);
+  Track& t = tracks_[pending_.slot];
+  t.learn(slowestUs / m.us);
+  DCT_TRACE("auto: slot %d took %.0f us (model %.0f): scale %.3f", pending_.slot, slowestUs, m.us, t.scale());
   if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs);
 }
 

@@ -52,20 +52,35 @@ class AutoTuner {
   // step and the part of it that rank spent on its own local work (0:
   // unknown), then remember this step's decision to learn its time.
   void commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs = 0);
-  double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale; }
-  double linkScale() const { return link_.scale; }
+  double scale(dctAlgorithm_t algo) const { return tracks_[slot(algo)].scale(); }
+  double linkScale() const { return link_.scale(); }
 
+  // An algorithm's scale is the median of its last kSamples warm steps. One
+  // step on a shared machine can take 2x its neighbours (a rank descheduled,
+  // error feedback's transient, the first run of a chunking), and a single
+  // such sample used to lock a loser out until its next re-measurement.
+  static constexpr int kSamples = 3;
+  // Samples come in streaks, steps in a row, so an algorithm being measured
+  // pays a switch (a chunking's first run, cold caches) in one sample, not
+  // in all: a first streak fills the window; a re-measured loser's streak
+  // is kStreak steps, a majority of the window, replacing its stale samples.
+  // While a window fills, its best sample decides whether it is close
+  // enough to measure on, so one slow early step cannot stop it.
+  static constexpr int kStreak = kSamples / 2 + 1;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
-  // is within kReprobeBand of the chosen one's: at most ~1% of steps per
-  // close loser (two: ~2%).
+  // is within kReprobeBand of the chosen one's: ~2% of steps per close loser.
   static constexpr uint64_t kReprobeSteps = 100;
   static constexpr double kReprobeBand = 1.5;
 
  private:
   struct Track {
-    double scale = 1.0;     // measured / modelled; 1 until measured warm
-    uint64_t measured = 0;  // times learned (the first, cold, is not used)
+    double window[kSamples] = {};  // warm measured/modelled ratios, a ring
+    int filled = 0, next = 0;
+    int streak = 0;         // warm samples learned since it last took over
+    uint64_t runs = 0;      // times learned (the first, cold, is not sampled)
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
+    double scale() const;   // the window's median; 1 until sampled
+    double hope() const;    // the best sample until the window is full, then the median
     void learn(double ratio);
   };
   static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : algo == dctAlgoSplit ? 2 : 0; }
