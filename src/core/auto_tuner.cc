@@ -22,19 +22,21 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   const int last = pending_.slot;  // the previous step's: its time is not learned yet
   auto close = [&](int s) { return hope[s] < kReprobeBand * cost[best]; };
   auto inFlight = [&](int s) { return s == last && tracks_[s].runs >= 1 ? 1 : 0; };  // a warm run
-  // A streak runs to its end while its algorithm stays close: until its
-  // window is full (the first), or for kStreak samples (a re-measurement).
+  // A streak runs for kStreak warm samples while its algorithm stays close.
+  if (last >= 0 && close(last) && tracks_[last].streak + inFlight(last) < kStreak) return Decision{last, model[last]};
+  // Exploring: an algorithm short of a streak's samples while close, or of
+  // a full window while its best sample would win; the fewest samples
+  // first, then the cheaper.
   auto samples = [&](int s) { return tracks_[s].filled + inFlight(s); };
-  if (last >= 0 && close(last) && (samples(last) < kSamples || tracks_[last].streak + inFlight(last) < kStreak))
-    return Decision{last, model[last]};
-  // A window left unfilled (its algorithm fell out of the band, then came
-  // back): the close algorithm with the fewest samples, the cheaper first.
+  auto explore = [&](int s) {
+    return close(s) && (samples(s) < kStreak || (samples(s) < kSamples && hope[s] < cost[best]));
+  };
   auto before = [&](int s, int other) {
     return other < 0 || samples(s) < samples(other) || (samples(s) == samples(other) && cost[s] < cost[other]);
   };
   int pick = -1;
   for (int s = 0; s < kSlots; s++)
-    if (close(s) && samples(s) < kSamples && before(s, pick)) pick = s;
+    if (explore(s) && before(s, pick)) pick = s;
   if (pick >= 0) return Decision{pick, model[pick]};
   // Then the cheapest close loser due for a re-measurement; then the winner.
   for (int s = 0; s < kSlots; s++) {

@@ -60,12 +60,13 @@ class AutoTuner {
   // error feedback's transient, the first run of a chunking), and a single
   // such sample used to lock a loser out until its next re-measurement.
   static constexpr int kSamples = 3;
-  // Samples come in streaks, steps in a row, so an algorithm being measured
-  // pays a switch (a chunking's first run, cold caches) in one sample, not
-  // in all: a first streak fills the window; a re-measured loser's streak
-  // is kStreak steps, a majority of the window, replacing its stale samples.
-  // While a window fills, its best sample decides whether it is close
-  // enough to measure on, so one slow early step cannot stop it.
+  // Samples come in streaks of kStreak steps in a row (a majority of the
+  // window), so an algorithm being measured pays a switch (a chunking's
+  // first run, cold caches) in one sample, not in all, and a re-measured
+  // loser's streak outvotes its stale samples. Every close algorithm gets a
+  // first streak (its cold run, then kStreak warm steps: three algorithms
+  // fit in ten warm-up steps); one whose best sample would beat the winner
+  // gets a second, so a single slow early step cannot rule it out.
   static constexpr int kStreak = kSamples / 2 + 1;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
   // is within kReprobeBand of the chosen one's: ~2% of steps per close loser.

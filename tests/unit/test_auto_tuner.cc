@@ -200,10 +200,10 @@ TEST_CASE("an algorithm's samples are taken in a row, and a clearly slower one s
     order.push_back(d.algorithm());
     last = d.algorithm() == dctAlgoSplit ? 440 : 100;
   }
-  // Allgather's first streak: one cold run and kSamples warm ones; then
+  // Allgather's first streak: one cold run and kStreak warm ones; then
   // split's: its cold run, one warm run that prices it out and one already
   // under way; then allgather from then on.
-  const int first = AutoTuner::kSamples + 1;
+  const int first = AutoTuner::kStreak + 1;
   for (int i = 0; i < first; i++) CHECK(order[i] == dctAlgoAllgather);
   for (int i = first; i < first + 3; i++) CHECK(order[i] == dctAlgoSplit);
   CHECK(std::count(order.begin(), order.end(), dctAlgoSplit) == 3);
