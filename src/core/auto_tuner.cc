@@ -78,7 +78,7 @@ void AutoTuner::Track::learn(double ratio) {
   window[next] = ratio;
   next = (next + 1) % kSamples;
   filled = std::min(filled + 1, kSamples);
-  streak++;
+  streak = std::min(streak + 1, kStreak);  // only compared with kStreak: saturates, never overflows
 }
 
 void AutoTuner::learn(double slowestUs, double localUs) {

@@ -154,35 +154,33 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   d.tau = c->tau;
   const bool sendAll = sendsAll(c) || msg.everything;
   const void* from = grad;  // select from grad + residual, or from the materialised acc
-  double tau = d.tau.tau;
+  // Sending everything selects at the floor. The estimated tau is kept,
+  // marked for re-estimation as the residual empties: left at the floor, it
+  // made the next sparse step select everything and then redo it (10x its
+  // time).
+  auto tau = [&] { return sendAll ? minTau : d.tau.tau; };
   if (sendAll) {
-    // Every nonzero entry goes and the residual empties. The estimated tau
-    // is kept, marked for re-estimation: left at the floor, it made the next
-    // sparse step select everything and then redo it (10x its time).
-    tau = minTau;
     d.tau.driftPending = d.tau.have;
   } else if (estimateDue(c)) {
     DCTCHECK(materialise(c, grad, stream));
     DCTCHECK(estimateTau(c, d, stream));
-    tau = d.tau.tau;
     from = nullptr;
   }
   if (msg.storage) DCTCHECK(layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64));
   SelectArgs args;
-  DCTCHECK(select(c, from, tau, msg, args, stream));
+  DCTCHECK(select(c, from, tau(), msg, args, stream));
   if (from != nullptr && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
     DCTCHECK(materialise(c, grad, stream));
     DCTCHECK(estimateTau(c, d, stream));
-    tau = d.tau.tau;
     from = nullptr;
-    DCTCHECK(select(c, nullptr, tau, msg, args, stream));
+    DCTCHECK(select(c, nullptr, tau(), msg, args, stream));
   }
-  if (!sendAll) judgeCount(d.tau, from == nullptr, args.selected, k, tau <= minTau);
+  if (!sendAll) judgeCount(d.tau, from == nullptr, args.selected, k, tau() <= minTau);
   // Growable messages hold everything selected: make room and select again
   // from the untouched originals.
   if (msg.storage && args.selected > msg.nnz) {
     DCTCHECK(layOut(c, msg, args.selected));
-    DCTCHECK(select(c, grad, tau, msg, args, stream));
+    DCTCHECK(select(c, grad, tau(), msg, args, stream));
   }
   d.newResidual = c->config.errorFeedback != 0;  // without EF the zero residual stays
   d.residualZero = sendAll && c->wireType == c->accType;

@@ -56,6 +56,11 @@ inline void storeLanes(double* p, __m128d v) {
   if constexpr (kStream) _mm_stream_pd(p, v);
   else _mm_storeu_pd(p, v);
 }
+template <bool kStream>
+__attribute__((target("avx2"))) inline void storeLanes(float* p, __m256 v) {
+  if constexpr (kStream) _mm256_stream_ps(p, v);
+  else _mm256_storeu_ps(p, v);
+}
 
 // Appends the hits of [begin, end) to idx/val from position m; returns the
 // new count and, in `done`, where the scalar tail starts.
@@ -132,13 +137,8 @@ __attribute__((target("avx2"))) size_t selectAvx2(const float* __restrict grad, 
     // unordered not-less-than: NaN is taken, as in the SSE2 body
     const __m256 t0 = _mm256_cmp_ps(_mm256_and_ps(a0, absMask), vtau, _CMP_NLT_UQ);
     const __m256 t1 = _mm256_cmp_ps(_mm256_and_ps(a1, absMask), vtau, _CMP_NLT_UQ);
-    if constexpr (kStream) {
-      _mm256_stream_ps(residual + i, _mm256_andnot_ps(t0, a0));
-      _mm256_stream_ps(residual + i + 8, _mm256_andnot_ps(t1, a1));
-    } else {
-      _mm256_storeu_ps(residual + i, _mm256_andnot_ps(t0, a0));
-      _mm256_storeu_ps(residual + i + 8, _mm256_andnot_ps(t1, a1));
-    }
+    storeLanes<kStream>(residual + i, _mm256_andnot_ps(t0, a0));
+    storeLanes<kStream>(residual + i + 8, _mm256_andnot_ps(t1, a1));
     const unsigned mask = _mm256_movemask_ps(t0) | (_mm256_movemask_ps(t1) << 8);
     if (mask) {
       alignas(32) float lanes[16];
