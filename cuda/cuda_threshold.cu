@@ -1,6 +1,7 @@
 // CUDA twin of the threshold estimators, for every value type: the k-th
 // largest |x| (NaN as +Inf) of the same deterministic PRNG sample as the CPU
-// twin (sampled), or of all of x (exact); or MSTopK bisection (bisect).
+// twin (sampled), or of all of x (exact), x optionally an accumulator read as
+// residual + grad; or MSTopK bisection (bisect).
 //
 //   entry    threshold: n == 0, type dispatch, the positive floor
 //   sampled / exact
@@ -30,41 +31,51 @@
 #include <cuda/functional>
 
 #include "cuda_device.cuh"
+#include "cuda_values.cuh"
 #include "kernels/threshold_bisect.h"
 
 namespace dct::gpu {
 namespace {
 
-template <typename T, typename K = KeyOf<T>>
-__global__ void gatherAll(const T* __restrict__ x, size_t n, K* __restrict__ keys) {
-  DCT_GRID_STRIDE(i, n) keys[i] = rowKey(x[i]);
+// The value at position i: x[i], or the accumulator x[i] + y[i] (y widened
+// first, as addKernel forms it), never written.
+template <typename T>
+struct Plain {
+  const T* __restrict__ x;
+  __device__ T operator()(size_t i) const { return x[i]; }
+};
+template <typename T, typename B>
+struct Accumulated {
+  const T* __restrict__ x;
+  const B* __restrict__ y;
+  __device__ T operator()(size_t i) const { return hostAdd(x[i], widenValue<T>(y[i])); }
+};
+
+template <typename At, typename K>
+__global__ void gatherAll(At at, size_t n, K* __restrict__ keys) {
+  DCT_GRID_STRIDE(i, n) keys[i] = rowKey(at(i));
 }
 
 // Draw i of the splitmix64 stream seeded by `seed` picks position
 // samplePosition(draw, n), exactly as the CPU twin's sequential loop does.
-template <typename T, typename K = KeyOf<T>>
-__global__ void gatherSample(const T* __restrict__ x, size_t n, size_t m, uint64_t seed,
-                             K* __restrict__ keys) {
-  DCT_GRID_STRIDE(i, m) {
-    const size_t p = samplePositionAt(splitmix64At(seed, i), n);
-    keys[i] = rowKey(x[p]);
-  }
+template <typename At, typename K>
+__global__ void gatherSample(At at, size_t n, size_t m, uint64_t seed, K* __restrict__ keys) {
+  DCT_GRID_STRIDE(i, m) keys[i] = rowKey(at(samplePositionAt(splitmix64At(seed, i), n)));
 }
 
 constexpr size_t alignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-template <typename T>
-dctResult_t kthLargest(CudaContext* c, const ThresholdArgs& a, cudaStream_t s, double* out) {
+template <typename T, typename At>
+dctResult_t kthLargest(CudaContext* c, const ThresholdArgs& a, At at, cudaStream_t s, double* out) {
   using K = KeyOf<T>;
-  const T* x = static_cast<const T*>(a.data);
   const size_t m = a.method == dctThresholdExact ? a.n : thresholdSampleSize(a.n, a.density);
   const size_t k = thresholdK(m, a.density);
 
   const size_t half = alignUp(m * sizeof(K));
   DCTCHECK(c->scratch.reserve(2 * half));
   cub::DoubleBuffer<K> keys(c->scratch.as<K>(), c->scratch.as<K>(half));
-  if (m == a.n) gatherAll<T><<<gridFor(m), kThreads, 0, s>>>(x, m, keys.Current());
-  else gatherSample<T><<<gridFor(m), kThreads, 0, s>>>(x, a.n, m, a.seed, keys.Current());
+  if (m == a.n) gatherAll<<<gridFor(m), kThreads, 0, s>>>(at, m, keys.Current());
+  else gatherSample<<<gridFor(m), kThreads, 0, s>>>(at, a.n, m, a.seed, keys.Current());
   CUDACHECK_LAUNCH();
 
   const int endBit = static_cast<int>(sizeof(K) * 8 - 1);  // the sign bit is always clear
@@ -234,10 +245,24 @@ dctResult_t threshold(KernelContext* ctx, ThresholdArgs* args, double* tau, void
     return dctSuccess;
   }
   double t = 0;
-  dctResult_t res = dispatchAnyValue(args->dtype, [&]<typename T>() -> dctResult_t {
-    if (args->method == dctThresholdBisect) return bisect<T>(cudaCtx(ctx), *args, cudaStreamOf(stream), &t);
-    return kthLargest<T>(cudaCtx(ctx), *args, cudaStreamOf(stream), &t);
-  });
+  const cudaStream_t s = cudaStreamOf(stream);
+  dctResult_t res = dctSuccess;
+  if (args->addend == nullptr) {
+    res = dispatchAnyValue(args->dtype, [&]<typename T>() -> dctResult_t {
+      if (args->method == dctThresholdBisect) return bisect<T>(cudaCtx(ctx), *args, s, &t);
+      return kthLargest<T>(cudaCtx(ctx), *args, Plain<T>{static_cast<const T*>(args->data)}, s, &t);
+    });
+  } else if (args->method == dctThresholdBisect) {
+    return dctInvalidArgument;
+  } else {
+    res = dispatchValue(args->dtype, [&]<typename T>() {
+      return dispatchAnyValue(args->addendT(), [&]<typename B>() {
+        const Accumulated<T, B> at{static_cast<const T*>(args->data), static_cast<const B*>(args->addend)};
+        return kthLargest<T>(cudaCtx(ctx), *args, at, s, &t);
+      });
+    });
+    if (res == dctNotSupported) return dctInvalidArgument;  // an accumulator is float or double
+  }
   // tau must stay positive, or exact zeros would be "selected" and sent.
   const double smallest = args->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()
                                                     : std::numeric_limits<float>::denorm_min();

@@ -270,7 +270,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
         h.status = kChunkFailed;
         p.status = res;
       }
-      if (chunkedStepRunaway(c, s.draft, p.fromGrad, p.selected)) h.status = kChunkRunaway;
+      if (chunkedStepRunaway(c, s.draft, p.selected)) h.status = kChunkRunaway;
     } else if (p.status == dctSuccess) {
       h.status = kChunkSkipped;  // nothing more to select: only take part
     }
@@ -307,7 +307,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
              static_cast<unsigned long long>(c->stats.step), outgrew, ranAway, skipped);
     return dctSuccess;
   }
-  endChunkedStep(c, s.draft, p.fromGrad, p.selected, p.nnz, p.nonFinite);
+  endChunkedStep(c, s.draft, p.selected, p.nnz, p.nonFinite);
   s.bytes = all[me].bytes;
   s.received = 0;
   for (int r = 0; r < P; r++) s.received += r == me ? 0 : all[r].bytes;

@@ -52,15 +52,24 @@ void judgeCount(TauState& t, bool freshTau, size_t selected, size_t k, bool tauA
   else if (drifted(TauState{}, count, k, tauAtFloor)) t.acceptedCount = selected > 0 ? selected : 1;
 }
 
-// acc = grad + committed residual, materialised in the spare residual.
-dctResult_t materialise(dctCompressor_t c, const void* grad, void* stream) {
-  return c->ops->add(c->kernels, c->spareResidual(), c->residual(), grad, c->count, c->accType, c->dtype, stream);
-}
-
-// tau from the accumulator in the spare residual.
-dctResult_t estimateTau(dctCompressor_t c, StepDraft& d, void* stream) {
-  ThresholdArgs args{c->spareResidual(), c->count, c->accType, c->config.density,
-                     static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), stepSeed(c->config.seed, c->stats.step)};
+// tau from acc = grad + committed residual, and where the select reads acc
+// (`from`): sampled and exact read it as the two, unwritten (a sample reads
+// only its positions, not the tensor), and the select forms it again; bisect
+// passes over acc many times, so it is materialised in the spare residual
+// first and the select reads it there (from = null).
+dctResult_t estimateTau(dctCompressor_t c, const void* grad, StepDraft& d, const void*& from, void* stream) {
+  const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
+  ThresholdArgs args{c->residual(), c->count, c->accType, c->config.density, method,
+                     stepSeed(c->config.seed, c->stats.step)};
+  from = grad;
+  if (method == dctThresholdBisect) {
+    DCTCHECK(c->ops->add(c->kernels, c->spareResidual(), c->residual(), grad, c->count, c->accType, c->dtype, stream));
+    args.data = c->spareResidual();
+    from = nullptr;
+  } else {
+    args.addend = grad;
+    args.addendType = c->dtype;
+  }
   DCTCHECK(c->ops->threshold(c->kernels, &args, &d.tau.tau, stream));
   d.tau.have = true;
   d.tau.lastEstimateStep = c->stats.step;
@@ -162,20 +171,16 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   if (sendAll) {
     d.tau.driftPending = d.tau.have;
   } else if (estimateDue(c)) {
-    DCTCHECK(materialise(c, grad, stream));
-    DCTCHECK(estimateTau(c, d, stream));
-    from = nullptr;
+    DCTCHECK(estimateTau(c, grad, d, from, stream));
   }
   if (msg.storage) DCTCHECK(layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64));
   SelectArgs args;
   DCTCHECK(select(c, from, tau(), msg, args, stream));
-  if (from != nullptr && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
-    DCTCHECK(materialise(c, grad, stream));
-    DCTCHECK(estimateTau(c, d, stream));
-    from = nullptr;
-    DCTCHECK(select(c, nullptr, tau(), msg, args, stream));
+  if (d.estimates == 0 && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
+    DCTCHECK(estimateTau(c, grad, d, from, stream));
+    DCTCHECK(select(c, from, tau(), msg, args, stream));
   }
-  if (!sendAll) judgeCount(d.tau, from == nullptr, args.selected, k, tau() <= minTau);
+  if (!sendAll) judgeCount(d.tau, d.estimates > 0, args.selected, k, tau() <= minTau);
   // Growable messages hold everything selected: make room and select again
   // from the untouched originals.
   if (msg.storage && args.selected > msg.nnz) {
@@ -193,10 +198,10 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
 dctResult_t beginChunkedStep(dctCompressor_t c, const void* grad, StepDraft& d, bool& fromGrad, void* stream) {
   d = StepDraft{};
   d.tau = c->tau;
-  fromGrad = !estimateDue(c);
-  if (fromGrad) return dctSuccess;
-  DCTCHECK(materialise(c, grad, stream));
-  return estimateTau(c, d, stream);
+  const void* from = grad;
+  if (estimateDue(c)) DCTCHECK(estimateTau(c, grad, d, from, stream));
+  fromGrad = from != nullptr;
+  return dctSuccess;
 }
 
 dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n, const StepDraft& d, Message& msg,
@@ -204,13 +209,12 @@ dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n
   return selectRange(c, grad, lo, n, d.tau.tau, msg, args, stream);
 }
 
-bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& d, bool fromGrad, uint64_t selectedSoFar) {
-  return fromGrad && runaway(d.tau, static_cast<double>(selectedSoFar), targetNnz(c));
+bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& d, uint64_t selectedSoFar) {
+  return d.estimates == 0 && runaway(d.tau, static_cast<double>(selectedSoFar), targetNnz(c));
 }
 
-void endChunkedStep(dctCompressor_t c, StepDraft& d, bool fromGrad, uint64_t selected, uint64_t nnz,
-                    uint64_t nonFinite) {
-  judgeCount(d.tau, !fromGrad, selected, targetNnz(c), d.tau.tau <= tauFloor(c));
+void endChunkedStep(dctCompressor_t c, StepDraft& d, uint64_t selected, uint64_t nnz, uint64_t nonFinite) {
+  judgeCount(d.tau, d.estimates > 0, selected, targetNnz(c), d.tau.tau <= tauFloor(c));
   d.newResidual = c->config.errorFeedback != 0;
   d.residualZero = false;
   d.nnz = nnz;

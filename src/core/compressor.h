@@ -150,7 +150,8 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
 // re-estimates at once: the caller discards the chunks and calls it):
 //  * beginChunkedStep: tau for the step, estimated on the whole accumulator
 //    when due; fromGrad says whether chunks select from grad + residual
-//    (pass grad to selectChunk) or from that accumulator (pass null);
+//    (pass grad to selectChunk) or from that accumulator materialised in the
+//    spare residual (pass null; bisect's estimate writes it);
 //  * selectChunk: entries [lo, lo + n) into msg, indices counted from lo;
 //  * chunkedStepRunaway: true once the chunks so far selected so many that
 //    compressStep would re-estimate;
@@ -159,9 +160,8 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
 dctResult_t beginChunkedStep(dctCompressor_t c, const void* grad, StepDraft& draft, bool& fromGrad, void* stream);
 dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n, const StepDraft& draft,
                         Message& msg, SelectArgs& args, void* stream);
-bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& draft, bool fromGrad, uint64_t selectedSoFar);
-void endChunkedStep(dctCompressor_t c, StepDraft& draft, bool fromGrad, uint64_t selected, uint64_t nnz,
-                    uint64_t nonFinite);
+bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& draft, uint64_t selectedSoFar);
+void endChunkedStep(dctCompressor_t c, StepDraft& draft, uint64_t selected, uint64_t nnz, uint64_t nonFinite);
 
 // Makes a step's draft the compressor's state and ends the step (counter,
 // byte counters, algorithm).

@@ -1,6 +1,7 @@
 // CPU twin of the threshold estimators, for every value type: the k-th
 // largest |x| of a deterministic PRNG sample (default) or of all of x
-// (exact), both by nth_element over magnitude keys (row_keys.h: the bits of
+// (exact), x optionally an accumulator read as residual + grad (never
+// written), both by nth_element over magnitude keys (row_keys.h: the bits of
 // |x|, NaN ranked as +Inf; fp16/bf16 rank by their 16-bit keys); or
 // MSTopK bisection (bisect): one statistics pass and at most maxPasses
 // counting passes over x, each split over the thread pool.
@@ -21,20 +22,20 @@
 namespace dct {
 namespace {
 
-template <typename T>
-double estimate(CpuContext* ctx, const ThresholdArgs& a) {
+// at(i): the value at position i (x[i], or x[i] + y[i] with an addend).
+template <typename T, typename At>
+double estimate(CpuContext* ctx, const ThresholdArgs& a, At at) {
   using K = KeyOf<T>;
-  const T* x = static_cast<const T*>(a.data);
   const size_t m = a.method == dctThresholdExact ? a.n : thresholdSampleSize(a.n, a.density);
   ctx->thresholdScratch.reserve(m * sizeof(K));
   K* keys = ctx->thresholdScratch.as<K>();
   if (m == a.n) {
     ctx->pool.parallelFor(m, kMinPerWorker, [&](size_t b, size_t e, int) {
-      for (size_t i = b; i < e; i++) keys[i] = rowKey(x[i]);
+      for (size_t i = b; i < e; i++) keys[i] = rowKey(at(i));
     });
   } else {
     uint64_t state = a.seed;
-    for (size_t i = 0; i < m; i++) keys[i] = rowKey(x[samplePosition(splitmix64(state), a.n)]);
+    for (size_t i = 0; i < m; i++) keys[i] = rowKey(at(samplePosition(splitmix64(state), a.n)));
   }
   const size_t k = thresholdK(m, a.density);
   std::nth_element(keys, keys + (k - 1), keys + m, std::greater<K>());
@@ -225,9 +226,26 @@ dctResult_t cpuThreshold(KernelContext* kc, ThresholdArgs* args, double* tau, vo
     return dctSuccess;
   }
   double t = 0;
-  dctResult_t res = dispatchAnyValue(args->dtype, [&]<typename T>() {
-    t = args->method == dctThresholdBisect ? bisect<T>(ctx, *args) : estimate<T>(ctx, *args);
-  });
+  dctResult_t res = dctSuccess;
+  if (args->addend == nullptr) {
+    res = dispatchAnyValue(args->dtype, [&]<typename T>() {
+      const T* x = static_cast<const T*>(args->data);
+      t = args->method == dctThresholdBisect ? bisect<T>(ctx, *args)
+                                             : estimate<T>(ctx, *args, [x](size_t i) { return x[i]; });
+    });
+  } else if (args->method == dctThresholdBisect || (args->dtype != dctFloat32 && args->dtype != dctFloat64)) {
+    return dctInvalidArgument;
+  } else {
+    dctResult_t inner = dctSuccess;
+    res = dispatchTypes(args->dtype, 4, [&]<typename T, typename>() {
+      inner = dispatchAnyValue(args->addendT(), [&]<typename B>() {
+        const T* x = static_cast<const T*>(args->data);
+        const B* y = static_cast<const B*>(args->addend);
+        t = estimate<T>(ctx, *args, [x, y](size_t i) { return x[i] + static_cast<T>(Value<B>::load(y[i])); });
+      });
+    });
+    if (res == dctSuccess) res = inner;
+  }
   // tau must stay positive, or exact zeros would be "selected" and sent.
   double smallest = args->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()
                                               : std::numeric_limits<float>::denorm_min();

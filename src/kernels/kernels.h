@@ -74,6 +74,13 @@ struct ThresholdArgs {
   uint64_t seed;  // sample PRNG stream (sampled method)
   int maxPasses = 0;  // bisect: counting-pass budget (0: kBisectMaxPasses, threshold_bisect.h)
   int passes = 0;     // out: counting passes over x the bisect method made (0 for the others)
+  // Sampled and exact: estimate on data + addend (the gradient, in its own
+  // type, widened to data's float/double first, as the add kernel forms an
+  // accumulator), bit for bit the estimate on that sum materialised, without
+  // writing it. Bisect passes over x many times: it takes no addend.
+  const void* addend = nullptr;
+  dctDataType_t addendType = dctNumTypes;  // dctNumTypes: dtype
+  dctDataType_t addendT() const { return addendType == dctNumTypes ? dtype : addendType; }
 };
 
 // dense[indices[j]] += values[j] for j < nnz, in j order for equal indices.

@@ -177,3 +177,51 @@ TEST_CASE("CUDA sampled threshold follows the seed like the CPU twin") {
   auto x = randomVector<float>(3000017, 81);
   for (uint64_t seed : {0ull, 1ull, 0xdeadbeefull, ~0ull}) compareThreshold(tw, x, 0.01, dctThresholdSampled, seed);
 }
+
+namespace {
+
+// residual + grad read through the addend on both twins: the same tau.
+template <typename T, typename B>
+void compareAccumulated(Twins& tw, size_t n, double density, dctThresholdMethod_t method) {
+  CAPTURE(n);
+  CAPTURE(density);
+  CAPTURE(method);
+  CAPTURE(dtypeOf<B>());
+  const std::vector<T> x = randomVector<T>(n, 91);
+  const std::vector<B> y = convert<B>(randomVector<double>(n, 92));
+  ThresholdArgs ca{x.data(), n, dtypeOf<T>(), density, method, 93};
+  ca.addend = y.data();
+  ca.addendType = dtypeOf<B>();
+  double cpuTau = 0, gpuTau = 0;
+  REQUIRE(tw.cpu.threshold(tw.cpuCtx, &ca, &cpuTau, nullptr) == dctSuccess);
+  DeviceArray<T> dx(x);
+  DeviceArray<B> dy(y);
+  ThresholdArgs ga{dx.get(), n, dtypeOf<T>(), density, method, 93};
+  ga.addend = dy.get();
+  ga.addendType = dtypeOf<B>();
+  REQUIRE(tw.gpu.threshold(tw.gpuCtx, &ga, &gpuTau, tw.stream) == dctSuccess);
+  CHECK(sameBits(gpuTau, cpuTau));
+}
+
+}  // namespace
+
+TEST_CASE("CUDA estimates of residual + grad match the CPU twin; bisect refuses an addend") {
+  Twins tw;
+  std::vector<size_t> sizes = kOddSizes;
+  sizes.push_back(4194311);
+  for (size_t n : sizes) {
+    if (n == 0) continue;
+    for (double d : {0.001, 0.01, 0.3})
+      for (auto method : {dctThresholdSampled, dctThresholdExact}) {
+        compareAccumulated<float, float>(tw, n, d, method);
+        compareAccumulated<float, Half>(tw, n, d, method);
+        compareAccumulated<float, BFloat16>(tw, n, d, method);
+        compareAccumulated<double, double>(tw, n, d, method);
+      }
+  }
+  DeviceArray<float> dx(randomVector<float>(101, 94));
+  ThresholdArgs bisect{dx.get(), 101, dctFloat32, 0.1, dctThresholdBisect, 1};
+  bisect.addend = dx.get();
+  double tau = 0;
+  CHECK(tw.gpu.threshold(tw.gpuCtx, &bisect, &tau, tw.stream) == dctInvalidArgument);
+}

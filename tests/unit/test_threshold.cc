@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <set>
@@ -485,4 +486,57 @@ TEST_CASE("bisect's mean follows the documented summation order exactly") {
   const Estimate e = run(x, 1e-9, dctThresholdBisect, 1, 1);
   CHECK(e.passes == 1);
   CHECK(e.tau == firstProbe(x));
+}
+
+namespace {
+
+// The estimate of acc = x + y read through the addend, never written.
+template <typename T, typename B>
+double runAccumulated(const std::vector<T>& x, const std::vector<B>& y, double density, dctThresholdMethod_t method,
+                      dctResult_t expect = dctSuccess) {
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  ThresholdArgs args{x.data(), x.size(), Stored<T>::type, density, method, 61};
+  args.addend = y.data();
+  args.addendType = Stored<B>::type;
+  double tau = 0;
+  CHECK(ops.threshold(ctx, &args, &tau, nullptr) == expect);
+  ops.destroyContext(ctx);
+  return tau;
+}
+
+// x + y formed here (y widened by the reference conversions) and estimated
+// as plain data: the addend's estimate must equal it bit for bit.
+template <typename T, typename B>
+void checkAccumulated(size_t n, double density, dctThresholdMethod_t method) {
+  const std::vector<T> x = randomVector<T>(n, 62);
+  const std::vector<B> y = convert<B>(randomVector<double>(n, 63));
+  std::vector<T> acc(n);
+  for (size_t i = 0; i < n; i++) acc[i] = x[i] + static_cast<T>(Stored<B>::value(y[i]));
+  CAPTURE(n);
+  CAPTURE(density);
+  CAPTURE(method);
+  CAPTURE(Stored<B>::type);
+  const double materialised = run(acc, density, method, 61).tau, read = runAccumulated(x, y, density, method);
+  CHECK(std::memcmp(&materialised, &read, sizeof(double)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("sampled and exact estimates of residual + grad equal the materialised sum's, bit for bit") {
+  for (size_t n : kOddSizes)
+    for (double d : {0.001, 0.01, 0.3})
+      for (auto method : {dctThresholdSampled, dctThresholdExact}) {
+        checkAccumulated<float, float>(n, d, method);
+        checkAccumulated<float, Half>(n, d, method);
+        checkAccumulated<float, BFloat16>(n, d, method);
+        checkAccumulated<double, double>(n, d, method);
+      }
+  // Bisect passes over x many times (the caller materialises x), and an
+  // accumulator is float or double: both refused, not misread.
+  const std::vector<float> x = randomVector<float>(101, 64);
+  runAccumulated(x, x, 0.1, dctThresholdBisect, dctInvalidArgument);
+  const std::vector<Half> h = convert<Half>(randomVector<double>(101, 65));
+  runAccumulated(h, h, 0.1, dctThresholdSampled, dctInvalidArgument);
 }
