@@ -199,6 +199,26 @@ void progress(Pipeline& p, int started, bool drain) {
   }
 }
 
+// This rank's chunks are all in: the draft's counts and, after a drift up,
+// tau from what they selected (tightenTau), their values copied together
+// from the slots. A redo (another rank's chunk did not fit) drafts anew.
+dctResult_t finishChunks(Pipeline& p) {
+  Step& s = p.s;
+  dctCompressor_t c = s.c;
+  endChunkedStep(c, s.draft, p.selected, p.nnz, p.nonFinite);
+  if (!tightenDue(c, s.draft, p.selected)) return dctSuccess;
+  const size_t valueSize = dtypeSize(c->wireType);
+  DCTCHECK(c->selection.reserve(p.nnz * valueSize));
+  size_t at = 0;
+  for (int i = 0; i < p.L.chunks; i++) {
+    const ChunkHeader h = p.header(i, s.comm->rank);
+    const PackedMessage m = packedView(p.slot(i, s.comm->rank) + kHeaderBytes, h.need, h.nnz, valueSize);
+    DCTCHECK(c->ops->copy(c->kernels, c->selection.as<char>() + at, m.values, h.nnz * valueSize, s.stream));
+    at += h.nnz * valueSize;
+  }
+  return tightenTau(c, s.draft, c->selection.as(), p.nnz, s.stream);
+}
+
 // Local work before the headers: room for the slots, one chunk's selection
 // and its packing; tau for the step.
 dctResult_t prelude(Pipeline& p) {
@@ -283,6 +303,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
     progress(p, i + 1, false);
   }
   progress(p, p.L.chunks, true);
+  if (p.status == dctSuccess && !redo) p.status = finishChunks(p);
   DCTCHECK(vote(comm, p.status, s.stream, fn, "exchange"));
   s.clock.lap(dctPhaseAgree);
 
@@ -307,7 +328,6 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
              static_cast<unsigned long long>(c->stats.step), outgrew, ranAway, skipped);
     return dctSuccess;
   }
-  endChunkedStep(c, s.draft, p.selected, p.nnz, p.nonFinite);
   s.bytes = all[me].bytes;
   s.received = 0;
   for (int r = 0; r < P; r++) s.received += r == me ? 0 : all[r].bytes;

@@ -48,8 +48,10 @@ bool runaway(const TauState& t, double selected, size_t k) {
 // rather than re-estimated every step.
 void judgeCount(TauState& t, bool freshTau, size_t selected, size_t k, bool tauAtFloor) {
   const double count = static_cast<double>(selected);
-  if (!freshTau) t.driftPending = drifted(t, count, k, tauAtFloor);
-  else if (drifted(TauState{}, count, k, tauAtFloor)) t.acceptedCount = selected > 0 ? selected : 1;
+  if (!freshTau) {
+    t.driftPending = drifted(t, count, k, tauAtFloor);
+    t.tightened = t.tightened && t.driftPending;
+  } else if (drifted(TauState{}, count, k, tauAtFloor)) t.acceptedCount = selected > 0 ? selected : 1;
 }
 
 // tau from acc = grad + committed residual, and where the select reads acc
@@ -75,6 +77,7 @@ dctResult_t estimateTau(dctCompressor_t c, const void* grad, StepDraft& d, const
   d.tau.lastEstimateStep = c->stats.step;
   d.tau.acceptedCount = 0;
   d.tau.driftPending = false;
+  d.tau.tightened = false;
   d.estimates++;
   DCT_TRACE("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, d.tau.tau);
   return dctSuccess;
@@ -192,6 +195,8 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   d.nnz = msg.dense && msg.everything ? c->count : msg.nnz;  // the dense plan sends every value
   d.nonFinite = args.nonFinite;
   d.threshold = sendAll ? 0.0 : d.tau.tau;
+  if (!sendAll && !msg.dense && msg.nnz == args.selected && tightenDue(c, d, args.selected))
+    DCTCHECK(tightenTau(c, d, msg.values, msg.nnz, stream));
   return dctSuccess;
 }
 
@@ -220,6 +225,29 @@ void endChunkedStep(dctCompressor_t c, StepDraft& d, uint64_t selected, uint64_t
   d.nnz = nnz;
   d.nonFinite = nonFinite;
   d.threshold = d.tau.tau;
+}
+
+bool tightenDue(dctCompressor_t c, const StepDraft& d, uint64_t selected) {
+  return d.tau.driftPending && !d.tau.tightened && selected > targetNnz(c) &&
+         selected <= thresholdSampleSize(c->count, c->config.density);
+}
+
+dctResult_t tightenTau(dctCompressor_t c, StepDraft& d, const void* values, uint64_t nnz, void* stream) {
+  const size_t k = targetNnz(c);
+  ThresholdArgs args{values, nnz, c->wireType, static_cast<double>(k) / static_cast<double>(nnz), dctThresholdExact, 0};
+  double kth = 0;
+  DCTCHECK(c->ops->threshold(c->kernels, &args, &kth, stream));
+  // A tie at tau, or at least k non-finite values: no tau to tighten to;
+  // the next step estimates.
+  if (!(kth > d.tau.tau) || !std::isfinite(kth)) return dctSuccess;
+  d.tau.tau = kth;
+  d.tau.driftPending = false;
+  d.tau.tightened = true;
+  d.tau.acceptedCount = 0;
+  d.estimates++;
+  DCT_TRACE("step %llu: tau tightened to %g (k-th largest of %llu selected)", (unsigned long long)c->stats.step,
+            d.tau.tau, (unsigned long long)nnz);
+  return dctSuccess;
 }
 
 void commitStep(dctCompressor_t c, const StepDraft& d, size_t bytesSent, size_t bytesReceived,

@@ -52,6 +52,10 @@ struct TauState {
   uint64_t acceptedCount = 0;
   // The last step's count left the drift band: estimate before selecting.
   bool driftPending = false;
+  // tau came from tightenTau and no step has been in the band with it yet: a
+  // drift now is a fast one (a lagging tau chases it), so the next estimate
+  // samples the accumulator itself.
+  bool tightened = false;
 };
 
 // What one step would change, held aside until every rank has succeeded
@@ -162,6 +166,17 @@ dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n
                         Message& msg, SelectArgs& args, void* stream);
 bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& draft, uint64_t selectedSoFar);
 void endChunkedStep(dctCompressor_t c, StepDraft& draft, uint64_t selected, uint64_t nnz, uint64_t nonFinite);
+
+// After a step whose count drifted up: tau becomes the k-th largest |value|
+// it selected (values: its nnz wire values, in the twin's memory), the exact
+// top-k threshold of this step's accumulator, for nnz keys instead of the
+// next step's sample of the tensor (at density 1e-4, 2^20 random gathers:
+// 20-40 ms a step here). tightenDue: drifted up, not right after another
+// tightening, and the selection no larger than that sample. A tie at tau
+// (the k-th largest is tau itself) leaves the drift to the next estimate.
+// compressStep tightens by itself.
+bool tightenDue(dctCompressor_t c, const StepDraft& draft, uint64_t selected);
+dctResult_t tightenTau(dctCompressor_t c, StepDraft& draft, const void* values, uint64_t nnz, void* stream);
 
 // Makes a step's draft the compressor's state and ends the step (counter,
 // byte counters, algorithm).

@@ -1,7 +1,8 @@
 // DCT-DP as README "How it works" states it, written plainly and apart from
 // the library's selection code (a shared bug would cancel out): one rank's
 // error-feedback state, the exact threshold by sorting a copy, the
-// re-estimation schedule with its drift band, and the rank-order sum.
+// re-estimation schedule with its drift band (and the tightening after a
+// drift up), and the rank-order sum.
 #pragma once
 
 #include <algorithm>
@@ -95,7 +96,10 @@ class RefCompressor {
         estimated = true;
         sel = static_cast<double>(countSelected(acc, tau_));
       }
-      if (!estimated) driftPending_ = (sel < kd / 1.25 && tau_ > floor) || sel > kd * 1.25;
+      if (!estimated) {
+        driftPending_ = (sel < kd / 1.25 && tau_ > floor) || sel > kd * 1.25;
+        tightened_ = tightened_ && driftPending_;
+      }
       tau = tau_;
     }
     m.tau = cfg_.density < 1.0 ? static_cast<double>(tau) : 0.0;
@@ -105,6 +109,19 @@ class RefCompressor {
       m.val.push_back(acc[i]);
       m.nonFinite += !std::isfinite(acc[i]);
       acc[i] = T(0);
+    }
+    // A drift up (not right after another one) no larger than the sample
+    // tightens tau to the k-th largest value sent, unless that is tau
+    // itself or not finite.
+    if (givenTau <= 0 && driftPending_ && !tightened_ && m.val.size() > k &&
+        m.val.size() <= sampleSize(n, cfg_.density)) {
+      const T kth = kthLargestMagnitude(m.val, k);
+      if (kth > tau_ && std::isfinite(kth)) {
+        tau_ = kth;
+        driftPending_ = false;
+        tightened_ = true;
+        estimates_++;
+      }
     }
     if (cfg_.errorFeedback) residual_ = acc;
     else std::fill(residual_.begin(), residual_.end(), T(0));
@@ -120,10 +137,18 @@ class RefCompressor {
     for (T a : acc) c += !(std::fabs(a) < tau);
     return c;
   }
+  // The sampled estimator's sample size (a tightening needs no larger
+  // selection): clamp(256 / density, 4096, 2^20), all of n when twice that
+  // reaches n.
+  static size_t sampleSize(size_t n, double density) {
+    const double s = std::min(std::max(256.0 / density, 4096.0), 1048576.0);
+    return 2.0 * s >= static_cast<double>(n) ? n : static_cast<size_t>(s);
+  }
   void estimate(const std::vector<T>& acc, size_t k) {
     tau_ = kthLargestMagnitude(acc, k);
     haveTau_ = true;
     driftPending_ = false;
+    tightened_ = false;
     lastEstimate_ = step_;
     estimates_++;
   }
@@ -131,7 +156,7 @@ class RefCompressor {
   RefConfig cfg_;
   std::vector<T> residual_;
   T tau_ = 0;
-  bool haveTau_ = false, driftPending_ = false;
+  bool haveTau_ = false, driftPending_ = false, tightened_ = false;
   uint64_t step_ = 0, lastEstimate_ = 0, estimates_ = 0;
 };
 
