@@ -9,7 +9,7 @@ namespace dct {
 AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const {
   const Modelled model[kSlots] = {allgather, dense, split};
   double cost[kSlots], hope[kSlots];
-  int best = 0;
+  int best = 0;  // the cheapest
   for (int s = 0; s < kSlots; s++) {
     const Modelled& m = model[s];
     const Track& t = tracks_[s];
@@ -20,10 +20,18 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
   const int last = pending_.slot;  // the previous step's: its time is not learned yet
+  // The winner: the running one unless the cheapest repays its switch. Not
+  // yet on the step that switched to it: a measuring streak ends with its
+  // last sample in flight, and the step back is planned without it.
+  int winner = best;
+  if (last >= 0 && last == winner_ && !pendingCold_ && last != best && tracks_[last].filled &&
+      (cost[last] - cost[best]) * kPaybackSteps <= tracks_[best].switchUs(model[best]))
+    winner = last;
+  auto measure = [&](int s) { return Decision{s, model[s], true}; };
   auto close = [&](int s) { return hope[s] < kReprobeBand * cost[best]; };
-  auto inFlight = [&](int s) { return s == last && tracks_[s].runs >= 1 ? 1 : 0; };  // a warm run
-  // A streak runs for kStreak warm samples while its algorithm stays close.
-  if (last >= 0 && close(last) && tracks_[last].streak + inFlight(last) < kStreak) return Decision{last, model[last]};
+  auto inFlight = [&](int s) { return s == last && !pendingCold_ ? 1 : 0; };  // a warm run
+  // A measuring streak runs for kStreak warm samples while its algorithm stays close.
+  if (pending_.measuring && close(last) && tracks_[last].streak + inFlight(last) < kStreak) return measure(last);
   // Exploring: an algorithm short of a streak's samples while close, or of
   // a full window while its best sample would win; the fewest samples
   // first, then the cheaper.
@@ -37,18 +45,19 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   int pick = -1;
   for (int s = 0; s < kSlots; s++)
     if (explore(s) && before(s, pick)) pick = s;
-  if (pick >= 0) return Decision{pick, model[pick]};
+  if (pick >= 0) return measure(pick);
   // Then the cheapest close loser due for a re-measurement; then the winner.
   for (int s = 0; s < kSlots; s++) {
-    const bool due = s != best && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps;
+    const bool due = s != winner && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps;
     if (due && (pick < 0 || cost[s] < cost[pick])) pick = s;
   }
-  if (pick < 0) pick = best;
-  return Decision{pick, model[pick]};
+  return pick >= 0 ? measure(pick) : Decision{winner, model[winner], false};
 }
 
 void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {
   learn(slowestPrevUs, slowestLocalUs);
+  pendingCold_ = d.slot != pending_.slot;
+  if (d.slot >= 0 && !d.measuring) winner_ = d.slot;
   if (d.slot >= 0) {
     Track& t = tracks_[d.slot];
     if (d.slot != pending_.slot) t.streak = 0;
@@ -72,9 +81,17 @@ double AutoTuner::Track::hope() const {
   return filled < kSamples ? *std::min_element(window, window + filled) : scale();
 }
 
-void AutoTuner::Track::learn(double ratio) {
+double AutoTuner::Track::switchUs(const Modelled& m) const {
+  return coldRatio > 0 && filled ? std::max(0.0, coldRatio - scale()) * m.us : 0.0;
+}
+
+void AutoTuner::Track::learn(double ratio, bool cold) {
   // The first run pays first-touch costs (buffers, MPI internals): skip it.
   if (++runs == 1) return;
+  if (cold) {
+    coldRatio = ratio;
+    return;
+  }
   window[next] = ratio;
   next = (next + 1) % kSamples;
   filled = std::min(filled + 1, kSamples);
@@ -85,9 +102,10 @@ void AutoTuner::learn(double slowestUs, double localUs) {
   const Modelled& m = pending_.model;
   if (pending_.slot < 0 || slowestUs <= 0 || m.us <= 0) return;
   Track& t = tracks_[pending_.slot];
-  t.learn(slowestUs / m.us);
-  DCT_TRACE("auto: slot %d took %.0f us (model %.0f): scale %.3f", pending_.slot, slowestUs, m.us, t.scale());
-  if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs);
+  t.learn(slowestUs / m.us, pendingCold_);
+  DCT_TRACE("auto: slot %d took %.0f us (model %.0f%s): scale %.3f", pending_.slot, slowestUs, m.us,
+            pendingCold_ ? ", cold" : "", t.scale());
+  if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs, pendingCold_);
 }
 
 }  // namespace dct

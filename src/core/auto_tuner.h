@@ -42,6 +42,7 @@ class AutoTuner {
   struct Decision {
     int slot = -1;  // -1: not an auto step
     Modelled model;
+    bool measuring = false;  // exploring or re-measuring a loser, not the winner's step
     dctAlgorithm_t algorithm() const {
       return slot == 1 ? dctAlgoDense : slot == 2 ? dctAlgoSplit : dctAlgoAllgather;
     }
@@ -60,14 +61,24 @@ class AutoTuner {
   // error feedback's transient, the first run of a chunking), and a single
   // such sample used to lock a loser out until its next re-measurement.
   static constexpr int kSamples = 3;
-  // Samples come in streaks of kStreak steps in a row (a majority of the
-  // window), so an algorithm being measured pays a switch (a chunking's
-  // first run, cold caches) in one sample, not in all, and a re-measured
-  // loser's streak outvotes its stale samples. Every close algorithm gets a
-  // first streak (its cold run, then kStreak warm steps: three algorithms
-  // fit in ten warm-up steps); one whose best sample would beat the winner
-  // gets a second, so a single slow early step cannot rule it out.
+  // Samples come in streaks: a cold run (the first after a switch), then
+  // kStreak warm steps in a row (a majority of the window), so a
+  // re-measured loser's streak outvotes its stale samples. Every close
+  // algorithm gets a first streak (three algorithms fit in ten warm-up
+  // steps); one whose best sample would beat the winner gets a second, so a
+  // single slow early step cannot rule it out.
   static constexpr int kStreak = kSamples / 2 + 1;
+  // A cold run is not a sample: it prices the switch. A sparse step after
+  // dense re-estimates tau (dense zeroed the residual) and runs unpipelined
+  // (no chunk history); any switch touches cold buffers: at 64 KiB on 4
+  // ranks a cold allgather step took 380-580 us against 210-240 warm. The
+  // window used to hold cold and warm samples alike, and two algorithms
+  // within a few percent of each other traded places every streak, paying
+  // the switch each time. Now the winner keeps the step unless another
+  // saves its switch's extra cost back within kPaybackSteps. A
+  // re-measurement is no switch of winner: after it the cheapest wins
+  // (going back is part of what measuring costs).
+  static constexpr double kPaybackSteps = 10;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
   // is within kReprobeBand of the chosen one's: ~2% of steps per close loser.
   static constexpr uint64_t kReprobeSteps = 100;
@@ -80,15 +91,20 @@ class AutoTuner {
     int streak = 0;         // warm samples learned since it last took over
     uint64_t runs = 0;      // times learned (the first, cold, is not sampled)
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
+    double coldRatio = 0;   // the last cold run's measured/modelled ratio (0: none yet)
     double scale() const;   // the window's median; 1 until sampled
     double hope() const;    // the best sample until the window is full, then the median
-    void learn(double ratio);
+    void learn(double ratio, bool cold);
+    // What a switch to it costs beyond a warm step (0 until known).
+    double switchUs(const Modelled& m) const;
   };
   static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : algo == dctAlgoSplit ? 2 : 0; }
   Track tracks_[kSlots];
-  Track link_;  // (step - local work) / modelled wire, over every measured step
+  Track link_;  // (step - local work) / modelled wire, over every warm step
   void learn(double slowestUs, double localUs);
   Decision pending_;  // last committed step's decision, awaiting its time
+  bool pendingCold_ = false;  // whether that step switched algorithm
+  int winner_ = -1;           // the slot of the last step that was not measuring
 };
 
 }  // namespace dct

@@ -17,8 +17,9 @@ struct Costs {
   double of(dctAlgorithm_t a) const { return a == dctAlgoDense ? dense : a == dctAlgoSplit ? split : allgather; }
 };
 constexpr double kFar = 1e9;  // a split cost far from the others: never planned nor re-measured
-// Steps one close loser may take in 1000: a streak of fresh samples each time it is due.
-constexpr int kReprobesPer1000 = AutoTuner::kStreak * (1000 / static_cast<int>(AutoTuner::kReprobeSteps) + 1);
+// Steps one close loser may take in 1000: a cold run and a streak of fresh
+// samples each time it is due.
+constexpr int kReprobesPer1000 = (AutoTuner::kStreak + 1) * (1000 / static_cast<int>(AutoTuner::kReprobeSteps) + 1);
 
 // Runs steps where the model always predicts `model` ({us, wireUs} per
 // algorithm) and the machine really takes `real`, of which `local` on the
@@ -207,4 +208,47 @@ TEST_CASE("an algorithm's samples are taken in a row, and a clearly slower one s
   for (int i = 0; i < first; i++) CHECK(order[i] == dctAlgoAllgather);
   for (int i = first; i < first + 3; i++) CHECK(order[i] == dctAlgoSplit);
   CHECK(std::count(order.begin(), order.end(), dctAlgoSplit) == 3);
+}
+
+TEST_CASE("two algorithms a few percent apart do not trade places when a switch costs more than it saves") {
+  // 64 KiB on 4 ranks sharing 2 cores, as traced: allgather's warm steps
+  // take 190-230 us, dense's 185-225; the first step after a switch costs
+  // ~170 us more (a tau estimate after dense, no chunk history). Cold steps
+  // used to enter the windows, and the two traded places every streak.
+  NoisyRun r;
+  dctAlgorithm_t previous = dctAlgoSplit;
+  uint64_t noise = 12345;
+  int switches = 0;
+  auto real = [&](dctAlgorithm_t a, uint64_t, int) {
+    noise = noise * 6364136223846793005ull + 1442695040888963407ull;
+    const double jitter = static_cast<double>(noise >> 58);  // 0..63: 1 us steps
+    const double warm = (a == dctAlgoDense ? 185.0 : a == dctAlgoAllgather ? 190.0 : 2000.0) + 40.0 * jitter / 63;
+    const bool cold = a != previous;
+    switches += cold;
+    previous = a;
+    return cold ? warm + 170.0 : warm;
+  };
+  r.run(30, Costs{6, 32, 27}, real, dctAlgoDense);
+  switches = 0;
+  r.run(1000, Costs{6, 32, 27}, real, dctAlgoDense);
+  // Only re-measurements switch: one away and one back per close loser due.
+  CHECK(switches <= 2 * (1000 / static_cast<int>(AutoTuner::kReprobeSteps) + 1));
+}
+
+TEST_CASE("a loser that became cheaper keeps the steps from its re-measurement on, however dear its switch") {
+  // Allgather takes 140 for the first 50 steps, then 80; dense 100; every
+  // switch costs 500 more. Its switch never repays within kPaybackSteps, but
+  // its re-measurement is a switch already paid: it stays.
+  NoisyRun r;
+  dctAlgorithm_t previous = dctAlgoSplit;
+  auto real = [&](dctAlgorithm_t a, uint64_t step, int) {
+    const bool cold = a != previous;
+    previous = a;
+    const double warm = a == dctAlgoDense ? 100.0 : a == dctAlgoAllgather ? (step < 50 ? 140.0 : 80.0) : 1e6;
+    return warm + (cold ? 500.0 : 0.0);
+  };
+  CHECK(r.run(100, Costs{50, 50, 5e5}, real, dctAlgoDense) >= 80);
+  r.run(100, Costs{50, 50, 5e5}, real, dctAlgoDense);
+  // Dense's own re-measurement (a cold run and a streak) is all it gets.
+  CHECK(r.run(100, Costs{50, 50, 5e5}, real, dctAlgoAllgather) >= 100 - (AutoTuner::kStreak + 1));
 }
