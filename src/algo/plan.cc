@@ -39,6 +39,17 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   const bool guessed = !link.measured();
   allgather.us = allgatherCostUs(params, in, guessed ? &allgather.wireUs : nullptr);
   dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
+  if (guessed && comm->link.measured()) {
+    // Past the probe's sizes dense is still the very operation it timed:
+    // its fit, extrapolated, at the pace measured (no link scale). The scale
+    // learned from sparse steps on shared memory is mostly waiting for
+    // compute: at 16 MiB and 5% on 4 ranks it priced dense at 56 ms, never
+    // measured it, and split ran at 23 ms against dense's 15. The best
+    // rank's best probe is optimistic past the caches, which errs towards
+    // measuring dense once.
+    dense.us = denseCostUs(costParamsFromEnv(comm->link, comm->size), in);
+    dense.wireUs = 0;
+  }
   split.us = splitCostUs(params, in, guessed ? &split.wireUs : nullptr);
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
   p.algorithm = p.decision.algorithm();

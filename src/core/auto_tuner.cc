@@ -51,6 +51,8 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     const bool due = s != winner && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps;
     if (due && (pick < 0 || cost[s] < cost[pick])) pick = s;
   }
+  DCT_TRACE("auto: costs %.0f %.0f %.0f us (link scale %.2f): %s slot %d", cost[0], cost[1], cost[2], link_.scale(),
+            pick >= 0 ? "measure" : "winner", pick >= 0 ? pick : winner);
   return pick >= 0 ? measure(pick) : Decision{winner, model[winner], false};
 }
 
