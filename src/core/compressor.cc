@@ -1,7 +1,7 @@
 #include "core/compressor.h"
 
+#include <algorithm>
 #include <array>
-
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -20,6 +20,13 @@ namespace {
 // the message double while error feedback fills the residual (measured: 2x
 // k within 30 steps at L = 1000), halving the compression users asked for.
 constexpr double kDriftBand = 1.25;
+// Counts near a small k are noisy (about sqrt(k) either way): the band is
+// never narrower than kNoiseWidths of that on either side, nor the runaway
+// margin than twice it. With the ratio alone, k = 16 (64 KiB at 0.1%) left
+// the band every third step and k = 2 nearly every step, each drift a
+// tightening or an estimate; the messages are a handful of entries anyway.
+// From k = 144 up (36 for the runaway) the ratios are the wider.
+constexpr double kNoiseWidths = 3;
 // A runaway selection (past this many times its target: a gradient whose
 // scale jumped) re-estimates and selects again in the same step, so no
 // message blows up. Milder drift waits a step: a step's selection then
@@ -28,11 +35,15 @@ constexpr double kDriftBand = 1.25;
 constexpr double kRunawayFactor = 2.0;
 
 
-// Drift: count outside [k / band, k * band]. An accepted tie count gets
-// its own band (TauState::acceptedCount).
+double noise(double target) { return kNoiseWidths * std::sqrt(target); }
+
+// Drift: count outside [k / band, k * band], widened to the noise. An
+// accepted tie count gets its own band (TauState::acceptedCount).
 bool drifted(const TauState& t, double selected, size_t k, bool tauAtFloor) {
   auto outside = [&](double target) {
-    return (selected < target / kDriftBand && !tauAtFloor) || selected > target * kDriftBand;
+    const double low = std::min(target / kDriftBand, target - noise(target));
+    const double high = std::max(target * kDriftBand, target + noise(target));
+    return (selected < low && !tauAtFloor) || selected > high;
   };
   if (!outside(static_cast<double>(k))) return false;
   return t.acceptedCount == 0 || outside(static_cast<double>(t.acceptedCount));
@@ -40,7 +51,7 @@ bool drifted(const TauState& t, double selected, size_t k, bool tauAtFloor) {
 
 bool runaway(const TauState& t, double selected, size_t k) {
   const double target = static_cast<double>(k > t.acceptedCount ? k : t.acceptedCount);
-  return selected > kRunawayFactor * target;
+  return selected > std::max(kRunawayFactor * target, target + 2 * noise(target));
 }
 
 // After the selection: a count outside the band asks for an estimate next

@@ -13,6 +13,8 @@
 #include <limits>
 #include <vector>
 
+#include "../common/drift_band.h"
+
 namespace dcttest {
 
 // k = max(1, round(density * count)).
@@ -85,19 +87,19 @@ class RefCompressor {
         estimate(acc, k);
         estimated = true;
       }
-      // Drift: past 2k re-estimate at once; outside [k/1.25, 1.25k] (too
-      // few only when a lower tau could still add something) before the
-      // next step. Not modelled: a tie no tau splits, whose count the
-      // library then accepts; the tests' values are distinct.
+      // Drift (drift_band.h): past the runaway bound re-estimate at once;
+      // outside the band (too few only when a lower tau could still add
+      // something) before the next step. Not modelled: a tie no tau splits,
+      // whose count the library then accepts; the tests' values are distinct.
       double sel = static_cast<double>(countSelected(acc, tau_));
       const double kd = static_cast<double>(k);
-      if (!estimated && sel > 2 * kd) {
+      if (!estimated && sel > dcttest::runawayBound(kd)) {
         estimate(acc, k);
         estimated = true;
         sel = static_cast<double>(countSelected(acc, tau_));
       }
       if (!estimated) {
-        driftPending_ = (sel < kd / 1.25 && tau_ > floor) || sel > kd * 1.25;
+        driftPending_ = (sel < dcttest::driftLow(kd) && tau_ > floor) || sel > dcttest::driftHigh(kd);
         tightened_ = tightened_ && driftPending_;
       }
       tau = tau_;

@@ -130,14 +130,14 @@ void run(size_t n, const Case& k, const GradFn<T>& grad, std::vector<T>* lastOut
     if (!sampled) CHECK(st.thresholdEstimates == ref.estimates());
     if (step < k.s.warmup) CHECK(st.algorithm == dctAlgoDense);
     else if (k.s.algorithm != dctAlgoAuto) CHECK(st.algorithm == k.s.algorithm);
-    // Drift: a count past 2k is re-selected at once; one outside the band
-    // [k/1.25, 1.25k] tightens tau (a drift up) or makes the next step
+    // Drift: a count past the runaway bound is re-selected at once; one
+    // outside the band (drift_band.h) tightens tau (a drift up) or makes the next step
     // re-estimate, and a drift right after a tightening re-estimates: never
     // three in a row.
     const bool judged = sampled && !warm && k.s.density < 1.0 && mine.nonzero >= target;
     const double nnz = static_cast<double>(st.nnz);
-    const bool outside = judged && (nnz < target / 1.25 || nnz > target * 1.25);
-    if (judged) CHECK(nnz <= 2.0 * target);
+    const bool outside = judged && (nnz < dcttest::driftLow(target) || nnz > dcttest::driftHigh(target));
+    if (judged) CHECK(nnz <= dcttest::runawayBound(target));
     outsideRun = outside ? outsideRun + 1 : 0;
     CHECK(outsideRun <= 2);
 

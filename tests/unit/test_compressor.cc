@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "../common/drift_band.h"
 #include "api/config.h"
 #include "core/compressor.h"
 
@@ -205,8 +206,8 @@ TEST_CASE("tau follows the schedule and re-estimates early on drift") {
     // for two steps at most: the next one tightens tau to the k-th largest
     // value it sent, and if error feedback outruns that, the one after
     // samples the accumulator.
-    CHECK(nnz <= 2 * k + 1);
-    const bool outside = nnz + 1 < k / 1.25 || nnz > k * 1.25 + 1;
+    CHECK(nnz <= dcttest::runawayBound(k) + 1);
+    const bool outside = nnz + 1 < dcttest::driftLow(k) || nnz > dcttest::driftHigh(k) + 1;
     outsideRun = outside ? outsideRun + 1 : 0;
     CHECK(outsideRun <= 2);
     if (t == 100) CHECK_FALSE(outside);
@@ -314,7 +315,7 @@ TEST_CASE("a drift up tightens tau to the k-th largest value the step sent, with
     const bool pending = f.c->tau.driftPending || t == 0, afterTightening = f.c->tau.tightened;
     const size_t nnz = f.step(gradient(n, t, rng).data());
     CAPTURE(t);
-    if (pending || nnz <= k * 1.25 + 1) continue;
+    if (pending || nnz <= dcttest::driftHigh(k) + 1) continue;
     CHECK(f.c->stats.threshold == tauBefore);  // the step selected with the committed tau
     if (afterTightening) {
       // Error feedback outran a tightened tau: the next step samples.

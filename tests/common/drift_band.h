@@ -1,0 +1,18 @@
+// The drift band of DCT-DP's threshold, written apart from the library's
+// (src/core/compressor.cc) so that a bug they share cannot cancel out. A
+// count outside [driftLow, driftHigh] around its target k re-estimates (or
+// tightens) tau before the next step; one past runawayBound is re-selected
+// in the same step. Counts near a small k are noisy (about sqrt(k) either
+// way), so the band is never narrower than 3 sqrt(k) on either side.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+namespace dcttest {
+
+inline double driftLow(double k) { return std::min(k / 1.25, k - 3 * std::sqrt(k)); }
+inline double driftHigh(double k) { return std::max(k * 1.25, k + 3 * std::sqrt(k)); }
+inline double runawayBound(double k) { return std::max(2 * k, k + 6 * std::sqrt(k)); }
+
+}  // namespace dcttest
