@@ -2,7 +2,8 @@
 # End-to-end dctSparseAllreduce against its physical bound (issue 13):
 # shared memory at 2 and 4 ranks and 1 Gbit/s shaped links at 4 ranks,
 # time vs size (64 KiB - 64 MiB) and vs density (0.01% - 50%), with the
-# per-phase columns (-p) and the bound column (-l for the links).
+# per-phase columns (-p) and the bound column (-l for the links); on shared
+# memory also every size to 16 MiB at every density (the grid).
 # DENSITIES="..." and NETEM_SIZES="-b .. -e .. -f .." narrow the sweeps.
 #   bench/results/collect_e2e.sh [build-dir] [out-dir]
 set -euo pipefail
@@ -27,6 +28,8 @@ for np in 2 4; do
   shm "$np" "${SIZES[@]}" -D 0.01 -n 9 -w 10 -J "$OUT/shm${np}_size.json" | tee -a "$OUT/shm.log"
   for d in $DENSITIES; do
     shm "$np" -b 64M -e 64M -D "$d" -n 7 -w 10 -J "$OUT/shm${np}_density.json" | tee -a "$OUT/shm.log"
+    # The rest of the size x density grid (64 MiB is the line above).
+    shm "$np" -b 64K -e 16M -f 4 -D "$d" -n 7 -w 10 -J "$OUT/shm${np}_grid.json" | tee -a "$OUT/shm.log"
   done
 done
 netem "${NETEM_SIZES[@]}" -D 0.01 -n 7 -w 10 -J "$OUT/netem4_size.json" | tee -a "$OUT/netem.log"

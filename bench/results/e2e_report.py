@@ -12,6 +12,22 @@ import sys
 PHASES = ["compress", "agree", "exchange", "reduce", "other"]
 TITLES = {"shm2": "2 ranks, shared memory", "shm4": "4 ranks on 2 cores, shared memory",
           "netem4": "4 ranks on 2 cores, 1 Gbit/s shaped links (tc tbf), -l 1"}
+SWEEPS = {"size": "time vs size, density 1%", "density": "64 MiB, time vs density",
+          "grid": "every size to 16 MiB at every density"}
+
+
+def speedup_matrix(md, rows):
+    """Auto's speedup over dense MPI, sizes down, densities across."""
+    densities = sorted({r["density"] for r in rows})
+    cell = {(r["size"], r["density"]): r for r in rows}
+    md.write("Speedup of libdct (auto) over dense MPI_Allreduce, the algorithm auto ran:\n\n")
+    md.write("| size (B) | " + " | ".join(f"{d:g}" for d in densities) + " |\n")
+    md.write("|---:|" + "---:|" * len(densities) + "\n")
+    for size in sorted({r["size"] for r in rows}):
+        md.write(f"| {size} | " + " | ".join(
+            f"{cell[size, d]['speedup']:.2f}x {cell[size, d]['algo']}" if (size, d) in cell else "-"
+            for d in densities) + " |\n")
+    md.write("\n")
 
 
 def main():
@@ -22,7 +38,7 @@ def main():
             net, sweep = name.split("_")
             with open(path) as f:
                 rows = [json.loads(line) for line in f if line.strip()]
-            md.write(f"### {TITLES[net]}, {'time vs size, density 1%' if sweep == 'size' else '64 MiB, time vs density'}\n\n")
+            md.write(f"### {TITLES[net]}, {SWEEPS[sweep]}\n\n")
             md.write("| size (B) | density | algo | dense ms | libdct ms | speedup | ratio | bound ms | x bound "
                      "| compress | agree | exchange | reduce | other |\n")
             md.write("|---:|---:|:--|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -40,6 +56,9 @@ def main():
                               f"{r['wire_bound_us']} {r['memory_bound_us']} "
                               + " ".join(str(ph[p]) for p in PHASES) + "\n")
             first = rows[0] if rows else {}
+            if sweep == "grid":
+                md.write("\n")
+                speedup_matrix(md, rows)
             md.write(f"\n{first.get('iters', '?')} iterations after {first.get('warmups', '?')} warm-ups; "
                      "times in ms: medians of the per-iteration max over ranks; phases: mean over ranks of "
                      "each rank's median (they add up to a rank's own time, not to the max over ranks).\n\n")
