@@ -2,11 +2,12 @@
 // tensor and a range of densities, with every rank selecting k = density *
 // count entries. Calls the library's own cost functions (core/cost_model.h),
 // with its defaults unless DCT_ALPHA_US / DCT_LINK_GBPS / ... are set.
-//   cost_table [count]   (default 16M elements = 64 MiB fp32) -> markdown
+//   cost_table [count]   (default 16M elements = 64 MiB fp32; K/M suffixes) -> markdown
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "../kernel/count_arg.h"
 #include "core/cost_model.h"
 
 using namespace dct;
@@ -16,7 +17,11 @@ const char* name(dctAlgorithm_t a) { return a == dctAlgoSplit ? "split" : a == d
 }  // namespace
 
 int main(int argc, char** argv) {
-  const size_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : size_t(16) << 20;
+  size_t count = size_t(16) << 20;
+  if (argc > 2 || (argc == 2 && !dctbench::parseCount(argv[1], count))) {
+    std::fprintf(stderr, "usage: cost_table [count]   (elements, >= 1, K/M suffixes; default 16M)\n");
+    return 2;
+  }
   const CostParams p = costParamsFromEnv();
   std::printf("count %zu fp32 (%.0f MiB), alpha %.1f us, link %.2f GB/s, scatter %.1f GB/s, reduce %.1f GB/s\n\n",
               count, count * 4.0 / (1 << 20), p.alphaUs, p.linkGBps, p.scatterGBps, p.reduceGBps);
