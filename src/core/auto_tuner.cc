@@ -30,8 +30,13 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   auto measure = [&](int s) { return Decision{s, model[s], true}; };
   auto close = [&](int s) { return hope[s] < kReprobeBand * cost[best]; };
   auto inFlight = [&](int s) { return s == last && !pendingCold_ ? 1 : 0; };  // a warm run
+  int pick = -1;
+  const char* why = "winner";
   // A measuring streak runs for kStreak warm samples while its algorithm stays close.
-  if (pending_.measuring && close(last) && tracks_[last].streak + inFlight(last) < kStreak) return measure(last);
+  if (pending_.measuring && close(last) && tracks_[last].streak + inFlight(last) < kStreak) {
+    pick = last;
+    why = "streak";
+  }
   // Exploring: an algorithm short of a streak's samples while close, or of
   // a full window while its best sample would win; the fewest samples
   // first, then the cheaper.
@@ -42,17 +47,24 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   auto before = [&](int s, int other) {
     return other < 0 || samples(s) < samples(other) || (samples(s) == samples(other) && cost[s] < cost[other]);
   };
-  int pick = -1;
+  int explored = -1;
   for (int s = 0; s < kSlots; s++)
-    if (explore(s) && before(s, pick)) pick = s;
-  if (pick >= 0) return measure(pick);
-  // Then the cheapest close loser due for a re-measurement; then the winner.
-  for (int s = 0; s < kSlots; s++) {
-    const bool due = s != winner && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps;
-    if (due && (pick < 0 || cost[s] < cost[pick])) pick = s;
+    if (explore(s) && before(s, explored)) explored = s;
+  if (pick < 0 && explored >= 0) {
+    pick = explored;
+    why = "explore";
   }
-  DCT_TRACE("auto: costs %.0f %.0f %.0f us (link scale %.2f): %s slot %d", cost[0], cost[1], cost[2], link_.scale(),
-            pick >= 0 ? "measure" : "winner", pick >= 0 ? pick : winner);
+  // Then the cheapest close loser due for a re-measurement; then the winner.
+  int due = -1;
+  for (int s = 0; s < kSlots; s++)
+    if (s != winner && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps && (due < 0 || cost[s] < cost[due]))
+      due = s;
+  if (pick < 0 && due >= 0) {
+    pick = due;
+    why = "re-measure";
+  }
+  DCT_TRACE("auto: costs %.0f %.0f %.0f us, hopes %.0f %.0f %.0f (link scale %.2f): %s slot %d", cost[0], cost[1],
+            cost[2], hope[0], hope[1], hope[2], link_.scale(), why, pick >= 0 ? pick : winner);
   return pick >= 0 ? measure(pick) : Decision{winner, model[winner], false};
 }
 

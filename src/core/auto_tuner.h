@@ -80,7 +80,8 @@ class AutoTuner {
   // (going back is part of what measuring costs).
   static constexpr double kPaybackSteps = 10;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
-  // is within kReprobeBand of the chosen one's: ~2% of steps per close loser.
+  // is within kReprobeBand of the chosen one's: a cold run and a streak,
+  // ~3% of steps per close loser.
   static constexpr uint64_t kReprobeSteps = 100;
   static constexpr double kReprobeBand = 1.5;
 
