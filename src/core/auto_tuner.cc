@@ -20,12 +20,13 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
   const int last = pending_.slot;  // the previous step's: its time is not learned yet
-  // The winner: the running one unless the cheapest repays its switch. Not
-  // yet on the step that switched to it: a measuring streak ends with its
-  // last sample in flight, and the step back is planned without it.
+  // The winner: the running one unless the cheapest is clearly cheaper and
+  // repays its switch. Not yet on the step back from a measurement: a
+  // measuring streak ends with its last sample in flight, and the step back
+  // is planned without it.
   int winner = best;
-  if (last >= 0 && last == winner_ && !pendingCold_ && last != best && tracks_[last].filled &&
-      (cost[last] - cost[best]) * kPaybackSteps <= tracks_[best].switchUs(model[best]))
+  if (last >= 0 && last == winner_ && !pendingReturn_ && last != best && tracks_[last].filled &&
+      cost[best] >= cost[last] * (1 - kHysteresis) - tracks_[best].switchUs(model[best]) / kPaybackSteps)
     winner = last;
   auto measure = [&](int s) { return Decision{s, model[s], true}; };
   auto close = [&](int s) { return hope[s] < kReprobeBand * cost[best]; };
@@ -71,6 +72,7 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
 void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, double slowestLocalUs) {
   learn(slowestPrevUs, slowestLocalUs);
   pendingCold_ = d.slot != pending_.slot;
+  pendingReturn_ = pendingCold_ && pending_.measuring;
   if (d.slot >= 0 && !d.measuring) winner_ = d.slot;
   if (d.slot >= 0) {
     Track& t = tracks_[d.slot];
@@ -92,7 +94,9 @@ double AutoTuner::Track::scale() const {
 }
 
 double AutoTuner::Track::hope() const {
-  return filled < kSamples ? *std::min_element(window, window + filled) : scale();
+  if (filled == kSamples || filled == 0) return scale();
+  const auto [lo, hi] = std::minmax_element(window, window + filled);
+  return *hi >= kDisagree * *lo ? *lo : scale();
 }
 
 double AutoTuner::Track::switchUs(const Modelled& m) const {

@@ -66,19 +66,26 @@ class AutoTuner {
   // re-measured loser's streak outvotes its stale samples. Every close
   // algorithm gets a first streak (three algorithms fit in ten warm-up
   // steps); one whose best sample would beat the winner gets a second, so a
-  // single slow early step cannot rule it out.
+  // single slow early step cannot rule it out. Only when its samples
+  // disagree (one kDisagree times another): samples that agree are its
+  // cost. Near a tie (2 ranks at 1 MiB: three plans at 150-410 us a step)
+  // every plan's best sample beat some median, and the second streaks ran
+  // exploration to step 16, past a benchmark's 10 warm-ups.
   static constexpr int kStreak = kSamples / 2 + 1;
+  static constexpr double kDisagree = 1.5;
   // A cold run is not a sample: it prices the switch. A sparse step after
   // dense re-estimates tau (dense zeroed the residual) and runs unpipelined
   // (no chunk history); any switch touches cold buffers: at 64 KiB on 4
   // ranks a cold allgather step took 380-580 us against 210-240 warm. The
   // window used to hold cold and warm samples alike, and two algorithms
   // within a few percent of each other traded places every streak, paying
-  // the switch each time. Now the winner keeps the step unless another
+  // the switch each time. Now the winner keeps the step unless another is
+  // kHysteresis cheaper (medians of 3 noisy samples cross at random) and
   // saves its switch's extra cost back within kPaybackSteps. A
   // re-measurement is no switch of winner: after it the cheapest wins
   // (going back is part of what measuring costs).
   static constexpr double kPaybackSteps = 10;
+  static constexpr double kHysteresis = 0.1;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
   // is within kReprobeBand of the chosen one's: a cold run and a streak,
   // ~3% of steps per close loser.
@@ -94,7 +101,7 @@ class AutoTuner {
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
     double coldRatio = 0;   // the last cold run's measured/modelled ratio (0: none yet)
     double scale() const;   // the window's median; 1 until sampled
-    double hope() const;    // the best sample until the window is full, then the median
+    double hope() const;    // the best sample while the window fills with disagreeing samples, else the median
     void learn(double ratio, bool cold);
     // What a switch to it costs beyond a warm step (0 until known).
     double switchUs(const Modelled& m) const;
@@ -105,6 +112,7 @@ class AutoTuner {
   void learn(double slowestUs, double localUs);
   Decision pending_;  // last committed step's decision, awaiting its time
   bool pendingCold_ = false;  // whether that step switched algorithm
+  bool pendingReturn_ = false;  // ... from a measuring step
   int winner_ = -1;           // the slot of the last step that was not measuring
 };
 

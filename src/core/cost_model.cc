@@ -21,6 +21,7 @@ CostParams costParamsFromEnv(const LinkTiming& measured, int ranks) {
     const double latencyUs = measured.smallUs - small * (wirePerByte + reducePerByte);
     p.alphaUs = std::max(0.01, latencyUs / (2 * (P - 1)));
   }
+  p.selectGBps = envPositiveReal("DCT_SELECT_GBPS", p.selectGBps);
   p.alphaUs = envPositiveReal("DCT_ALPHA_US", p.alphaUs);
   p.linkGBps = envPositiveReal("DCT_LINK_GBPS", p.linkGBps);
   return p;
@@ -104,6 +105,11 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
   const double control = (P - 1) * P * 16 / link + 4 * std::ceil(std::log2(std::max(P, 2.0))) * p.alphaUs;
   return withWire(2 * (P - 1) * p.alphaUs + wire1 + wire2 + control, local1 + local2, wireUs);
+}
+
+double compressPassUs(const CostParams& p, const CostInputs& in) {
+  const double sumBytes = static_cast<double>(in.sumBytes ? in.sumBytes : in.valueBytes);
+  return static_cast<double>(in.count) * sumBytes / (p.selectGBps * 1e3);
 }
 
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in) {

@@ -15,6 +15,7 @@ struct CostParams {
   double linkGBps;         // per-rank link bandwidth (DCT_LINK_GBPS, else measured, else 1.25)
   double scatterGBps;      // scatter-add rate of COO bytes (DCT_SCATTER_GBPS, default 2)
   double reduceGBps;       // dense reduction rate (DCT_REDUCE_GBPS, default 4)
+  double selectGBps = 8;   // the compressor's pass, tensor bytes per second (DCT_SELECT_GBPS, default 8)
 };
 
 // DCT_* values where set; else, for alpha and the link, a fit to what the
@@ -41,6 +42,10 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = n
 // Expected size of the union of the ranks' selections, as if each rank's
 // positions were independent and uniform: count * (1 - prod(1 - nnz_r/count)).
 double unionEstimate(const CostInputs& in);
+// The compressor's pass over the whole tensor that every sparse step makes
+// (read grad and residual, select, write the residual), whatever its
+// density; dense's steady state sends the tensor as is, with no pass.
+double compressPassUs(const CostParams& p, const CostInputs& in);
 // The cheapest of the three (ties: allgather, then split, then dense).
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in);
 

@@ -252,3 +252,20 @@ TEST_CASE("a loser that became cheaper keeps the steps from its re-measurement o
   // Dense's own re-measurement (a cold run and a streak) is all it gets.
   CHECK(r.run(100, Costs{50, 50, 5e5}, real, dctAlgoAllgather) >= 100 - (AutoTuner::kStreak + 1));
 }
+
+TEST_CASE("samples that agree are an algorithm's cost: no second streak for a best sample that got lucky") {
+  // Allgather's warm steps take 95 and 125 (within kDisagree of each other),
+  // dense 100. Allgather's best sample beats dense, its median does not.
+  NoisyRun r;
+  dctAlgorithm_t previous = dctAlgoSplit;
+  int warm = 0;
+  auto real = [&](dctAlgorithm_t a, uint64_t, int) {
+    const bool cold = a != previous;
+    previous = a;
+    if (a == dctAlgoDense) return 100.0;
+    if (a == dctAlgoSplit) return 1e6;
+    return cold ? 400.0 : (warm++ % 2 ? 125.0 : 95.0);
+  };
+  const int allgather = r.run(30, Costs{50, 50, 5e5}, real, dctAlgoAllgather);
+  CHECK(allgather == AutoTuner::kStreak + 1);  // its first streak only
+}

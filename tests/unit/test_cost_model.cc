@@ -138,3 +138,17 @@ TEST_CASE("a measured link: the dense model reproduces both probe times, env kno
   CHECK(forced.linkGBps == 0.125);
   CHECK(forced.alphaUs == 40.0);
 }
+
+TEST_CASE("the compressor's pass costs every sparse step the tensor's bytes at the select rate, whatever the density") {
+  std::vector<uint64_t> few(4, 10), many(4, 100000);
+  CostParams p{5.0, 1.25, 2.0, 4.0};
+  CHECK(p.selectGBps == 8.0);
+  CostInputs a{4, 1 << 20, 4, 4, few.data()}, b{4, 1 << 20, 4, 4, many.data()};
+  CHECK(compressPassUs(p, a) == doctest::Approx((1 << 20) * 4 / 8e3));
+  CHECK(compressPassUs(p, a) == compressPassUs(p, b));
+  CostInputs half{4, 1 << 20, 2, 4, few.data(), 4};  // half on the wire, fp32 residual
+  CHECK(compressPassUs(p, half) == compressPassUs(p, a));
+  setenv("DCT_SELECT_GBPS", "2.5", 1);
+  CHECK(costParamsFromEnv().selectGBps == 2.5);
+  unsetenv("DCT_SELECT_GBPS");
+}
