@@ -85,7 +85,7 @@ class AutoTuner {
   // re-measurement is no switch of winner: after it the cheapest wins
   // (going back is part of what measuring costs).
   static constexpr double kPaybackSteps = 10;
-  static constexpr double kHysteresis = 0.1;
+  static constexpr double kHysteresis = 0.05;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
   // is within kReprobeBand of the chosen one's: a cold run and a streak,
   // ~3% of steps per close loser.
