@@ -43,18 +43,15 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // forecast counts and auto flipped between plans on noise.
   const double pass = compressPassUs(params, in);
   allgather.us = pass + allgatherCostUs(params, in, guessed ? &allgather.wireUs : nullptr);
-  dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
-  if (guessed && comm->link.measured()) {
-    // Past the probe's sizes dense is still the very operation it timed:
-    // its fit, extrapolated, at the pace measured (no link scale). The scale
-    // learned from sparse steps on shared memory is mostly waiting for
-    // compute: at 16 MiB and 5% on 4 ranks it priced dense at 56 ms, never
-    // measured it, and split ran at 23 ms against dense's 15. The best
-    // rank's best probe is optimistic past the caches, which errs towards
-    // measuring dense once.
-    dense.us = denseCostUs(costParamsFromEnv(comm->link, comm->size), in);
-    dense.wireUs = 0;
-  }
+  // Past the probe's sizes dense is still the very operation it timed: its
+  // fit, extrapolated, at the pace measured (no wire part for the link
+  // scale). The scale learned from sparse steps on shared memory is mostly
+  // waiting for compute: at 16 MiB and 5% on 4 ranks it priced dense at 56
+  // ms, never measured it, and split ran at 23 ms against dense's 15. The
+  // best rank's best probe is optimistic past the caches, which errs
+  // towards measuring dense once.
+  if (guessed && comm->link.measured()) dense.us = denseCostUs(costParamsFromEnv(comm->link, comm->size), in);
+  else dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
   split.us = pass + splitCostUs(params, in, guessed ? &split.wireUs : nullptr);
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
   p.algorithm = p.decision.algorithm();

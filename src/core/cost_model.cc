@@ -39,6 +39,9 @@ double packedIndexBytes(double nnz, double count, size_t indexBytes) {
 
 namespace {
 
+// Bytes of one reduced value: the accumulation type's, else the wire's.
+double sumBytesOf(const CostInputs& in) { return static_cast<double>(in.sumBytes ? in.sumBytes : in.valueBytes); }
+
 // A cost as its latency-and-link part plus its local part (the tuner scales
 // the first by what the links measure).
 double withWire(double wire, double local, double* wireUs) {
@@ -90,7 +93,7 @@ double unionEstimate(const CostInputs& in) {
 // reduced sizes and two more votes (log2 P latencies each).
 double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   const double P = in.ranks, n = static_cast<double>(in.count);
-  const double sumBytes = static_cast<double>(in.sumBytes ? in.sumBytes : in.valueBytes);
+  const double sumBytes = sumBytesOf(in);
   double busiest = 0, total = 0;
   for (int r = 0; r < in.ranks; r++) {
     const double nnz = static_cast<double>(in.nnz[r]);
@@ -108,8 +111,7 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
 }
 
 double compressPassUs(const CostParams& p, const CostInputs& in) {
-  const double sumBytes = static_cast<double>(in.sumBytes ? in.sumBytes : in.valueBytes);
-  return static_cast<double>(in.count) * sumBytes / (p.selectGBps * 1e3);
+  return static_cast<double>(in.count) * sumBytesOf(in) / (p.selectGBps * 1e3);
 }
 
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in) {
