@@ -13,8 +13,9 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   for (int s = 0; s < kSlots; s++) {
     const Modelled& m = model[s];
     const Track& t = tracks_[s];
-    // Unmeasured: its own local work as modelled, its wire at the links' measured pace.
-    cost[s] = t.filled ? m.us * t.scale() : m.us + m.wireUs * (link_.scale() - 1);
+    // Unmeasured: its own local work as modelled, its wire at the links'
+    // measured pace, and no less than its cold run allows.
+    cost[s] = t.filled ? m.us * t.scale() : std::max(m.us + m.wireUs * (link_.scale() - 1), m.us * t.floor());
     // While its window fills, its best sample says whether to measure on.
     hope[s] = t.filled ? m.us * t.hope() : cost[s];
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
@@ -103,8 +104,9 @@ double AutoTuner::Track::switchUs(const Modelled& m) const {
   return coldRatio > 0 && filled ? std::max(0.0, coldRatio - scale()) * m.us : 0.0;
 }
 
-void AutoTuner::Track::learn(double ratio, bool cold) {
-  // The first run pays first-touch costs (buffers, MPI internals): skip it.
+void AutoTuner::Track::learn(double ratio, bool cold, bool floors) {
+  if (floors && (cold || runs == 0)) coldLeast = coldLeast > 0 ? std::min(coldLeast, ratio) : ratio;
+  // The first run pays first-touch costs (buffers, MPI internals): no sample.
   if (++runs == 1) return;
   if (cold) {
     coldRatio = ratio;
@@ -120,10 +122,10 @@ void AutoTuner::learn(double slowestUs, double localUs) {
   const Modelled& m = pending_.model;
   if (pending_.slot < 0 || slowestUs <= 0 || m.us <= 0) return;
   Track& t = tracks_[pending_.slot];
-  t.learn(slowestUs / m.us, pendingCold_);
+  t.learn(slowestUs / m.us, pendingCold_, learned_++ > 0);
   DCT_TRACE("auto: slot %d took %.0f us (model %.0f%s): scale %.3f", pending_.slot, slowestUs, m.us,
             pendingCold_ ? ", cold" : "", t.scale());
-  if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs, pendingCold_);
+  if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs, pendingCold_, false);
 }
 
 }  // namespace dct

@@ -86,6 +86,17 @@ class AutoTuner {
   // (going back is part of what measuring costs).
   static constexpr double kPaybackSteps = 10;
   static constexpr double kHysteresis = 0.05;
+  // A warm run costs at least 1/kColdOver of a cold one (traced: up to 2.8x
+  // at 64 KiB on 4 ranks, 5.4x for split's first run at 16 MiB, 30%), so an
+  // unmeasured algorithm whose cold run already prices it out of the close
+  // band stops exploring and is not re-measured: split and allgather at
+  // 16 MiB, 30% on 4 ranks were modelled at 25 ms against dense's measured
+  // 17 and each took a cold run and a streak at 70-380 ms a step (0.24x of
+  // dense over the timed steps). Wrongly ruled out it can only be where its
+  // cold run is over kColdOver * kReprobeBand times its warm one. The
+  // first step the tuner learns (the comm's and buffers' first touch) sets
+  // no floor.
+  static constexpr double kColdOver = 4;
   // Re-measure a losing algorithm every kReprobeSteps while its scaled cost
   // is within kReprobeBand of the chosen one's: a cold run and a streak,
   // ~3% of steps per close loser.
@@ -100,9 +111,12 @@ class AutoTuner {
     uint64_t runs = 0;      // times learned (the first, cold, is not sampled)
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
     double coldRatio = 0;   // the last cold run's measured/modelled ratio (0: none yet)
+    double coldLeast = 0;   // the least cold (or first) run's ratio (0: none yet)
     double scale() const;   // the window's median; 1 until sampled
     double hope() const;    // the best sample while the window fills with disagreeing samples, else the median
-    void learn(double ratio, bool cold);
+    void learn(double ratio, bool cold, bool floors);
+    // The least its warm runs can cost, as a ratio to the model: 0 until a cold run.
+    double floor() const { return coldLeast / kColdOver; }
     // What a switch to it costs beyond a warm step (0 until known).
     double switchUs(const Modelled& m) const;
   };
@@ -111,6 +125,7 @@ class AutoTuner {
   Track link_;  // (step - local work) / modelled wire, over every warm step
   void learn(double slowestUs, double localUs);
   Decision pending_;  // last committed step's decision, awaiting its time
+  uint64_t learned_ = 0;  // steps learned
   bool pendingCold_ = false;  // whether that step switched algorithm
   bool pendingReturn_ = false;  // ... from a measuring step
   int winner_ = -1;           // the slot of the last step that was not measuring
