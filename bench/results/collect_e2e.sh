@@ -2,8 +2,8 @@
 # End-to-end dctSparseAllreduce against its physical bound (issue 13):
 # shared memory at 2 and 4 ranks and 1 Gbit/s shaped links at 4 ranks,
 # time vs size (64 KiB - 64 MiB) and vs density (0.01% - 50%), with the
-# per-phase columns (-p) and the bound column (-l for the links); on shared
-# memory also every size to 16 MiB at every density (the grid).
+# per-phase columns (-p) and the bound column (-l for the links); on both
+# also every size to 16 MiB at every density (the grid).
 # DENSITIES="..." and NETEM_SIZES="-b .. -e .. -f .." narrow the sweeps.
 #   bench/results/collect_e2e.sh [build-dir] [out-dir]
 set -euo pipefail
@@ -35,6 +35,7 @@ done
 netem "${NETEM_SIZES[@]}" -D 0.01 -n 7 -w 10 -J "$OUT/netem4_size.json" | tee -a "$OUT/netem.log"
 for d in $DENSITIES; do
   netem -b 64M -e 64M -D "$d" -n 7 -w 10 -J "$OUT/netem4_density.json" | tee -a "$OUT/netem.log"
+  netem -b 64K -e 16M -f 4 -D "$d" -n 7 -w 10 -J "$OUT/netem4_grid.json" | tee -a "$OUT/netem.log"
 done
 python3 "$ROOT/bench/results/e2e_report.py" "$OUT"
 gnuplot -e "dir='$OUT'" "$ROOT/bench/results/e2e_plots.gp"

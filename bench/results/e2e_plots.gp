@@ -1,5 +1,5 @@
 # gnuplot -e "dir='bench/results/<run>'" bench/results/e2e_plots.gp
-# Reads <dir>/{shm2,shm4,netem4}_{size,density}.dat (e2e_report.py).
+# Reads <dir>/{shm2,shm4,netem4}_{size,density,grid}.dat (e2e_report.py).
 set terminal pngcairo size 900,600 noenhanced
 set grid
 set key top left
@@ -33,4 +33,16 @@ do for [net in "shm2 shm4 netem4"] {
        '' using ($10/1e3) title "exchange", '' using ($11/1e3) title "reduce", '' using ($12/1e3) title "other"
   set style data linespoints
   set key top left
+  set output sprintf("%s/%s_grid_speedup.png", dir, net)
+  set title sprintf("%s: libdct (auto) speedup over dense MPI_Allreduce, by size and density", net)
+  set logscale xy
+  set xlabel "bytes per rank"
+  set ylabel "speedup (dense time / libdct time)"
+  set xrange [32768:33554432]
+  f = sprintf("%s/%s_grid.dat", dir, net)
+  plot for [d in "0.0001 0.001 0.01 0.1 0.3 0.5"] f using 1:(abs($2 - d) < 1e-9 ? $3/$4 : 1/0) \
+         with linespoints title sprintf("density %s", d), \
+       0.95 with lines dt 2 lc rgb "black" title "0.95x (target floor)"
+  unset logscale
+  set autoscale x
 }
