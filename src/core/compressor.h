@@ -52,10 +52,10 @@ struct TauState {
   uint64_t acceptedCount = 0;
   // The last step's count left the drift band: estimate before selecting.
   bool driftPending = false;
-  // tau came from tightenTau and no step has been in the band with it yet: a
-  // drift now is a fast one (a lagging tau chases it), so the next estimate
-  // samples the accumulator itself.
-  bool tightened = false;
+  // tau came from tightenTau, aimed at this many entries, and no step has
+  // been in the band with it yet (0: not so): a drift up now measures error
+  // feedback's growth since, which the next tightening anticipates.
+  uint64_t tightenedTo = 0;
 };
 
 // What one step would change, held aside until every rank has succeeded

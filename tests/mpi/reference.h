@@ -100,7 +100,7 @@ class RefCompressor {
       }
       if (!estimated) {
         driftPending_ = (sel < dcttest::driftLow(kd) && tau_ > floor) || sel > dcttest::driftHigh(kd);
-        tightened_ = tightened_ && driftPending_;
+        if (!driftPending_) tightenedTo_ = 0;
       }
       tau = tau_;
     }
@@ -112,16 +112,21 @@ class RefCompressor {
       m.nonFinite += !std::isfinite(acc[i]);
       acc[i] = T(0);
     }
-    // A drift up (not right after another one) no larger than the sample
-    // tightens tau to the k-th largest value sent, unless that is tau
-    // itself or not finite.
-    if (givenTau <= 0 && driftPending_ && !tightened_ && m.val.size() > k &&
-        m.val.size() <= sampleSize(n, cfg_.density)) {
-      const T kth = kthLargestMagnitude(m.val, k);
+    // A drift up no larger than the sample tightens tau to the aim-th
+    // largest value sent, unless that is tau itself or not finite: aim = k,
+    // or right after a tightening aimed at a, k a / nnz within [k/2, k].
+    const size_t sent = m.val.size();
+    if (givenTau <= 0 && driftPending_ && sent > k && sent <= sampleSize(n, cfg_.density)) {
+      const double kd = static_cast<double>(k);
+      const double a = tightenedTo_ ? std::clamp(kd * static_cast<double>(tightenedTo_) / static_cast<double>(sent),
+                                                 kd / 2, kd)
+                                    : kd;
+      const size_t aim = std::max<size_t>(1, static_cast<size_t>(std::llround(a)));
+      const T kth = kthLargestMagnitude(m.val, aim);
       if (kth > tau_ && std::isfinite(kth)) {
         tau_ = kth;
         driftPending_ = false;
-        tightened_ = true;
+        tightenedTo_ = aim;
         estimates_++;
       }
     }
@@ -150,7 +155,7 @@ class RefCompressor {
     tau_ = kthLargestMagnitude(acc, k);
     haveTau_ = true;
     driftPending_ = false;
-    tightened_ = false;
+    tightenedTo_ = 0;
     lastEstimate_ = step_;
     estimates_++;
   }
@@ -158,7 +163,8 @@ class RefCompressor {
   RefConfig cfg_;
   std::vector<T> residual_;
   T tau_ = 0;
-  bool haveTau_ = false, driftPending_ = false, tightened_ = false;
+  bool haveTau_ = false, driftPending_ = false;
+  size_t tightenedTo_ = 0;  // the aim of the tightening tau came from, until a step in the band (0: none)
   uint64_t step_ = 0, lastEstimate_ = 0, estimates_ = 0;
 };
 

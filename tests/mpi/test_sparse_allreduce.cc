@@ -131,9 +131,9 @@ void run(size_t n, const Case& k, const GradFn<T>& grad, std::vector<T>* lastOut
     if (step < k.s.warmup) CHECK(st.algorithm == dctAlgoDense);
     else if (k.s.algorithm != dctAlgoAuto) CHECK(st.algorithm == k.s.algorithm);
     // Drift: a count past the runaway bound is re-selected at once; one
-    // outside the band (drift_band.h) tightens tau (a drift up) or makes the next step
-    // re-estimate, and a drift right after a tightening re-estimates: never
-    // three in a row.
+    // outside the band (drift_band.h) tightens tau (a drift up; right after
+    // a tightening, aimed to cancel the growth it measured) or makes the
+    // next step re-estimate: never three in a row here.
     const bool judged = sampled && !warm && k.s.density < 1.0 && mine.nonzero >= target;
     const double nnz = static_cast<double>(st.nnz);
     const bool outside = judged && (nnz < dcttest::driftLow(target) || nnz > dcttest::driftHigh(target));
