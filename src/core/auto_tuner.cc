@@ -121,8 +121,10 @@ void AutoTuner::Track::learn(double ratio, bool cold, bool floors) {
 void AutoTuner::learn(double slowestUs, double localUs) {
   const Modelled& m = pending_.model;
   if (pending_.slot < 0 || slowestUs <= 0 || m.us <= 0) return;
+  // The tuner's first step (nothing learned yet) sets no floor: first touches of the comm.
+  const bool floors = std::any_of(tracks_, tracks_ + kSlots, [](const Track& k) { return k.runs > 0; });
   Track& t = tracks_[pending_.slot];
-  t.learn(slowestUs / m.us, pendingCold_, learned_++ > 0);
+  t.learn(slowestUs / m.us, pendingCold_, floors);
   DCT_TRACE("auto: slot %d took %.0f us (model %.0f%s): scale %.3f", pending_.slot, slowestUs, m.us,
             pendingCold_ ? ", cold" : "", t.scale());
   if (m.wireUs > 0 && localUs > 0 && localUs < slowestUs) link_.learn((slowestUs - localUs) / m.wireUs, pendingCold_, false);

@@ -125,7 +125,6 @@ class AutoTuner {
   Track link_;  // (step - local work) / modelled wire, over every warm step
   void learn(double slowestUs, double localUs);
   Decision pending_;  // last committed step's decision, awaiting its time
-  uint64_t learned_ = 0;  // steps learned
   bool pendingCold_ = false;  // whether that step switched algorithm
   bool pendingReturn_ = false;  // ... from a measuring step
   int winner_ = -1;           // the slot of the last step that was not measuring

@@ -171,10 +171,11 @@ void endChunkedStep(dctCompressor_t c, StepDraft& draft, uint64_t selected, uint
 // it selected (values: its nnz wire values, in the twin's memory), the exact
 // top-k threshold of this step's accumulator, for nnz keys instead of the
 // next step's sample of the tensor (at density 1e-4, 2^20 random gathers:
-// 20-40 ms a step here). tightenDue: drifted up, not right after another
-// tightening, and the selection no larger than that sample. A tie at tau
-// (the k-th largest is tau itself) leaves the drift to the next estimate.
-// compressStep tightens by itself.
+// 20-40 ms a step here); right after another tightening, aimed at a, the
+// (k a / nnz)-th largest, within [k/2, k], cancelling the growth since.
+// tightenDue: drifted up, and the selection no larger than that sample. A
+// tie at tau (the k-th largest is tau itself) leaves the drift to the next
+// estimate. compressStep tightens by itself.
 bool tightenDue(dctCompressor_t c, const StepDraft& draft, uint64_t selected);
 dctResult_t tightenTau(dctCompressor_t c, StepDraft& draft, const void* values, uint64_t nnz, void* stream);
 

@@ -40,12 +40,14 @@ int runLinkSteps(AutoTuner& t, int steps, const AutoTuner::Modelled (&model)[3],
 }
 
 // Steps with whole-step models where the n-th run of an algorithm, at step
-// i, really takes real(algorithm, i, n).
+// i, really takes real(algorithm, i, n, cold): cold for the first run after
+// a switch of algorithm (and the very first step).
 struct NoisyRun {
   AutoTuner t;
   uint64_t step = 0;
   double last = 0;  // the previous step's time, learned with the next step
   int runs[AutoTuner::kSlots] = {};
+  int previous = -1;  // the previous step's slot
   // Runs `steps` steps; returns how many used `count`.
   template <class Real>
   int run(int steps, Costs model, Real real, dctAlgorithm_t count) {
@@ -54,7 +56,8 @@ struct NoisyRun {
       const AutoTuner::Decision d = t.plan({model.allgather}, {model.dense}, {model.split}, step);
       t.commit(d, last, step);
       used += d.algorithm() == count;
-      last = real(d.algorithm(), step, runs[d.slot]++);
+      last = real(d.algorithm(), step, runs[d.slot]++, d.slot != previous);
+      previous = d.slot;
     }
     return used;
   }
@@ -113,11 +116,8 @@ TEST_CASE("an algorithm whose cold run prices it out stops exploring and is not 
   // 5.8 ms takes 17; allgather and split, modelled at 24-25 ms (close to
   // dense's measured cost), take 70 ms warm and 380 cold.
   NoisyRun r;
-  dctAlgorithm_t previous = dctAlgoDense;
   int sparse = 0;
-  auto real = [&](dctAlgorithm_t a, uint64_t, int) {
-    const bool cold = a != previous;
-    previous = a;
+  auto real = [&](dctAlgorithm_t a, uint64_t, int, bool cold) {
     if (a == dctAlgoDense) return cold ? 30000.0 : 17000.0;
     sparse++;
     return cold ? 380000.0 : 70000.0;
@@ -188,7 +188,7 @@ TEST_CASE("one slow warm step does not lock the faster algorithm out") {
   // (error feedback's transient, say) takes 200: one sample used to price it
   // at 200 until its next re-measurement 100 steps later.
   NoisyRun r;
-  auto real = [](dctAlgorithm_t a, uint64_t, int n) {
+  auto real = [](dctAlgorithm_t a, uint64_t, int n, bool) {
     return a == dctAlgoSplit ? 120.0 : a == dctAlgoDense ? 1e6 : n == 1 ? 200.0 : 100.0;
   };
   r.run(12, Costs{50, 500, 55}, real, dctAlgoAllgather);
@@ -201,7 +201,7 @@ TEST_CASE("a close loser measured in a slow phase wins back at its re-measuremen
   // split takes 120 throughout. Allgather's re-measurement replaces a
   // majority of its window, so its median follows.
   NoisyRun r;
-  auto real = [](dctAlgorithm_t a, uint64_t step, int) {
+  auto real = [](dctAlgorithm_t a, uint64_t step, int, bool) {
     return a == dctAlgoSplit ? 120.0 : a == dctAlgoDense ? 1e6 : step < 20 ? 160.0 : 100.0;
   };
   CHECK(r.run(100, Costs{50, 500, 55}, real, dctAlgoSplit) >= 90);
@@ -237,16 +237,13 @@ TEST_CASE("two algorithms a few percent apart do not trade places when a switch 
   // ~170 us more (a tau estimate after dense, no chunk history). Cold steps
   // used to enter the windows, and the two traded places every streak.
   NoisyRun r;
-  dctAlgorithm_t previous = dctAlgoSplit;
   uint64_t noise = 12345;
   int switches = 0;
-  auto real = [&](dctAlgorithm_t a, uint64_t, int) {
+  auto real = [&](dctAlgorithm_t a, uint64_t, int, bool cold) {
     noise = noise * 6364136223846793005ull + 1442695040888963407ull;
     const double jitter = static_cast<double>(noise >> 58);  // 0..63: 1 us steps
     const double warm = (a == dctAlgoDense ? 185.0 : a == dctAlgoAllgather ? 190.0 : 2000.0) + 40.0 * jitter / 63;
-    const bool cold = a != previous;
     switches += cold;
-    previous = a;
     return cold ? warm + 170.0 : warm;
   };
   r.run(30, Costs{6, 32, 27}, real, dctAlgoDense);
@@ -261,10 +258,7 @@ TEST_CASE("a loser that became cheaper keeps the steps from its re-measurement o
   // switch costs 500 more. Its switch never repays within kPaybackSteps, but
   // its re-measurement is a switch already paid: it stays.
   NoisyRun r;
-  dctAlgorithm_t previous = dctAlgoSplit;
-  auto real = [&](dctAlgorithm_t a, uint64_t step, int) {
-    const bool cold = a != previous;
-    previous = a;
+  auto real = [&](dctAlgorithm_t a, uint64_t step, int, bool cold) {
     const double warm = a == dctAlgoDense ? 100.0 : a == dctAlgoAllgather ? (step < 50 ? 140.0 : 80.0) : 1e6;
     return warm + (cold ? 500.0 : 0.0);
   };
@@ -278,11 +272,8 @@ TEST_CASE("samples that agree are an algorithm's cost: no second streak for a be
   // Allgather's warm steps take 95 and 125 (within kDisagree of each other),
   // dense 100. Allgather's best sample beats dense, its median does not.
   NoisyRun r;
-  dctAlgorithm_t previous = dctAlgoSplit;
   int warm = 0;
-  auto real = [&](dctAlgorithm_t a, uint64_t, int) {
-    const bool cold = a != previous;
-    previous = a;
+  auto real = [&](dctAlgorithm_t a, uint64_t, int, bool cold) {
     if (a == dctAlgoDense) return 100.0;
     if (a == dctAlgoSplit) return 1e6;
     return cold ? 400.0 : (warm++ % 2 ? 125.0 : 95.0);
