@@ -18,6 +18,14 @@ namespace dct::gpu {
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
 
+// 64-bit grid-stride loop over [0, n) with one warp per item (the loop is
+// warp-uniform, so warp primitives may run inside it). Launch
+// gridFor(kWarp * n) threads.
+constexpr unsigned kWarp = 32;
+#define DCT_WARP_STRIDE(i, n)                                                                 \
+  for (size_t i = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; i < (n); \
+       i += static_cast<size_t>(gridDim.x) * blockDim.x / kWarp)
+
 // The select rule of kernels.h: !(|acc| < tau), so NaN and +-Inf are taken.
 template <typename T>
 __device__ __forceinline__ bool taken(T acc, T tau) {

@@ -4,13 +4,20 @@
 //   dispatch packList: measure, cub::DeviceScan of the word counts, encode,
 //            the total word count back to the host (the caller sizes its
 //            exchange with it)
-//   kernels  one thread per group, running the per-group functions the CPU
-//            twin runs, so both twins write the same bytes and accept and
-//            reject the same lists (scatterAddPacked validates them first)
+//   kernels  measure, encode and scatter: one warp per group (lanes split
+//            the group's gaps, words and entries); validate: one thread per
+//            group, running the CPU twin's validGroup, so both twins accept
+//            and reject the same lists
 //
-// A group is 128 entries; a message of k entries is k / 128 threads, small
-// next to the select pass over n, so thread-per-group is enough here.
+// A group is 128 entries, so a message of k entries is k / 128 groups: 5k
+// groups at 64M and 1%, too few for a thread each on a GPU (the thread-per-
+// group encode and scatter ran 67 and 139 us there on an H200, latency-bound
+// in 21 blocks). Encode writes each data word whole from the gaps that meet
+// it, and decode is a warp prefix sum of the gaps, so the bytes are the CPU
+// twin's (encodeGroup / decodeGroup), which the tests check byte for byte.
 #include <cub/device/device_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
 
 #include "cuda_device.cuh"
 #include "cuda_values.cuh"
@@ -23,24 +30,60 @@ using packing::kPackGroup;
 using packing::Layout;
 using packing::Sections;
 
+constexpr int kWarpsPerBlock = kThreads / kWarp;
+
+template <typename I>
+__device__ uint64_t gapOf(const I* idx, size_t j) {  // gap j - 1: entries j - 1 and j
+  return static_cast<uint64_t>(idx[j] - idx[j - 1] - 1);
+}
+
+// The group's width is the width of the OR of its gaps (packing::groupWidth).
 template <typename I>
 __global__ void measureGroups(const I* __restrict__ idx, size_t nnz, uint64_t base, Sections<I> s, size_t groups,
                               uint32_t* __restrict__ words) {
-  DCT_GRID_STRIDE(g, groups) {
+  using WarpOr = cub::WarpReduce<uint64_t>;
+  __shared__ typename WarpOr::TempStorage temp[kWarpsPerBlock];
+  const unsigned lane = threadIdx.x % kWarp;
+  DCT_WARP_STRIDE(g, groups) {
     const I* first = idx + g * kPackGroup;
     const size_t count = packing::groupSize(nnz, g);
-    const int width = packing::groupWidth(first, count);
-    s.bases[g] = static_cast<I>(first[0] - base);
-    s.widths[g] = static_cast<uint8_t>(width);
-    words[g] = static_cast<uint32_t>(packing::groupWords(count, width));
+    uint64_t bits = 0;
+    for (size_t j = 1 + lane; j < count; j += kWarp) bits |= gapOf(first, j);
+    bits = WarpOr(temp[threadIdx.x / kWarp]).Reduce(bits, ::cuda::std::bit_or<>{});
+    if (lane == 0) {
+      const int width = packing::bitWidth(bits);
+      s.bases[g] = static_cast<I>(first[0] - base);
+      s.widths[g] = static_cast<uint8_t>(width);
+      words[g] = static_cast<uint32_t>(packing::groupWords(count, width));
+    }
   }
+}
+
+// Data word w of a group: the gaps whose bits [j width, (j + 1) width) meet
+// bits [64 w, 64 w + 64), each shifted into place (packing::encodeGroup ORs
+// the same pieces, gap by gap).
+template <typename I>
+__device__ uint64_t encodeWord(const I* idx, size_t count, int width, size_t w) {
+  const size_t lo = 64 * w;
+  uint64_t word = 0;
+  for (size_t j = lo / width; j + 1 < count && j * width < lo + 64; j++) {
+    const size_t bit = j * width;
+    const uint64_t gap = gapOf(idx, j + 1);
+    word |= bit >= lo ? gap << (bit - lo) : gap >> (lo - bit);
+  }
+  return word;
 }
 
 template <typename I>
 __global__ void encodeGroups(const I* __restrict__ idx, size_t nnz, Sections<I> s, size_t groups) {
-  DCT_GRID_STRIDE(g, groups)
-    packing::encodeGroup(idx + g * kPackGroup, packing::groupSize(nnz, g), s.widths[g],
-                         s.data + s.offsets[g]);
+  const unsigned lane = threadIdx.x % kWarp;
+  DCT_WARP_STRIDE(g, groups) {
+    const size_t count = packing::groupSize(nnz, g);
+    const int width = s.widths[g];
+    uint64_t* out = s.data + s.offsets[g];
+    for (size_t w = lane; w < packing::groupWords(count, width); w += kWarp)
+      out[w] = encodeWord(idx + g * kPackGroup, count, width, w);
+  }
 }
 
 // Counts the malformed groups (packing::validGroup, the CPU twin's rule).
@@ -54,15 +97,33 @@ __global__ void validateGroups(Sections<I> s, size_t groups, size_t nnz, uint64_
 }
 
 // Runs only on a validated list: groups cover disjoint ascending ranges, so
-// no two threads share a target. decodeGroup still bounds every access.
+// no two lanes share a target. Entry j's index is the group's base plus the
+// prefix sum of (gap + 1) up to j (packing::decodeGroup's recurrence); lanes
+// take 32 entries a round and carry the last index into the next. Targets
+// are still bounded by n.
 template <typename D, typename V, typename I>
 __global__ void scatterGroups(D* __restrict__ dense, uint64_t n, Sections<I> s, size_t groups,
                               size_t nnz, const V* __restrict__ values) {
-  DCT_GRID_STRIDE(g, groups) {
+  using WarpSum = cub::WarpScan<uint64_t>;
+  __shared__ typename WarpSum::TempStorage temp[kWarpsPerBlock];
+  const unsigned lane = threadIdx.x % kWarp;
+  DCT_WARP_STRIDE(g, groups) {
     const V* val = values + g * kPackGroup;
-    packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g],
-                            s.widths[g], packing::groupSize(nnz, g), n,
-                            [&](size_t j, I i) { addInto(dense[i], val[j]); });
+    const uint64_t* words = s.data + s.offsets[g];
+    const size_t wordCount = s.offsets[g + 1] - s.offsets[g], count = packing::groupSize(nnz, g);
+    const int width = s.widths[g];
+    const uint64_t mask = packing::widthMask(width);
+    uint64_t last = s.bases[g];  // the index before this round's first entry (entry 0 adds 0)
+    for (size_t round = 0; round < count; round += kWarp) {
+      const size_t j = round + lane;
+      uint64_t step = 0;
+      if (j >= 1 && j < count) step = (width ? packing::gapAt(words, wordCount, j - 1, width, mask) : 0) + 1;
+      uint64_t sum;
+      WarpSum(temp[threadIdx.x / kWarp]).InclusiveSum(step, sum);
+      const uint64_t index = last + sum;
+      if (j < count && index < n) addInto(dense[index], val[j]);
+      last = __shfl_sync(0xffffffffu, index, kWarp - 1);
+    }
   }
 }
 
@@ -91,14 +152,14 @@ dctResult_t packList(CudaContext* c, PackArgs& a, cudaStream_t st) {
   CUDACHECK(cudaMemsetAsync(a.out, 0, l.data, st));  // padding and offsets[0]
   DCTCHECK(c->scratch.reserve(l.groups * sizeof(uint32_t)));
   uint32_t* words = c->scratch.as<uint32_t>();
-  measureGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(idx, a.nnz, a.base, s, l.groups, words);
+  measureGroups<I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(idx, a.nnz, a.base, s, l.groups, words);
   CUDACHECK_LAUNCH();
   size_t bytes = 0;
   const int groups = static_cast<int>(l.groups);  // < 2^32 / 128 groups (fitsOffsets)
   CUDACHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, words, s.offsets + 1, groups, st));
   DCTCHECK(c->temp.reserve(bytes));
   CUDACHECK(cub::DeviceScan::InclusiveSum(c->temp.ptr, bytes, words, s.offsets + 1, groups, st));
-  encodeGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(idx, a.nnz, s, l.groups);
+  encodeGroups<I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(idx, a.nnz, s, l.groups);
   CUDACHECK_LAUNCH();
   CUDACHECK(cudaMemcpyAsync(&c->host->packedWords, s.offsets + l.groups, sizeof(uint32_t),
                             cudaMemcpyDeviceToHost, st));
@@ -163,7 +224,7 @@ dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* 
     CUDACHECK_LAUNCH();
     CUDACHECK(fetchCounters(c, st));
     if (c->host->malformed != 0) return dctInternalError;
-    scatterGroups<D, V, I><<<gridFor(l.groups), kThreads, 0, st>>>(static_cast<D*>(a.dense), a.n, s,
+    scatterGroups<D, V, I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(static_cast<D*>(a.dense), a.n, s,
                                                                     l.groups, a.nnz,
                                                                     static_cast<const V*>(a.values));
     CUDACHECK_LAUNCH();
