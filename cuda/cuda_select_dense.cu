@@ -27,19 +27,6 @@ __global__ void selectDenseKernel(const G* grad, const T* in, T* residual,
   addBlockCount(nonFinite, &counters->nonFinite);
 }
 
-// The gradient is read in the kernel when it is T itself or a half widened
-// into fp32 (the types libdct sends); any other pair is added into the
-// residual first (the add op), so the kernel set stays at 16.
-template <typename T, typename Fn>
-dctResult_t dispatchGrad(const SelectArgs& a, Fn&& fn) {
-  if (a.grad == nullptr || a.gradT() == a.dtype) return fn.template operator()<T>();
-  if constexpr (::cuda::std::is_same_v<T, float>) {
-    if (a.gradT() == dctFloat16) return fn.template operator()<Half>();
-    if (a.gradT() == dctBFloat16) return fn.template operator()<BFloat16>();
-  }
-  return dctNotSupported;  // the caller adds first
-}
-
 }  // namespace
 
 dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream) {

@@ -110,4 +110,18 @@ __device__ __forceinline__ bool finiteValue(T x) {
   return ::cuda::std::isfinite(loadValue(x));
 }
 
+// The select kernels read the gradient themselves when it is T or a half
+// widened into fp32 (the types libdct sends); any other pair is added into
+// the residual first (the add op: dctNotSupported here), which keeps the
+// kernel set small.
+template <typename T, typename Fn>
+dctResult_t dispatchGrad(const SelectArgs& a, Fn&& fn) {
+  if (a.grad == nullptr || a.gradT() == a.dtype) return fn.template operator()<T>();
+  if constexpr (::cuda::std::is_same_v<T, float>) {
+    if (a.gradT() == dctFloat16) return fn.template operator()<Half>();
+    if (a.gradT() == dctBFloat16) return fn.template operator()<BFloat16>();
+  }
+  return dctNotSupported;  // the caller adds first
+}
+
 }  // namespace dct::gpu
