@@ -74,6 +74,18 @@ for s in $steps; do
     NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
     timeout 200 $NCU --clock-control none --print-summary per-kernel --metrics gpu__time_duration.sum,dram__bytes.sum \
       $B/cuda_kernel_perf -b 64M -e 64M -n 3 2>&1 | tee "$OUT/prof.txt" | grep -E "^ +[a-zA-Z_]|gpu__time|dram__bytes|Section|select|pack" | head -150 ;;
+  variants)
+    mkdir -p /tmp/v && tar -C /tmp/v -xJf "$G/variants.tar.xz"
+    for r in 1 2; do for v in capped transpose vector; do
+      stamp "variant $v round $r"
+      timeout 60 /tmp/v/ckp_$v -b 16M -e 256M -f 4 -n 10 2>&1 | grep -E " select|memcpy" | tee -a "$OUT/variants.txt"
+    done; done
+    NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+    for v in capped transpose vector; do
+      stamp "ncu $v"
+      timeout 60 $NCU --clock-control none --print-summary per-kernel --metrics gpu__time_duration.sum -k regex:"compact|accumulateCount|DeviceSelect|finish|addKernel" \
+        /tmp/v/ckp_$v -b 64M -e 64M -n 3 2>&1 | grep -E "^  void|gpu__time" | sed 's/(T1.*//' | tee -a "$OUT/variants.txt"
+    done ;;
   perf)
     for np in 2 4; do
       stamp "dct_perf np $np (host CPU)"
