@@ -4,17 +4,17 @@
 //   dispatch packList: measure, cub::DeviceScan of the word counts, encode,
 //            the total word count back to the host (the caller sizes its
 //            exchange with it)
-//   kernels  measure, encode and scatter: one warp per group (lanes split
-//            the group's gaps, words and entries); validate: one thread per
-//            group, running the CPU twin's validGroup, so both twins accept
-//            and reject the same lists
+//   kernels  one warp per group: measure, encode, validate, scatter (lanes
+//            split the group's gaps, words and entries)
 //
 // A group is 128 entries, so a message of k entries is k / 128 groups: 5k
 // groups at 64M and 1%, too few for a thread each on a GPU (the thread-per-
 // group encode and scatter ran 67 and 139 us there on an H200, latency-bound
 // in 21 blocks). Encode writes each data word whole from the gaps that meet
 // it, and decode is a warp prefix sum of the gaps, so the bytes are the CPU
-// twin's (encodeGroup / decodeGroup), which the tests check byte for byte.
+// twin's (encodeGroup / decodeGroup) and both twins accept and reject the
+// same lists (validGroup), which the tests check byte for byte and list by
+// list.
 #include <cub/device/device_scan.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
@@ -31,6 +31,8 @@ using packing::Layout;
 using packing::Sections;
 
 constexpr int kWarpsPerBlock = kThreads / kWarp;
+constexpr unsigned kAllLanes = 0xffffffffu;
+using WarpSum = cub::WarpScan<uint64_t>;
 
 template <typename I>
 __device__ uint64_t gapOf(const I* idx, size_t j) {  // gap j - 1: entries j - 1 and j
@@ -86,44 +88,73 @@ __global__ void encodeGroups(const I* __restrict__ idx, size_t nnz, Sections<I> 
   }
 }
 
-// Counts the malformed groups (packing::validGroup, the CPU twin's rule).
-// Every thread reaches addBlockCount (it synchronizes the block).
+// Decodes one group, lanes taking entries j = lane, lane + 32, ...: entry
+// j's index is base plus the sum of (gap + 1) over the entries up to j
+// (decodeGroup's recurrence, modulo 2^64), a warp prefix sum a round, the
+// round's last index carried into the next. Calls visit(j, index, index of
+// entry j - 1 (base for j = 0)) for each j < count and returns the last
+// entry's index. The frame must be valid (packing::validFrame).
+template <typename Visit>
+__device__ uint64_t warpDecode(uint64_t base, const uint64_t* words, size_t wordCount, int width, size_t count,
+                               typename WarpSum::TempStorage& temp, Visit&& visit) {
+  const unsigned lane = threadIdx.x % kWarp;
+  const uint64_t mask = packing::widthMask(width);
+  uint64_t last = base;
+  for (size_t round = 0; round < count; round += kWarp) {
+    const size_t j = round + lane;
+    uint64_t step = 0;
+    if (j >= 1 && j < count) step = (width ? packing::gapAt(words, wordCount, j - 1, width, mask) : 0) + 1;
+    uint64_t sum;
+    WarpSum(temp).InclusiveSum(step, sum);
+    const uint64_t index = last + sum;
+    uint64_t previous = __shfl_up_sync(kAllLanes, index, 1);
+    if (lane == 0) previous = last;
+    if (j < count) visit(j, index, previous);
+    last = __shfl_sync(kAllLanes, index, kWarp - 1);
+  }
+  return last;
+}
+
+// Counts the malformed groups: packing::validGroup's rule. An entry is valid
+// when its index is below n and above the previous one (a gap that wraps
+// past 2^64 lands below it); the group's last index must lie below the next
+// group's first. Every thread reaches addBlockCount (it synchronizes the
+// block).
 template <typename I>
 __global__ void validateGroups(Sections<I> s, size_t groups, size_t nnz, uint64_t n, size_t words,
                                unsigned long long* malformed) {
+  __shared__ typename WarpSum::TempStorage temp[kWarpsPerBlock];
   unsigned long long bad = 0;
-  DCT_GRID_STRIDE(g, groups) bad += !packing::validGroup<I>(s, g, groups, nnz, n, words);
+  DCT_WARP_STRIDE(g, groups) {
+    bool ok = packing::validFrame(s, g, groups, nnz, words);  // warp-uniform
+    if (ok) {
+      bool mine = true;
+      const uint64_t last = warpDecode(
+          s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g], s.widths[g],
+          packing::groupSize(nnz, g), temp[threadIdx.x / kWarp],
+          [&](size_t j, uint64_t index, uint64_t previous) { mine &= index < n && (j == 0 || index > previous); });
+      const uint64_t lastIndex = static_cast<I>(last);  // decodeGroup visits indices as I
+      ok = __all_sync(kAllLanes, mine) && (g + 1 == groups || lastIndex < static_cast<uint64_t>(s.bases[g + 1]));
+    }
+    bad += threadIdx.x % kWarp == 0 && !ok;
+  }
   addBlockCount(bad, malformed);
 }
 
 // Runs only on a validated list: groups cover disjoint ascending ranges, so
-// no two lanes share a target. Entry j's index is the group's base plus the
-// prefix sum of (gap + 1) up to j (packing::decodeGroup's recurrence); lanes
-// take 32 entries a round and carry the last index into the next. Targets
-// are still bounded by n.
+// no two lanes share a target. Targets are still bounded by n.
 template <typename D, typename V, typename I>
 __global__ void scatterGroups(D* __restrict__ dense, uint64_t n, Sections<I> s, size_t groups,
                               size_t nnz, const V* __restrict__ values) {
-  using WarpSum = cub::WarpScan<uint64_t>;
   __shared__ typename WarpSum::TempStorage temp[kWarpsPerBlock];
-  const unsigned lane = threadIdx.x % kWarp;
   DCT_WARP_STRIDE(g, groups) {
     const V* val = values + g * kPackGroup;
-    const uint64_t* words = s.data + s.offsets[g];
-    const size_t wordCount = s.offsets[g + 1] - s.offsets[g], count = packing::groupSize(nnz, g);
-    const int width = s.widths[g];
-    const uint64_t mask = packing::widthMask(width);
-    uint64_t last = s.bases[g];  // the index before this round's first entry (entry 0 adds 0)
-    for (size_t round = 0; round < count; round += kWarp) {
-      const size_t j = round + lane;
-      uint64_t step = 0;
-      if (j >= 1 && j < count) step = (width ? packing::gapAt(words, wordCount, j - 1, width, mask) : 0) + 1;
-      uint64_t sum;
-      WarpSum(temp[threadIdx.x / kWarp]).InclusiveSum(step, sum);
-      const uint64_t index = last + sum;
-      if (j < count && index < n) addInto(dense[index], val[j]);
-      last = __shfl_sync(0xffffffffu, index, kWarp - 1);
-    }
+    warpDecode(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g], s.widths[g],
+               packing::groupSize(nnz, g), temp[threadIdx.x / kWarp],
+               [&](size_t j, uint64_t index, uint64_t) {
+                 const I i = static_cast<I>(index);  // as decodeGroup visits it
+                 if (i < n) addInto(dense[i], val[j]);
+               });
   }
 }
 
@@ -219,7 +250,7 @@ dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* 
     Sections<I> s(const_cast<void*>(a.indices), l);
     const size_t words = (a.packedBytes - l.data) / 8;
     CUDACHECK(resetCounters(c, st));
-    validateGroups<I><<<gridFor(l.groups), kThreads, 0, st>>>(s, l.groups, a.nnz, a.n, words,
+    validateGroups<I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(s, l.groups, a.nnz, a.n, words,
                                                                &c->device->malformed);
     CUDACHECK_LAUNCH();
     CUDACHECK(fetchCounters(c, st));

@@ -142,6 +142,18 @@ DCT_HOST_DEVICE bool decodeGroup(I base, const uint64_t* words, size_t wordCount
   return true;
 }
 
+// validGroup's checks that decode nothing: group g's words lie inside the
+// list, and its width and word count agree (decodeGroup checks the last two
+// again; the CUDA twin's warp-parallel decode relies on them).
+template <typename I>
+DCT_HOST_DEVICE bool validFrame(const Sections<I>& s, size_t g, size_t groups, size_t nnz, size_t words) {
+  const uint32_t begin = s.offsets[g], end = s.offsets[g + 1];
+  if ((g == 0 && begin != 0) || (g + 1 == groups && end != words)) return false;
+  if (end < begin || end > words) return false;
+  const int width = s.widths[g];
+  return width <= 8 * static_cast<int>(sizeof(I)) && groupWords(groupSize(nnz, g), width) == end - begin;
+}
+
 // Whether group g of a packed list of nnz entries and `words` data words is
 // well formed: its words lie inside the list (offsets start at 0, ascend and
 // end at `words`) and decode (decodeGroup), and its last index lies below the
@@ -151,9 +163,8 @@ DCT_HOST_DEVICE bool decodeGroup(I base, const uint64_t* words, size_t wordCount
 template <typename I>
 DCT_HOST_DEVICE bool validGroup(const Sections<I>& s, size_t g, size_t groups, size_t nnz, uint64_t n,
                                 size_t words) {
+  if (!validFrame(s, g, groups, nnz, words)) return false;
   const uint32_t begin = s.offsets[g], end = s.offsets[g + 1];
-  if ((g == 0 && begin != 0) || (g + 1 == groups && end != words)) return false;
-  if (end < begin || end > words) return false;
   uint64_t last = 0;
   if (!decodeGroup<I>(s.bases[g], s.data + begin, end - begin, s.widths[g], groupSize(nnz, g), n,
                       [&](size_t, I index) { last = index; }))
