@@ -104,32 +104,38 @@ TEST_CASE("CUDA packed scatter-add rejects what the CPU twin rejects, writing no
   compareRejection<uint32_t>(tw, 4000037, 200003, 83);  // ~1600 groups: several blocks
 }
 
-// One hand-made group of two 8-byte indices at width 64 (base 5, dense size
-// 10): a gap of 2^64 - 3 wraps the second index to 3, one of 2^64 - 1 to 5
-// itself; both twins reject both, writing nothing, and accept a gap of 1.
+// One hand-made group of `count` 8-byte indices at width 64, base 5, every
+// gap 0 (consecutive) but gap `at`; dense size count + 10. A gap of 2^64 - 3
+// wraps that entry below the previous one, 2^64 - 1 onto it: both twins
+// reject the list and write nothing. A gap of 1 is accepted. Entry `at` + 1
+// sits in the warp decode's first round (count 2) or its second (count 40).
 TEST_CASE("CUDA packed scatter-add rejects an index that wraps past 2^64, as the CPU twin does") {
   Twins tw;
-  const packing::Layout l(2, 8);
-  const size_t n = 10;
-  const std::vector<float> val{1.5f, 2.5f}, before(n, 1.0f);
-  DeviceArray<float> dVal(val);
-  for (uint64_t gap : {~uint64_t(2), ~uint64_t(0), uint64_t(1)}) {
-    CAPTURE(gap);
-    std::vector<uint8_t> bytes(l.bytes(1), 0);
-    writeAt<uint64_t>(bytes, 0, 5);                // bases[0]
-    writeAt<uint32_t>(bytes, l.offsets + 4, 1u);   // offsets[1]: one data word
-    bytes[l.widths] = 64;
-    writeAt<uint64_t>(bytes, l.data, gap);
-    const dctResult_t want = gap == 1 ? dctSuccess : dctInternalError;
-    auto cpuDense = before;
-    ScatterArgs ca{cpuDense.data(), n, dctFloat32, 8, bytes.data(), val.data(), 2, true, bytes.size()};
-    CHECK(tw.cpu.scatterAddPacked(tw.cpuCtx, &ca, nullptr) == want);
-    DeviceArray<uint8_t> dPacked(bytes);
-    DeviceArray<float> dDense(before);
-    ScatterArgs ga{dDense.get(), n, dctFloat32, 8, dPacked.get(), dVal.get(), 2, true, bytes.size()};
-    CHECK(tw.gpu.scatterAddPacked(tw.gpuCtx, &ga, tw.stream) == want);
-    REQUIRE(tw.gpu.synchronize(tw.gpuCtx, tw.stream) == dctSuccess);
-    CHECK(dDense.download() == cpuDense);
-    CHECK((gap == 1 ? cpuDense[7] == 3.5f : cpuDense == before));
+  for (auto [count, at] : {std::pair<size_t, size_t>{2, 0}, {40, 34}}) {
+    const packing::Layout l(count, 8);
+    const size_t n = count + 10;
+    const auto val = randomVector<float>(count, 91, false);
+    const std::vector<float> before(n, 1.0f);
+    DeviceArray<float> dVal(val);
+    for (uint64_t gap : {~uint64_t(2), ~uint64_t(0), uint64_t(1)}) {
+      CAPTURE(count);
+      CAPTURE(gap);
+      std::vector<uint8_t> bytes(l.bytes(count - 1), 0);
+      writeAt<uint64_t>(bytes, 0, 5);                                       // bases[0]
+      writeAt<uint32_t>(bytes, l.offsets + 4, static_cast<uint32_t>(count - 1));  // offsets[1]
+      bytes[l.widths] = 64;
+      writeAt<uint64_t>(bytes, l.data + 8 * at, gap);
+      const dctResult_t want = gap == 1 ? dctSuccess : dctInternalError;
+      auto cpuDense = before;
+      ScatterArgs ca{cpuDense.data(), n, dctFloat32, 8, bytes.data(), val.data(), count, true, bytes.size()};
+      CHECK(tw.cpu.scatterAddPacked(tw.cpuCtx, &ca, nullptr) == want);
+      DeviceArray<uint8_t> dPacked(bytes);
+      DeviceArray<float> dDense(before);
+      ScatterArgs ga{dDense.get(), n, dctFloat32, 8, dPacked.get(), dVal.get(), count, true, bytes.size()};
+      CHECK(tw.gpu.scatterAddPacked(tw.gpuCtx, &ga, tw.stream) == want);
+      REQUIRE(tw.gpu.synchronize(tw.gpuCtx, tw.stream) == dctSuccess);
+      CHECK(dDense.download() == cpuDense);
+      CHECK((gap == 1) == (cpuDense != before));
+    }
   }
 }
