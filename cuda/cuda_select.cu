@@ -145,6 +145,7 @@ dctResult_t selectCompact(KernelContext* ctx, SelectArgs* args, void* stream) {
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
     return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
+      if (!selectTypesTaken(a)) return dctNotSupported;
       if (a.n == 0) return dctSuccess;
       DCTCHECK((compactSelected<T, V, I>(c, a, s)));
       a.selected = static_cast<size_t>(c->host->selected);

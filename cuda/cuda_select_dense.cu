@@ -36,6 +36,7 @@ dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream) {
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchValue(a.dtype, [&]<typename T>() {
     return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
+      if (!selectTypesTaken(a)) return dctNotSupported;
       if (a.n == 0) return dctSuccess;
       const void* grad = a.grad;
       const void* in = a.in();

@@ -110,6 +110,12 @@ __device__ __forceinline__ bool finiteValue(T x) {
   return ::cuda::std::isfinite(loadValue(x));
 }
 
+// The type triples the CPU twin's select takes (its dispatchSelect): the
+// gradient and the values are the accumulation type or a narrower float.
+inline bool selectTypesTaken(const SelectArgs& a) {
+  return dtypeSize(a.gradT()) <= dtypeSize(a.dtype) && dtypeSize(a.valueT()) <= dtypeSize(a.dtype);
+}
+
 // The select kernels read the gradient themselves when it is T or a half
 // widened into fp32 (the types libdct sends); any other pair is added into
 // the residual first (the add op: dctNotSupported here), which keeps the

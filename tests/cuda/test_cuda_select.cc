@@ -122,3 +122,38 @@ TEST_CASE("CUDA dense select matches the CPU twin") {
     }
   }
 }
+
+// Type triples the CPU twin refuses (a gradient or values wider than the
+// accumulation type) the CUDA twin refuses too, compact and dense, and
+// writes nothing.
+TEST_CASE("CUDA select refuses the type pairs the CPU twin refuses") {
+  Twins tw;
+  const size_t n = 1001;
+  const auto grad = randomVector<double>(n, 95);
+  const auto residual = randomVector<float>(n, 96);
+  DeviceArray<double> dGrad(grad);
+  DeviceArray<float> dResidual(residual);
+  DeviceArray<uint32_t> dIdx(n);
+  DeviceArray<double> dVal(n);
+  std::vector<float> cpuResidual = residual;
+  std::vector<uint32_t> cpuIdx(n);
+  std::vector<double> cpuVal(n);
+  for (bool wideGrad : {true, false}) {
+    CAPTURE(wideGrad);
+    SelectArgs ca{wideGrad ? grad.data() : nullptr, cpuResidual.data(), n, dctFloat32, 4, 0.5, n,
+                  cpuIdx.data(), cpuVal.data()};
+    SelectArgs ga{wideGrad ? dGrad.get() : nullptr, dResidual.get(), n, dctFloat32, 4, 0.5, n,
+                  dIdx.get(), dVal.get()};
+    for (SelectArgs* a : {&ca, &ga}) {
+      if (wideGrad) a->gradType = dctFloat64;
+      else a->valueType = dctFloat64;
+    }
+    CHECK(tw.cpu.selectCompact(tw.cpuCtx, &ca, nullptr) == dctNotSupported);
+    CHECK(tw.gpu.selectCompact(tw.gpuCtx, &ga, tw.stream) == dctNotSupported);
+    CHECK(tw.cpu.selectDense(tw.cpuCtx, &ca, nullptr) == dctNotSupported);
+    CHECK(tw.gpu.selectDense(tw.gpuCtx, &ga, tw.stream) == dctNotSupported);
+  }
+  REQUIRE(tw.gpu.synchronize(tw.gpuCtx, tw.stream) == dctSuccess);
+  CHECK(cpuResidual == residual);
+  CHECK(dResidual.download() == residual);
+}
