@@ -110,19 +110,11 @@ dctResult_t compactSelected(CudaContext* c, const SelectArgs& a, cudaStream_t s)
 
   CUDACHECK(resetCounters(c, s));
   CUDACHECK(cudaMemsetAsync(counts + tiles, 0, sizeof(uint64_t), s));  // offsets[tiles]: the total
-  auto pass = [&]<typename G>(const G* grad, const T* in) -> dctResult_t {
+  DCTCHECK(withGradient<T>(c, a, s, [&]<typename G>(const G* grad, const T* in) -> dctResult_t {
     accumulateCount<T, G><<<blocks, kThreads, 0, s>>>(grad, in, residual, a.n, tau, tiles, counts);
     CUDACHECK_LAUNCH();
     return dctSuccess;
-  };
-  dctResult_t res = dispatchGrad<T>(a, [&]<typename G>() {
-    return pass(static_cast<const G*>(a.grad), static_cast<const T*>(a.in()));
-  });
-  if (res == dctNotSupported) {  // an unusual gradient type: EF by the add op, then count in place
-    DCTCHECK(add(c, a.residual, a.in(), a.grad, a.n, a.dtype, a.gradT(), s));
-    res = pass(static_cast<const T*>(nullptr), residual);
-  }
-  DCTCHECK(res);
+  }));
   size_t bytes = 0;
   const auto items = static_cast<int64_t>(tiles + 1);
   CUDACHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts, offsets, items, s));

@@ -38,24 +38,14 @@ dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream) {
     return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
       if (!selectTypesTaken(a)) return dctNotSupported;
       if (a.n == 0) return dctSuccess;
-      const void* grad = a.grad;
-      const void* in = a.in();
-      auto launch = [&]<typename G>() -> dctResult_t {
-        CUDACHECK(resetCounters(c, s));
+      CUDACHECK(resetCounters(c, s));
+      DCTCHECK(withGradient<T>(ctx, a, stream, [&]<typename G>(const G* grad, const T* in) -> dctResult_t {
         selectDenseKernel<T, G, V><<<gridFor(a.n), kThreads, 0, s>>>(
-            static_cast<const G*>(grad), static_cast<const T*>(in), static_cast<T*>(a.residual),
-            static_cast<V*>(a.outValues), a.n, static_cast<T>(a.tau), valueLimitOf<T, V>(a), c->device);
+            grad, in, static_cast<T*>(a.residual), static_cast<V*>(a.outValues), a.n, static_cast<T>(a.tau),
+            valueLimitOf<T, V>(a), c->device);
         CUDACHECK_LAUNCH();
         return dctSuccess;
-      };
-      dctResult_t res = dispatchGrad<T>(a, launch);
-      if (res == dctNotSupported) {  // an unusual gradient type: EF by the add op, then select
-        DCTCHECK(add(ctx, a.residual, in, grad, a.n, a.dtype, a.gradT(), stream));
-        grad = nullptr;
-        in = a.residual;
-        res = launch.template operator()<T>();
-      }
-      DCTCHECK(res);
+      }));
       CUDACHECK(fetchCounters(c, s));
       a.selected = a.nnz = static_cast<size_t>(c->host->hits);
       a.nonFinite = static_cast<size_t>(c->host->nonFinite);

@@ -14,6 +14,7 @@
 #include <cuda/std/type_traits>
 
 #include "base/half_types.h"
+#include "cuda_context.cuh"
 
 namespace dct::gpu {
 
@@ -116,18 +117,21 @@ inline bool selectTypesTaken(const SelectArgs& a) {
   return dtypeSize(a.gradT()) <= dtypeSize(a.dtype) && dtypeSize(a.valueT()) <= dtypeSize(a.dtype);
 }
 
-// The select kernels read the gradient themselves when it is T or a half
-// widened into fp32 (the types libdct sends); any other pair is added into
-// the residual first (the add op: dctNotSupported here), which keeps the
-// kernel set small.
+// Runs fn.template operator()<G>(grad, in) for a select's error-feedback
+// pass, acc = in + T(grad): with the gradient itself where the kernels read
+// it (T, or a half widened into fp32: the types libdct sends), else, for
+// any other gradient type, after the add op has formed acc in the residual,
+// with no gradient over the residual (which keeps the kernel set small).
 template <typename T, typename Fn>
-dctResult_t dispatchGrad(const SelectArgs& a, Fn&& fn) {
-  if (a.grad == nullptr || a.gradT() == a.dtype) return fn.template operator()<T>();
+dctResult_t withGradient(KernelContext* ctx, const SelectArgs& a, void* stream, Fn&& fn) {
+  const T* in = static_cast<const T*>(a.in());
+  if (a.grad == nullptr || a.gradT() == a.dtype) return fn.template operator()<T>(static_cast<const T*>(a.grad), in);
   if constexpr (::cuda::std::is_same_v<T, float>) {
-    if (a.gradT() == dctFloat16) return fn.template operator()<Half>();
-    if (a.gradT() == dctBFloat16) return fn.template operator()<BFloat16>();
+    if (a.gradT() == dctFloat16) return fn.template operator()<Half>(static_cast<const Half*>(a.grad), in);
+    if (a.gradT() == dctBFloat16) return fn.template operator()<BFloat16>(static_cast<const BFloat16*>(a.grad), in);
   }
-  return dctNotSupported;  // the caller adds first
+  DCTCHECK(add(ctx, a.residual, a.in(), a.grad, a.n, a.dtype, a.gradT(), stream));
+  return fn.template operator()<T>(nullptr, static_cast<const T*>(a.residual));
 }
 
 }  // namespace dct::gpu
