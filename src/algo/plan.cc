@@ -24,10 +24,10 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
                 forecast.data(), dtypeSize(c->accType)};
   // The link probe's fit where it measured tensors this large; beyond, the
-  // defaults and the link scale learned from the steps.
+  // defaults and the link scale learned from the steps (sparseCostParams).
   const size_t bytes = c->count * dtypeSize(c->wireType);
-  const LinkTiming link = comm->link.covers(bytes) ? comm->link : LinkTiming{};
-  const CostParams params = costParamsFromEnv(link, comm->size);
+  const bool covered = comm->link.covers(bytes);
+  const CostParams params = sparseCostParams(comm->link, bytes, comm->size);
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;
@@ -36,7 +36,7 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // sparse steps (whose time outside their own work is mostly waiting for
   // the slowest rank, not the wire): their wire part is left at 0.
   AutoTuner::Modelled allgather, dense, split;
-  const bool guessed = !link.measured();
+  const bool guessed = !covered;
   // Sparse steps pass over the whole tensor first. Without that pass the
   // model priced allgather at 13-20 us a step at 1 MiB (its share of a
   // 150-250 us step), so the measured scale (time / model) swung with the

@@ -27,6 +27,14 @@ CostParams costParamsFromEnv(const LinkTiming& measured, int ranks) {
   return p;
 }
 
+CostParams sparseCostParams(const LinkTiming& measured, size_t bytes, int ranks) {
+  const CostParams fitted = costParamsFromEnv(measured, ranks);
+  if (measured.covers(bytes)) return fitted;
+  CostParams p = costParamsFromEnv(LinkTiming{}, ranks);
+  p.linkGBps = std::min(p.linkGBps, fitted.linkGBps);
+  return p;
+}
+
 // Packed index bytes of nnz entries spread over count (index_packing.h): a
 // group's width is that of its largest gap, about mean gap * ln(128) for
 // scattered positions, so log2(count / nnz) + 2.3 bits per index, plus each

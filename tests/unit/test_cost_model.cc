@@ -152,3 +152,30 @@ TEST_CASE("the compressor's pass costs every sparse step the tensor's bytes at t
   CHECK(costParamsFromEnv().selectGBps == 2.5);
   unsetenv("DCT_SELECT_GBPS");
 }
+
+// Past the probe's sizes: the defaults, the link never faster than the fit.
+TEST_CASE("sparse plans' parameters: the fit where the probe reached, else defaults capped by the fitted link") {
+  LinkTiming slow;  // 4 ranks on 1 Gbit/s links (probe measured 203 us and 13.05 ms)
+  slow.smallBytes = 1024;
+  slow.largeBytes = 1 << 20;
+  slow.smallUs = 203.0;
+  slow.largeUs = 13051.0;
+  const CostParams fit = costParamsFromEnv(slow, 4), defaults = costParamsFromEnv(LinkTiming{}, 4);
+  REQUIRE(fit.linkGBps < defaults.linkGBps);
+  const CostParams within = sparseCostParams(slow, slow.largeBytes, 4);
+  CHECK(within.linkGBps == fit.linkGBps);
+  CHECK(within.alphaUs == fit.alphaUs);
+  const CostParams beyond = sparseCostParams(slow, 16 << 20, 4);
+  CHECK(beyond.linkGBps == fit.linkGBps);   // the slower link
+  CHECK(beyond.alphaUs == defaults.alphaUs);
+  LinkTiming fast = slow;  // shared memory: the fit is faster than the default link
+  fast.smallUs = 3.0;
+  fast.largeUs = 100.0;
+  REQUIRE(costParamsFromEnv(fast, 4).linkGBps > defaults.linkGBps);
+  CHECK(sparseCostParams(fast, 16 << 20, 4).linkGBps == defaults.linkGBps);
+  CHECK(sparseCostParams(LinkTiming{}, 16 << 20, 4).linkGBps == defaults.linkGBps);
+  setenv("DCT_LINK_GBPS", "5", 1);  // a set knob still wins
+  const CostParams forced = sparseCostParams(slow, 16 << 20, 4);
+  unsetenv("DCT_LINK_GBPS");
+  CHECK(forced.linkGBps == 5.0);
+}
