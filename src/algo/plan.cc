@@ -53,6 +53,12 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   if (guessed && comm->link.measured()) dense.us = denseCostUs(costParamsFromEnv(comm->link, comm->size), in);
   else dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
   split.us = pass + splitCostUs(params, in, guessed ? &split.wireUs : nullptr);
+  // At two ranks split never undercuts the cheaper of the other two (its
+  // wire is at least allgather's, its work and control more: the cost
+  // model's tests check it), so only noise could pick it: a slow early
+  // allgather streak at 64 MiB and 1% had split run at 22-23 ms a step
+  // against allgather's 13-16 until the step-100 re-measurement.
+  split.available = comm->size > 2;
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
   p.algorithm = p.decision.algorithm();
   return p;

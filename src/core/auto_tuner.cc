@@ -1,6 +1,7 @@
 #include "core/auto_tuner.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/debug.h"
 
@@ -13,6 +14,10 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   for (int s = 0; s < kSlots; s++) {
     const Modelled& m = model[s];
     const Track& t = tracks_[s];
+    if (!m.available) {
+      cost[s] = hope[s] = std::numeric_limits<double>::infinity();
+      continue;
+    }
     // Unmeasured: its own local work as modelled, its wire at the links'
     // measured pace, and no less than its cold run allows.
     cost[s] = t.filled ? m.us * t.scale() : std::max(m.us + m.wireUs * (link_.scale() - 1), m.us * t.floor());

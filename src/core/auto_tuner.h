@@ -37,6 +37,7 @@ class AutoTuner {
   // rate is a guess (0 where the comm measured them: link_probe.h).
   struct Modelled {
     double us = 0, wireUs = 0;
+    bool available = true;  // false: never planned, explored nor re-measured
   };
   // A plan and what the model predicted for it; planning changes nothing.
   struct Decision {

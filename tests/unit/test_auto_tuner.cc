@@ -281,3 +281,20 @@ TEST_CASE("samples that agree are an algorithm's cost: no second streak for a be
   const int allgather = r.run(30, Costs{50, 50, 5e5}, real, dctAlgoAllgather);
   CHECK(allgather == AutoTuner::kStreak + 1);  // its first streak only
 }
+
+TEST_CASE("an algorithm left out is never planned, explored nor re-measured, however cheap its model") {
+  AutoTuner t;
+  AutoTuner::Modelled allgather{100, 0}, dense{120, 0}, split{10, 0};
+  split.available = false;
+  int splits = 0, allgathers = 0;
+  double last = 0;
+  for (uint64_t step = 0; step < 1000; step++) {
+    const AutoTuner::Decision d = t.plan(allgather, dense, split, step);
+    t.commit(d, last, step);
+    splits += d.algorithm() == dctAlgoSplit;
+    allgathers += d.algorithm() == dctAlgoAllgather;
+    last = d.algorithm() == dctAlgoDense ? 120 : 100;
+  }
+  CHECK(splits == 0);
+  CHECK(allgathers > 1000 - kReprobesPer1000);
+}

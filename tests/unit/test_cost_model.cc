@@ -2,6 +2,7 @@
 // switch point sits near the byte break-even.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -178,4 +179,26 @@ TEST_CASE("sparse plans' parameters: the fit where the probe reached, else defau
   const CostParams forced = sparseCostParams(slow, 16 << 20, 4);
   unsetenv("DCT_LINK_GBPS");
   CHECK(forced.linkGBps == 5.0);
+}
+
+// Two ranks: split sends each rank's piece for the other's range (half its
+// message) and then the reduced range (half the union, at least half the
+// larger message), so its wire never undercuts allgather's (the larger
+// message), and dense beats both once the union is dense; its local work
+// and control only add. Auto therefore leaves it out at two ranks.
+TEST_CASE("at two ranks split never beats the cheaper of allgather and dense") {
+  const CostParams fastLink{5.0, 1.25, 2.0, 4.0}, probed{34.0, 0.129, 2.0, 4.0};  // probed: 1 Gbit/s
+  for (const CostParams& p : {fastLink, kSlowLink, probed})
+    for (size_t count : {size_t(1) << 14, size_t(1) << 20, size_t(1) << 26})
+      for (double d0 : {0.0001, 0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0})
+        for (double ratio : {0.1, 0.5, 1.0}) {
+          CAPTURE(count);
+          CAPTURE(d0);
+          CAPTURE(ratio);
+          std::vector<uint64_t> nnz{static_cast<uint64_t>(d0 * count), static_cast<uint64_t>(d0 * ratio * count)};
+          for (size_t valueBytes : {size_t(2), size_t(4)}) {
+            CostInputs in{2, count, valueBytes, 4, nnz.data(), 4};
+            CHECK(splitCostUs(p, in) >= std::min(allgatherCostUs(p, in), denseCostUs(p, in)));
+          }
+        }
 }
