@@ -20,7 +20,7 @@ namespace dct::gpu {
 
 // Results read back by the host, one pinned copy per context.
 struct Counters {
-  int64_t selected;             // select: entries taken (compactTiles reads the last tile offset)
+  int64_t selected;             // select: entries taken (the last tile's inclusive prefix)
   unsigned long long nonFinite; // atomics
   unsigned long long hits;      // atomics (dense select)
   unsigned long long malformed; // atomics: malformed groups of a packed list

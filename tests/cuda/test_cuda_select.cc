@@ -8,32 +8,39 @@ using namespace dct::test;
 
 namespace {
 
+// `outOfPlace`: the residual is read from one buffer and written to
+// another (the compressor's spare), which must be left as it was.
 template <typename T, typename I>
-void compareCompact(Twins& tw, size_t n, uint64_t seed, bool withGrad, double tau, size_t capacity) {
+void compareCompact(Twins& tw, size_t n, uint64_t seed, bool withGrad, double tau, size_t capacity,
+                    bool outOfPlace = false) {
   CAPTURE(n);
   CAPTURE(seed);
   CAPTURE(withGrad);
   CAPTURE(capacity);
+  CAPTURE(outOfPlace);
   CAPTURE(sizeof(T));
   CAPTURE(sizeof(I));
   const auto grad = randomVector<T>(n, seed);
   const auto residual = randomVector<T>(n, seed + 1);
 
-  std::vector<T> cpuResidual = residual;
+  std::vector<T> cpuResidual = outOfPlace ? std::vector<T>(n, T(-3)) : residual;
   std::vector<I> cpuIdx(capacity);
   std::vector<T> cpuVal(capacity);
   SelectArgs ca{withGrad ? grad.data() : nullptr, cpuResidual.data(), n, dtypeOf<T>(),
                 static_cast<int>(sizeof(I)), tau, capacity, cpuIdx.data(), cpuVal.data()};
+  if (outOfPlace) ca.residualIn = residual.data();
   REQUIRE(tw.cpu.selectCompact(tw.cpuCtx, &ca, nullptr) == dctSuccess);
 
-  DeviceArray<T> dGrad(grad), dResidual(residual);
+  DeviceArray<T> dGrad(grad), dResidualIn(residual), dResidual(outOfPlace ? std::vector<T>(n, T(-3)) : residual);
   DeviceArray<I> dIdx(capacity + 1);  // one guard slot past capacity
   DeviceArray<T> dVal(capacity + 1);
   dIdx.fillBytes(0xff);
   dVal.fillBytes(0xff);
   SelectArgs ga{withGrad ? dGrad.get() : nullptr, dResidual.get(), n, dtypeOf<T>(),
                 static_cast<int>(sizeof(I)), tau, capacity, dIdx.get(), dVal.get()};
+  if (outOfPlace) ga.residualIn = dResidualIn.get();
   REQUIRE(tw.gpu.selectCompact(tw.gpuCtx, &ga, tw.stream) == dctSuccess);
+  if (outOfPlace) requireSameValues(dResidualIn.download(), residual, n);
 
   REQUIRE(ga.nnz == ca.nnz);
   CHECK(ga.selected == ca.selected);
@@ -94,6 +101,20 @@ TEST_CASE("CUDA select past capacity keeps the rest in the residual") {
     compareCompact<double, uint64_t>(tw, n, 23, true, 0.25, n / 3 + 1);
     compareCompact<double, uint32_t>(tw, n, 24, false, 3.0, 5);
   }
+}
+
+// The one-pass kernel's look-back (cuda_select.cu): out of place, 16K
+// tiles, and capacity cut at a tile's end (4096 entries) and inside one
+// thread's 16 (a tiny tau takes nearly every entry).
+TEST_CASE("CUDA select out of place, over many tiles, cut at and inside a tile") {
+  Twins tw;
+  for (size_t n : kOddSizes) {
+    compareCompact<float, uint32_t>(tw, n, 51, true, 1.5, n, true);
+    compareCompact<double, uint64_t>(tw, n, 52, true, 1.0, n / 7, true);
+  }
+  compareCompact<float, uint32_t>(tw, size_t(1) << 26, 53, true, 2.5, size_t(1) << 26, true);
+  for (size_t capacity : {size_t(4096), size_t(4096 + 7), size_t(3 * 4096 + 16)})
+    compareCompact<float, uint32_t>(tw, 50001, 54, true, 1e-45, capacity);
 }
 
 TEST_CASE("CUDA select with a tiny tau takes every nonzero, never exact zeros") {
