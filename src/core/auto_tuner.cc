@@ -26,13 +26,14 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
   const int last = pending_.slot;  // the previous step's: its time is not learned yet
-  // The winner: the running one unless the cheapest is clearly cheaper and
-  // repays its switch. Not yet on the step back from a measurement: a
-  // measuring streak ends with its last sample in flight, and the step back
-  // is planned without it.
+  // The winner: the running one unless the cheapest is clearly cheaper
+  // than its best recent step and repays its switch. Not yet on the step
+  // back from a measurement: a measuring streak ends with its last sample
+  // in flight, and the step back is planned without it.
   int winner = best;
   if (last >= 0 && last == winner_ && !pendingReturn_ && last != best && tracks_[last].filled &&
-      cost[best] >= cost[last] * (1 - kHysteresis) - tracks_[best].switchUs(model[best]) / kPaybackSteps)
+      cost[best] >= model[last].us * tracks_[last].least() * (1 - kHysteresis) -
+                         tracks_[best].switchUs(model[best]) / kPaybackSteps)
     winner = last;
   auto measure = [&](int s) { return Decision{s, model[s], true}; };
   auto close = [&](int s) { return hope[s] < kReprobeBand * cost[best]; };
@@ -97,6 +98,10 @@ double AutoTuner::Track::scale() const {
     sorted[j] = window[i];
   }
   return filled % 2 ? sorted[filled / 2] : 0.5 * (sorted[filled / 2 - 1] + sorted[filled / 2]);
+}
+
+double AutoTuner::Track::least() const {
+  return filled ? *std::min_element(window, window + filled) : 1.0;
 }
 
 double AutoTuner::Track::hope() const {

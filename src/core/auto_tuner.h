@@ -84,7 +84,13 @@ class AutoTuner {
   // kHysteresis cheaper (medians of 3 noisy samples cross at random) and
   // saves its switch's extra cost back within kPaybackSteps. A
   // re-measurement is no switch of winner: after it the cheapest wins
-  // (going back is part of what measuring costs).
+  // (going back is part of what measuring costs). The winner is priced at
+  // its best recent sample here, not its median: noise on a shared machine
+  // only adds, and two slow steps in three (a rank descheduled, a burst of
+  // the emulated network's kernel work) raised allgather's median 2-3x at
+  // 64 MiB and 1% on 1 Gbit/s links, handing the steps to split at twice
+  // allgather's time until allgather's next re-measurement. A winner that
+  // really slowed down loses the step once its whole window has.
   static constexpr double kPaybackSteps = 10;
   static constexpr double kHysteresis = 0.05;
   // A warm run costs at least 1/kColdOver of a cold one (traced: up to 2.8x
@@ -115,6 +121,7 @@ class AutoTuner {
     double coldLeast = 0;   // the least cold (or first) run's ratio (0: none yet)
     double scale() const;   // the window's median; 1 until sampled
     double hope() const;    // the best sample while the window fills with disagreeing samples, else the median
+    double least() const;   // the window's best sample; 1 until sampled
     void learn(double ratio, bool cold, bool floors);
     // The least its warm runs can cost, as a ratio to the model: 0 until a cold run.
     double floor() const { return coldLeast / kColdOver; }

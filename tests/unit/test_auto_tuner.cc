@@ -196,6 +196,21 @@ TEST_CASE("one slow warm step does not lock the faster algorithm out") {
   CHECK(r.run(80, Costs{50, 500, 55}, real, dctAlgoAllgather) == 80);
 }
 
+TEST_CASE("two slow winner steps in three do not hand the steps to a slower loser") {
+  // 64 MiB, 1%, 4 ranks on 1 Gbit/s links, as traced: allgather's steps take
+  // 37 ms, split's 75; then two of allgather's steps take 105 and 90 (noise).
+  // Its median tripled, and split ran every step at twice its time until
+  // allgather's re-measurement.
+  NoisyRun r;
+  auto real = [](dctAlgorithm_t a, uint64_t step, int, bool cold) {
+    if (a == dctAlgoDense) return 1e6;
+    if (a == dctAlgoSplit) return cold ? 90.0 : 75.0;
+    return step == 40 ? 105.0 : step == 41 ? 90.0 : cold ? 60.0 : 37.0;
+  };
+  r.run(40, Costs{35, 800, 44}, real, dctAlgoAllgather);
+  CHECK(r.run(60, Costs{35, 800, 44}, real, dctAlgoAllgather) == 60);
+}
+
 TEST_CASE("a close loser measured in a slow phase wins back at its re-measurement") {
   // Allgather takes 160 for the first 20 steps (a slow start), then 100;
   // split takes 120 throughout. Allgather's re-measurement replaces a
