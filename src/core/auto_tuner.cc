@@ -27,12 +27,12 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   }
   const int last = pending_.slot;  // the previous step's: its time is not learned yet
   // The winner: the running one unless the cheapest is clearly cheaper
-  // than its best recent step and repays its switch. Not yet on the step
-  // back from a measurement: a measuring streak ends with its last sample
-  // in flight, and the step back is planned without it.
+  // than its steady cost and repays its switch. Not yet on the step back
+  // from a measurement: a measuring streak ends with its last sample in
+  // flight, and the step back is planned without it.
   int winner = best;
   if (last >= 0 && last == winner_ && !pendingReturn_ && last != best && tracks_[last].filled &&
-      cost[best] >= model[last].us * tracks_[last].least() * (1 - kHysteresis) -
+      cost[best] >= model[last].us * tracks_[last].steady() * (1 - kHysteresis) -
                          tracks_[best].switchUs(model[best]) / kPaybackSteps)
     winner = last;
   auto measure = [&](int s) { return Decision{s, model[s], true}; };
@@ -89,19 +89,25 @@ void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, d
   pending_ = d;
 }
 
-double AutoTuner::Track::scale() const {
-  if (filled == 0) return 1.0;
-  double sorted[kSamples];
-  for (int i = 0; i < filled; i++) {  // insertion: a handful of samples
+namespace {
+
+// Of n <= kSteadySamples samples (>= kSamples).
+double median(const double* samples, int n) {
+  double sorted[AutoTuner::kSteadySamples];
+  for (int i = 0; i < n; i++) {  // insertion: a handful of samples
     int j = i;
-    for (; j > 0 && sorted[j - 1] > window[i]; j--) sorted[j] = sorted[j - 1];
-    sorted[j] = window[i];
+    for (; j > 0 && sorted[j - 1] > samples[i]; j--) sorted[j] = sorted[j - 1];
+    sorted[j] = samples[i];
   }
-  return filled % 2 ? sorted[filled / 2] : 0.5 * (sorted[filled / 2 - 1] + sorted[filled / 2]);
+  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
-double AutoTuner::Track::least() const {
-  return filled ? *std::min_element(window, window + filled) : 1.0;
+}  // namespace
+
+double AutoTuner::Track::scale() const { return filled ? median(window, filled) : 1.0; }
+
+double AutoTuner::Track::steady() const {
+  return recent.filled > filled ? median(recent.samples, recent.filled) : scale();
 }
 
 double AutoTuner::Track::hope() const {
@@ -125,6 +131,9 @@ void AutoTuner::Track::learn(double ratio, bool cold, bool floors) {
   window[next] = ratio;
   next = (next + 1) % kSamples;
   filled = std::min(filled + 1, kSamples);
+  recent.samples[recent.next] = ratio;
+  recent.next = (recent.next + 1) % kSteadySamples;
+  recent.filled = std::min(recent.filled + 1, kSteadySamples);
   streak = std::min(streak + 1, kStreak);  // only compared with kStreak: saturates, never overflows
 }
 

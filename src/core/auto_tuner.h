@@ -84,13 +84,17 @@ class AutoTuner {
   // kHysteresis cheaper (medians of 3 noisy samples cross at random) and
   // saves its switch's extra cost back within kPaybackSteps. A
   // re-measurement is no switch of winner: after it the cheapest wins
-  // (going back is part of what measuring costs). The winner is priced at
-  // its best recent sample here, not its median: noise on a shared machine
-  // only adds, and two slow steps in three (a rank descheduled, a burst of
-  // the emulated network's kernel work) raised allgather's median 2-3x at
-  // 64 MiB and 1% on 1 Gbit/s links, handing the steps to split at twice
-  // allgather's time until allgather's next re-measurement. A winner that
-  // really slowed down loses the step once its whole window has.
+  // (going back is part of what measuring costs). In that test the winner,
+  // which runs every step, is priced at the median of its last
+  // kSteadySamples warm steps: two slow steps in three (a rank descheduled,
+  // a burst of the emulated network's kernel work) raised allgather's
+  // window median 2-3x at 64 MiB and 1% on 1 Gbit/s links and handed the
+  // steps to split at twice allgather's time until its next re-measurement.
+  // (Its best recent sample instead kept a winner 15% slower near a tie.)
+  // A winner that really slowed down loses the step once most of those
+  // have.
+  static constexpr int kSteadySamples = 7;
+  static_assert(kSteadySamples >= kSamples, "the steady window holds the last window's samples");
   static constexpr double kPaybackSteps = 10;
   static constexpr double kHysteresis = 0.05;
   // A warm run costs at least 1/kColdOver of a cold one (traced: up to 2.8x
@@ -121,7 +125,12 @@ class AutoTuner {
     double coldLeast = 0;   // the least cold (or first) run's ratio (0: none yet)
     double scale() const;   // the window's median; 1 until sampled
     double hope() const;    // the best sample while the window fills with disagreeing samples, else the median
-    double least() const;   // the window's best sample; 1 until sampled
+    // Its last kSteadySamples warm samples (the window's and older).
+    struct {
+      double samples[kSteadySamples] = {};
+      int filled = 0, next = 0;
+    } recent;
+    double steady() const;  // their median, once more than the window's; else scale()
     void learn(double ratio, bool cold, bool floors);
     // The least its warm runs can cost, as a ratio to the model: 0 until a cold run.
     double floor() const { return coldLeast / kColdOver; }

@@ -211,6 +211,23 @@ TEST_CASE("two slow winner steps in three do not hand the steps to a slower lose
   CHECK(r.run(60, Costs{35, 800, 44}, real, dctAlgoAllgather) == 60);
 }
 
+TEST_CASE("near a tie, the winner's luckiest step does not keep a loser 15% cheaper out") {
+  // Allgather's steps take 170-230 us, dense's 150-190 (roughly 2 ranks at 1
+  // MiB, 1%, on shared memory), but allgather's first warm runs got lucky
+  // (140) and it won the exploration. Priced at its best sample against
+  // dense's median, it kept the steps until dense's re-measurement.
+  NoisyRun r;
+  auto real = [](dctAlgorithm_t a, uint64_t, int n, bool cold) {
+    static constexpr double ag[3] = {170, 230, 200}, dense[3] = {150, 190, 170};
+    if (a == dctAlgoSplit) return 1e6;
+    const double warm = a == dctAlgoDense ? dense[n % 3] : n < 3 ? 140.0 : ag[n % 3];
+    return warm + (cold ? 50.0 : 0.0);
+  };
+  r.run(15, Costs{100, 150, 5e5}, real, dctAlgoDense);
+  // Until the lucky runs leave allgather's steady window (a few steps).
+  CHECK(r.run(70, Costs{100, 150, 5e5}, real, dctAlgoDense) >= 60);
+}
+
 TEST_CASE("a close loser measured in a slow phase wins back at its re-measurement") {
   // Allgather takes 160 for the first 20 steps (a slow start), then 100;
   // split takes 120 throughout. Allgather's re-measurement replaces a
