@@ -20,9 +20,9 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     }
     // Unmeasured: its own local work as modelled, its wire at the links'
     // measured pace, and no less than its cold run allows.
-    cost[s] = t.filled ? m.us * t.scale() : std::max(m.us + m.wireUs * (link_.scale() - 1), m.us * t.floor());
+    cost[s] = t.filled() ? m.us * t.scale() : std::max(m.us + m.wireUs * (link_.scale() - 1), m.us * t.floor());
     // While its window fills, its best sample says whether to measure on.
-    hope[s] = t.filled ? m.us * t.hope() : cost[s];
+    hope[s] = t.filled() ? m.us * t.hope() : cost[s];
     if (cost[s] < cost[best]) best = s;  // ties: the lower slot
   }
   const int last = pending_.slot;  // the previous step's: its time is not learned yet
@@ -31,7 +31,7 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   // from a measurement: a measuring streak ends with its last sample in
   // flight, and the step back is planned without it.
   int winner = best;
-  if (last >= 0 && last == winner_ && !pendingReturn_ && last != best && tracks_[last].filled &&
+  if (last >= 0 && last == winner_ && !pendingReturn_ && last != best && tracks_[last].filled() &&
       cost[best] >= model[last].us * tracks_[last].steady() * (1 - kHysteresis) -
                          tracks_[best].switchUs(model[best]) / kPaybackSteps)
     winner = last;
@@ -48,7 +48,7 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   // Exploring: an algorithm short of a streak's samples while close, or of
   // a full window while its best sample would win; the fewest samples
   // first, then the cheaper.
-  auto samples = [&](int s) { return tracks_[s].filled + inFlight(s); };
+  auto samples = [&](int s) { return tracks_[s].filled() + inFlight(s); };
   auto explore = [&](int s) {
     return close(s) && (samples(s) < kStreak || (samples(s) < kSamples && hope[s] < cost[best]));
   };
@@ -104,20 +104,24 @@ double median(const double* samples, int n) {
 
 }  // namespace
 
-double AutoTuner::Track::scale() const { return filled ? median(window, filled) : 1.0; }
-
-double AutoTuner::Track::steady() const {
-  return recent.filled > filled ? median(recent.samples, recent.filled) : scale();
+// The window: the ring's last filled() samples.
+double AutoTuner::Track::scale() const {
+  double window[kSamples];
+  for (int i = 0; i < filled(); i++) window[i] = samples[(next + kSteadySamples - 1 - i) % kSteadySamples];
+  return filled() ? median(window, filled()) : 1.0;
 }
 
+double AutoTuner::Track::steady() const { return sampled > kSamples ? median(samples, sampled) : scale(); }
+
 double AutoTuner::Track::hope() const {
-  if (filled == kSamples || filled == 0) return scale();
-  const auto [lo, hi] = std::minmax_element(window, window + filled);
+  if (filled() == kSamples || filled() == 0) return scale();
+  // Still filling: the window is the whole ring so far.
+  const auto [lo, hi] = std::minmax_element(samples, samples + sampled);
   return *hi >= kDisagree * *lo ? *lo : scale();
 }
 
 double AutoTuner::Track::switchUs(const Modelled& m) const {
-  return coldRatio > 0 && filled ? std::max(0.0, coldRatio - scale()) * m.us : 0.0;
+  return coldRatio > 0 && filled() ? std::max(0.0, coldRatio - scale()) * m.us : 0.0;
 }
 
 void AutoTuner::Track::learn(double ratio, bool cold, bool floors) {
@@ -128,12 +132,9 @@ void AutoTuner::Track::learn(double ratio, bool cold, bool floors) {
     coldRatio = ratio;
     return;
   }
-  window[next] = ratio;
-  next = (next + 1) % kSamples;
-  filled = std::min(filled + 1, kSamples);
-  recent.samples[recent.next] = ratio;
-  recent.next = (recent.next + 1) % kSteadySamples;
-  recent.filled = std::min(recent.filled + 1, kSteadySamples);
+  samples[next] = ratio;
+  next = (next + 1) % kSteadySamples;
+  sampled = std::min(sampled + 1, kSteadySamples);
   streak = std::min(streak + 1, kStreak);  // only compared with kStreak: saturates, never overflows
 }
 

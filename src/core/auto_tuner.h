@@ -116,8 +116,11 @@ class AutoTuner {
 
  private:
   struct Track {
-    double window[kSamples] = {};  // warm measured/modelled ratios, a ring
-    int filled = 0, next = 0;
+    // Its last kSteadySamples warm measured/modelled ratios, a ring; the
+    // window is the last kSamples of them.
+    double samples[kSteadySamples] = {};
+    int sampled = 0, next = 0;  // sampled saturates at kSteadySamples
+    int filled() const { return sampled < kSamples ? sampled : kSamples; }  // the window's
     int streak = 0;         // warm samples learned since it last took over
     uint64_t runs = 0;      // times learned (the first, cold, is not sampled)
     uint64_t lastStep = 0;  // step it last ran, + 1 (0: never)
@@ -125,12 +128,7 @@ class AutoTuner {
     double coldLeast = 0;   // the least cold (or first) run's ratio (0: none yet)
     double scale() const;   // the window's median; 1 until sampled
     double hope() const;    // the best sample while the window fills with disagreeing samples, else the median
-    // Its last kSteadySamples warm samples (the window's and older).
-    struct {
-      double samples[kSteadySamples] = {};
-      int filled = 0, next = 0;
-    } recent;
-    double steady() const;  // their median, once more than the window's; else scale()
+    double steady() const;  // the median of all samples, once more than the window's; else scale()
     void learn(double ratio, bool cold, bool floors);
     // The least its warm runs can cost, as a ratio to the model: 0 until a cold run.
     double floor() const { return coldLeast / kColdOver; }
