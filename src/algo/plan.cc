@@ -27,7 +27,8 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // defaults and the link scale learned from the steps (sparseCostParams).
   const size_t bytes = c->count * dtypeSize(c->wireType);
   const bool covered = comm->link.covers(bytes);
-  const CostParams params = sparseCostParams(comm->link, bytes, comm->size);
+  const CostParams fitted = costParamsFromEnv(comm->link, comm->size);
+  const CostParams params = sparseCostParams(fitted, covered, comm->size);
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;
@@ -50,7 +51,7 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // ms, never measured it, and split ran at 23 ms against dense's 15. The
   // best rank's best probe is optimistic past the caches, which errs
   // towards measuring dense once.
-  if (guessed && comm->link.measured()) dense.us = denseCostUs(costParamsFromEnv(comm->link, comm->size), in);
+  if (guessed && comm->link.measured()) dense.us = denseCostUs(fitted, in);
   else dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
   split.us = pass + splitCostUs(params, in, guessed ? &split.wireUs : nullptr);
   // At two ranks split never undercuts the cheaper of the other two (its

@@ -27,9 +27,8 @@ CostParams costParamsFromEnv(const LinkTiming& measured, int ranks) {
   return p;
 }
 
-CostParams sparseCostParams(const LinkTiming& measured, size_t bytes, int ranks) {
-  const CostParams fitted = costParamsFromEnv(measured, ranks);
-  if (measured.covers(bytes)) return fitted;
+CostParams sparseCostParams(const CostParams& fitted, bool covered, int ranks) {
+  if (covered) return fitted;
   CostParams p = costParamsFromEnv(LinkTiming{}, ranks);
   p.linkGBps = std::min(p.linkGBps, fitted.linkGBps);
   return p;

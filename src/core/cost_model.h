@@ -25,13 +25,14 @@ struct CostParams {
 // defaults.
 CostParams costParamsFromEnv(const LinkTiming& measured = {}, int ranks = 0);
 
-// The sparse plans' parameters for a tensor of `bytes`: the fit where the
-// probe measured tensors this large; beyond, the defaults (large tensors
+// The sparse plans' parameters from the probe's fit (costParamsFromEnv of
+// the comm's link): the fit itself where the probe `covered` tensors this
+// large; beyond, the defaults (large tensors
 // leave the caches on shared memory, where the fit sent auto on split
 // probes that lost), with a link never faster than the fit's (on 1 Gbit/s
 // links the 10 Gbit/s default priced split at 32 ms at 16 MiB and 50%
 // against dense's 202, and it took 300-660 ms a step).
-CostParams sparseCostParams(const LinkTiming& measured, size_t bytes, int ranks);
+CostParams sparseCostParams(const CostParams& fitted, bool covered, int ranks);
 
 struct CostInputs {
   int ranks;

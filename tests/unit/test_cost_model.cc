@@ -163,20 +163,20 @@ TEST_CASE("sparse plans' parameters: the fit where the probe reached, else defau
   slow.largeUs = 13051.0;
   const CostParams fit = costParamsFromEnv(slow, 4), defaults = costParamsFromEnv(LinkTiming{}, 4);
   REQUIRE(fit.linkGBps < defaults.linkGBps);
-  const CostParams within = sparseCostParams(slow, slow.largeBytes, 4);
+  const CostParams within = sparseCostParams(fit, slow.covers(slow.largeBytes), 4);
   CHECK(within.linkGBps == fit.linkGBps);
   CHECK(within.alphaUs == fit.alphaUs);
-  const CostParams beyond = sparseCostParams(slow, 16 << 20, 4);
+  const CostParams beyond = sparseCostParams(fit, slow.covers(16 << 20), 4);
   CHECK(beyond.linkGBps == fit.linkGBps);   // the slower link
   CHECK(beyond.alphaUs == defaults.alphaUs);
   LinkTiming fast = slow;  // shared memory: the fit is faster than the default link
   fast.smallUs = 3.0;
   fast.largeUs = 100.0;
   REQUIRE(costParamsFromEnv(fast, 4).linkGBps > defaults.linkGBps);
-  CHECK(sparseCostParams(fast, 16 << 20, 4).linkGBps == defaults.linkGBps);
-  CHECK(sparseCostParams(LinkTiming{}, 16 << 20, 4).linkGBps == defaults.linkGBps);
+  CHECK(sparseCostParams(costParamsFromEnv(fast, 4), fast.covers(16 << 20), 4).linkGBps == defaults.linkGBps);
+  CHECK(sparseCostParams(defaults, LinkTiming{}.covers(16 << 20), 4).linkGBps == defaults.linkGBps);
   setenv("DCT_LINK_GBPS", "5", 1);  // a set knob still wins
-  const CostParams forced = sparseCostParams(slow, 16 << 20, 4);
+  const CostParams forced = sparseCostParams(costParamsFromEnv(slow, 4), slow.covers(16 << 20), 4);
   unsetenv("DCT_LINK_GBPS");
   CHECK(forced.linkGBps == 5.0);
 }
