@@ -62,11 +62,13 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
     pick = explored;
     why = "explore";
   }
-  // Then the cheapest close loser due for a re-measurement; then the winner.
+  // Then the cheapest close loser due for a re-measurement (the first one
+  // explored is due once the others are measured); then the winner.
   int due = -1;
-  for (int s = 0; s < kSlots; s++)
-    if (s != winner && close(s) && step + 1 - tracks_[s].lastStep >= kReprobeSteps && (due < 0 || cost[s] < cost[due]))
-      due = s;
+  for (int s = 0; s < kSlots; s++) {
+    const bool isDue = step + 1 - tracks_[s].lastStep >= kReprobeSteps || (s == firstSlot_ && !firstRedone_);
+    if (s != winner && close(s) && isDue && (due < 0 || cost[s] < cost[due])) due = s;
+  }
   if (pick < 0 && due >= 0) {
     pick = due;
     why = "re-measure";
@@ -81,6 +83,9 @@ void AutoTuner::commit(const Decision& d, double slowestPrevUs, uint64_t step, d
   pendingCold_ = d.slot != pending_.slot;
   pendingReturn_ = pendingCold_ && pending_.measuring;
   if (d.slot >= 0 && !d.measuring) winner_ = d.slot;
+  // Measured again once its first streak is in (or winning): the start-up is behind it.
+  if (firstSlot_ < 0) firstSlot_ = d.slot;
+  else if (d.slot == firstSlot_ && (!d.measuring || tracks_[d.slot].filled() >= kStreak)) firstRedone_ = true;
   if (d.slot >= 0) {
     Track& t = tracks_[d.slot];
     if (d.slot != pending_.slot) t.streak = 0;
