@@ -147,8 +147,8 @@ class AutoTuner {
   // feedback's overshoot (1.4x the steady count at 64 MiB, 1%), tau's first
   // re-estimates, first touches. Traced on 2 ranks at 64 MiB, 1%: allgather
   // took 32-33 ms a step there against 12-16 once settled, lost to dense's
-  // 24 and ran dense until its re-measurement 100 steps later (2 runs in
-  // 24). If it loses while close, it is re-measured once right after the
+  // 24 and ran dense until its re-measurement 100 steps later (3 runs in
+  // 55). If it loses while close, it is re-measured once right after the
   // others' first streaks.
   int firstSlot_ = -1;
   bool firstRedone_ = false;  // measured again since its first streak, or won a step
