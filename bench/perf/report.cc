@@ -31,7 +31,8 @@ void printHeader(const Options& opt, const PerfCase& pc, int nranks) {
   std::printf("# times: median over iters of the per-iteration max over ranks (us);"
               " bw in GB/s\n");
   std::printf("# bound: max(wire = busiest rank's received bytes / -l %g Gbit/s, memory = %g tensor"
-              " memcpys at the rate all ranks copy at together%s); x_bound = dct_us / bound_us\n",
+              " copies at the rate all ranks copy at together, memcpy or streaming stores%s);"
+              " x_bound = dct_us / bound_us\n",
               opt.linkGbps, pc.copiesPerCall(), opt.copyGBps > 0 ? " (-M)" : "");
   std::printf("#%11s %11s %6s %8s %9s %11s %11s %8s %12s %8s %7s %7s %7s %10s %7s", "size", "count",
               "type", "density", "algo", "dense_us", "dct_us", "speedup", "wire_bytes", "ratio",
