@@ -1,5 +1,6 @@
 #include "transport/fault_injection.h"
 
+#include <atomic>
 #include <cstring>
 #include <new>
 
@@ -186,5 +187,21 @@ bool faultArmed(dctComm_t comm) {
 void disarmFault(dctComm_t comm) { seamOf(comm)->root->failAt = UINT64_MAX; }
 
 uint64_t transportOps(dctComm_t comm) { return comm->faultSeam ? seamOf(comm)->root->ops : 0; }
+
+namespace {
+// Staging calls left before the failing one; UINT64_MAX: none armed. Read
+// on every staged op, so production pays one relaxed load.
+std::atomic<uint64_t> stagingLeft{UINT64_MAX};
+}  // namespace
+
+void armStagingFault(uint64_t after) { stagingLeft.store(after, std::memory_order_relaxed); }
+bool stagingFaultArmed() { return stagingLeft.load(std::memory_order_relaxed) != UINT64_MAX; }
+
+bool stagingFaultHit() {
+  uint64_t left = stagingLeft.load(std::memory_order_relaxed);
+  if (left == UINT64_MAX) return false;
+  stagingLeft.store(left == 0 ? UINT64_MAX : left - 1, std::memory_order_relaxed);
+  return left == 0;
+}
 
 }  // namespace dct

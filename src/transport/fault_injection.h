@@ -4,7 +4,9 @@
 //  * a data op still takes part in the collective (peers never wait on a
 //    rank that gave up), then garbles what it received and reports
 //    dctTransportError, so a result built from it would be caught;
-//  * vote() contributes a failure (the rank knows it failed) and reports it.
+//  * vote() contributes a failure (the rank knows it failed) and reports it;
+//  * a transport's host staging (host_staging.h) fails as a failed device
+//    copy would, inside the op, which must still take part.
 // Used by tests/mpi/test_fault_injection.cc; production code never arms it.
 #pragma once
 
@@ -26,5 +28,13 @@ bool faultArmed(dctComm_t comm);
 void disarmFault(dctComm_t comm);
 // Operations seen so far (prepare, data ops and votes alike).
 uint64_t transportOps(dctComm_t comm);
+
+// The staging call `after` calls from now (input and output alike, any comm
+// of this process) fails; one shot. Host buffers count too, so host-only
+// builds reach the same paths.
+void armStagingFault(uint64_t after);
+bool stagingFaultArmed();
+// Counts a staging call; true if it is the armed one (host_staging.cc).
+bool stagingFaultHit();
 
 }  // namespace dct

@@ -1,8 +1,11 @@
 #include "transport/host_staging.h"
 
+#include <cstdlib>
+
 #include "base/debug.h"
 #include "base/memory_space.h"
 #include "dct_config.h"
+#include "transport/fault_injection.h"
 
 #if DCT_HAVE_CUDA
 #include <mpi.h>
@@ -20,6 +23,8 @@ namespace dct {
 HostStaging::~HostStaging() {
   if (in_.host) cudaFreeHost(in_.host);
   if (out_.host) cudaFreeHost(out_.host);
+  std::free(in_.spare);
+  std::free(out_.spare);
 }
 
 bool HostStaging::needed() {
@@ -34,7 +39,8 @@ bool HostStaging::needed() {
 dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
   if (bytes <= slot.capacity) return dctSuccess;
   if (slot.host) CUDACHECK(cudaFreeHost(slot.host));
-  slot = Slot{};
+  slot.host = nullptr;
+  slot.capacity = 0;
   CUDACHECK(cudaMallocHost(&slot.host, bytes + bytes / 2));
   slot.capacity = bytes + bytes / 2;
   return dctSuccess;
@@ -46,7 +52,15 @@ dctResult_t HostStaging::prepare(dctComm_t comm, const void* sample, size_t byte
   return reserve(comm, out_, bytes);
 }
 
-dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
+void* HostStaging::standIn(Slot& slot, const void* ptr, size_t bytes) {
+  if (bytes == 0 || !isDeviceMemory(ptr) || !needed()) return const_cast<void*>(ptr);
+  if (bytes <= slot.capacity) return slot.host;
+  std::free(slot.spare);
+  slot.spare = std::malloc(bytes);
+  return slot.spare;
+}
+
+dctResult_t HostStaging::stageInput(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
   if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
   // CUDA-aware MPI reads the device buffer itself, but only after the
@@ -62,8 +76,7 @@ dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, v
   return dctSuccess;
 }
 
-dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
-  pendingDevice_ = nullptr;  // an earlier op that failed before finish() left nothing to copy
+dctResult_t HostStaging::stageOutput(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
   if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
   if (!needed()) {  // queued work that still reads or writes ptr ends before MPI writes it
@@ -92,12 +105,31 @@ dctResult_t HostStaging::finish(dctComm_t comm, void* stream) {
 
 HostStaging::~HostStaging() = default;
 bool HostStaging::needed() { return false; }
+void* HostStaging::standIn(Slot&, const void* ptr, size_t) { return const_cast<void*>(ptr); }
 dctResult_t HostStaging::reserve(dctComm_t, Slot&, size_t) { return dctSuccess; }
 dctResult_t HostStaging::prepare(dctComm_t, const void*, size_t) { return dctSuccess; }
-dctResult_t HostStaging::input(dctComm_t, const void*&, size_t, void*) { return dctSuccess; }
-dctResult_t HostStaging::output(dctComm_t, void*&, size_t, bool, void*) { return dctSuccess; }
+dctResult_t HostStaging::stageInput(dctComm_t, const void*&, size_t, void*) { return dctSuccess; }
+dctResult_t HostStaging::stageOutput(dctComm_t, void*&, size_t, bool, void*) { return dctSuccess; }
 dctResult_t HostStaging::finish(dctComm_t, void*) { return dctSuccess; }
 
 #endif
+
+dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
+  dctResult_t res = stageInput(comm, ptr, bytes, stream);
+  if (res == dctSuccess && stagingFaultHit()) res = fail(comm, dctTransportError, "injected fault in input staging");
+  if (res != dctSuccess) ptr = standIn(in_, ptr, bytes);
+  return res;
+}
+
+dctResult_t HostStaging::output(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
+  pendingDevice_ = nullptr;  // an earlier op that failed before finish() left nothing to copy
+  dctResult_t res = stageOutput(comm, ptr, bytes, copyIn, stream);
+  if (res == dctSuccess && stagingFaultHit()) res = fail(comm, dctTransportError, "injected fault in output staging");
+  if (res != dctSuccess) {
+    pendingDevice_ = nullptr;  // a stand-in's junk never reaches the device
+    ptr = standIn(out_, ptr, bytes);
+  }
+  return res;
+}
 
 }  // namespace dct

@@ -2,6 +2,12 @@
 // buffers: device inputs are copied into pinned host memory before the
 // call, device outputs are received there and copied back after it. Host
 // buffers pass straight through; in builds without CUDA nothing is staged.
+//
+// A failed input() or output() still leaves `ptr` on host memory of `bytes`
+// (a stand-in with undefined contents: the staging slot, or a plain
+// allocation), so the op takes part in its collective before it reports the
+// failure (transport.h's contract); nullptr only when no host memory at all
+// could be had.
 #pragma once
 
 #include <cstddef>
@@ -34,8 +40,14 @@ class HostStaging {
   struct Slot {
     void* host = nullptr;
     size_t capacity = 0;
+    void* spare = nullptr;  // a failed op's stand-in when `host` is too small
   };
   dctResult_t reserve(dctComm_t comm, Slot& slot, size_t bytes);
+  dctResult_t stageInput(dctComm_t comm, const void*& ptr, size_t bytes, void* stream);
+  dctResult_t stageOutput(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream);
+  // Host memory of `bytes` for an op whose staging failed: ptr itself when
+  // the op could take it.
+  static void* standIn(Slot& slot, const void* ptr, size_t bytes);
   Slot in_, out_;
   void* pendingDevice_ = nullptr;
   size_t pendingBytes_ = 0;

@@ -3,11 +3,17 @@
 // PMPI shim may intercept (MPI_Allreduce, MPI_Comm_free: libdct's own
 // src/preload/mpi_preload.cc, or a user's tool) go to their PMPI_ entry
 // points, so libdct's own traffic never re-enters an interceptor.
+//
+// A data op allocates nothing that can throw (per-rank arrays live in the
+// state, sized at creation), and a rank whose staging fails still makes the
+// MPI call on stand-in buffers (host_staging.h) before it reports the
+// failure; requests are never dropped while MPI may still write into them.
 #include <mpi.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -28,6 +34,8 @@ struct MpiState {
   MPI_Comm comm = MPI_COMM_NULL;
   HostStaging staging;  // device buffers through pinned host memory
   MpiHalfOps halfOps;   // fp16/bf16 sums, created on first use
+  // MPI's int counts and displacements, one per rank: send side, receive side.
+  std::vector<int> sendCounts, sendDispls, recvCounts, recvDispls;
 };
 
 MpiState* stateOf(dctComm_t comm) { return static_cast<MpiState*>(comm->transportState); }
@@ -45,6 +53,28 @@ dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
     int mpi_err_ = (call);                                              \
     if (mpi_err_ != MPI_SUCCESS) return mpiFail(comm, mpi_err_, #call); \
   } while (0)
+
+// The first failure of an op's parts.
+void keepFirst(dctResult_t& res, dctResult_t r) {
+  if (res == dctSuccess) res = r;
+}
+
+// After the MPI call: a staging failure is reported now that the rank has
+// taken part; otherwise staged outputs go back to the device.
+dctResult_t settleStaging(dctComm_t comm, HostStaging& stage, dctResult_t staged, void* stream) {
+  return staged != dctSuccess ? staged : stage.finish(comm, stream);
+}
+
+// Whether a staging failure left a buffer MPI cannot take: no host memory
+// at all for a stand-in, the one case where the rank cannot take part.
+bool lost(const void* ptr, size_t bytes) { return bytes != 0 && ptr == nullptr; }
+
+// Completes whatever MPI may still write into or read from (after a failed
+// post or test): the peers posted theirs, so this returns.
+void drain(MPI_Request* requests, int n) {
+  for (int i = 0; i < n; i++)
+    if (requests[i] != MPI_REQUEST_NULL) (void)MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+}
 
 // Beyond MPI's int counts a block of `cap` bytes travels as ceil(cap /
 // limit) pieces of at most the limit, j-th piece pieceLen(bytes, j) long.
@@ -74,10 +104,14 @@ dctResult_t allgathervLarge(dctComm_t comm, const void* send, size_t sendBytes, 
 dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv,
                        const size_t* recvBytes, const size_t* recvOffsets, void* stream) {
   const int P = comm->size;
-  HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.input(comm, send, sendBytes, stream));
-  DCTCHECK(stage.output(comm, recv, blocksExtent(recvBytes, recvOffsets, P), false, stream));
-  std::vector<int> counts(P), displs(P);
+  MpiState* st = stateOf(comm);
+  HostStaging& stage = st->staging;
+  const size_t extent = blocksExtent(recvBytes, recvOffsets, P);
+  dctResult_t staged = stage.input(comm, send, sendBytes, stream);
+  keepFirst(staged, stage.output(comm, recv, extent, false, stream));
+  if (lost(send, sendBytes) || lost(recv, extent)) return staged;
+  int* counts = st->recvCounts.data();
+  int* displs = st->recvDispls.data();
   bool fits = sendBytes <= mpiCountLimit();
   for (int r = 0; r < P && fits; r++) {
     fits = recvBytes[r] <= mpiCountLimit() && recvOffsets[r] <= mpiCountLimit();
@@ -86,11 +120,11 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   }
   // The same decision on every rank: the sizes were agreed on.
   if (fits)
-    MPICHECK(comm, MPI_Allgatherv(send, static_cast<int>(sendBytes), MPI_BYTE, recv, counts.data(),
-                                  displs.data(), MPI_BYTE, mpiOf(comm)));
+    MPICHECK(comm, MPI_Allgatherv(send, static_cast<int>(sendBytes), MPI_BYTE, recv, counts, displs, MPI_BYTE,
+                                  mpiOf(comm)));
   else
     DCTCHECK(allgathervLarge(comm, send, sendBytes, static_cast<char*>(recv), recvBytes, recvOffsets));
-  return stage.finish(comm, stream);
+  return settleStaging(comm, stage, staged, stream);
 }
 
 // Point to point, not MPI_Iallgatherv: a receive may be larger than the
@@ -100,7 +134,8 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
 constexpr int kGatherTag = 0x6763;
 
 struct MpiRequest {
-  std::vector<MPI_Request> requests;
+  std::unique_ptr<MPI_Request[]> requests;
+  int count = 0;  // posted
 };
 
 // Still takes part when the request cannot be allocated: blocking, piece by
@@ -132,25 +167,31 @@ dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void
   const bool over = sendBytes > recvBytes[me];
   if (over) sendBytes = recvBytes[me];
   if (send != out + recvOffsets[me] && sendBytes) std::memcpy(out + recvOffsets[me], send, sendBytes);
-  auto* req = new (std::nothrow) MpiRequest();
-  if (req == nullptr) return blockingAllgatherv(comm, out, sendBytes, recvBytes, recvOffsets);
+  size_t n = (P - 1) * piecesOf(recvBytes[me]);
+  for (int q = 0; q < P; q++)
+    if (q != me) n += piecesOf(recvBytes[q]);
+  std::unique_ptr<MpiRequest> req(new (std::nothrow) MpiRequest());
+  if (req) req->requests.reset(new (std::nothrow) MPI_Request[n]);
+  if (req == nullptr || (n && req->requests == nullptr))
+    return blockingAllgatherv(comm, out, sendBytes, recvBytes, recvOffsets);
+  MPI_Request* r = req->requests.get();
+  int& posted = req->count;
   int err = MPI_SUCCESS;
   for (int q = 0; q < P && err == MPI_SUCCESS; q++) {
-    for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++) {
-      req->requests.emplace_back();
+    for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++)
       err = MPI_Irecv(out + recvOffsets[q] + j * L, pieceLen(recvBytes[q], j), MPI_BYTE, q, kGatherTag,
-                      mpiOf(comm), &req->requests.back());
-    }
+                      mpiOf(comm), &r[posted++]);
   }
   for (int k = 1; k < P && err == MPI_SUCCESS; k++) {  // rank me + k first: spread the load
-    for (size_t j = 0; j < piecesOf(recvBytes[me]) && err == MPI_SUCCESS; j++) {
-      req->requests.emplace_back();
+    for (size_t j = 0; j < piecesOf(recvBytes[me]) && err == MPI_SUCCESS; j++)
       err = MPI_Isend(out + recvOffsets[me] + j * L, pieceLen(sendBytes, j), MPI_BYTE, (me + k) % P, kGatherTag,
-                      mpiOf(comm), &req->requests.back());
-    }
+                      mpiOf(comm), &r[posted++]);
   }
-  *request = req;  // whatever was posted is completed by test()
-  if (err != MPI_SUCCESS) return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
+  if (err != MPI_SUCCESS) {  // nothing stays posted into buffers the caller may free
+    drain(r, posted - 1);
+    return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
+  }
+  *request = req.release();
   return over ? fail(comm, dctInternalError, "MPI iallgatherv: a block exceeds its capacity") : dctSuccess;
 }
 
@@ -159,27 +200,58 @@ dctResult_t test(dctComm_t comm, void* request, int* done) {
   auto* req = static_cast<MpiRequest*>(request);
   if (req == nullptr) return dctSuccess;
   int flag = 0;
-  int err = MPI_Testall(static_cast<int>(req->requests.size()), req->requests.data(), &flag, MPI_STATUSES_IGNORE);
+  int err = MPI_Testall(req->count, req->requests.get(), &flag, MPI_STATUSES_IGNORE);
   if (err == MPI_SUCCESS && !flag) {
     *done = 0;
     return dctSuccess;
   }
+  if (err != MPI_SUCCESS) drain(req->requests.get(), req->count);  // done means MPI is done with the buffers
   delete req;
   return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Testall");
 }
 
+// allgathervLarge for equal blocks: every rank's block broadcast from its
+// owner in pieces.
+dctResult_t allgatherLarge(dctComm_t comm, const void* send, char* recv, size_t bytes) {
+  char* mine = recv + comm->rank * bytes;
+  if (bytes && send != mine) std::memcpy(mine, send, bytes);
+  for (int root = 0; root < comm->size; root++)
+    for (size_t j = 0; j < piecesOf(bytes); j++)
+      MPICHECK(comm, MPI_Bcast(recv + root * bytes + j * mpiCountLimit(), pieceLen(bytes, j), MPI_BYTE, root,
+                               mpiOf(comm)));
+  return dctSuccess;
+}
+
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
-  if (bytes * comm->size <= mpiCountLimit()) {
-    HostStaging& stage = stateOf(comm)->staging;
-    DCTCHECK(stage.input(comm, send, bytes, stream));
-    DCTCHECK(stage.output(comm, recv, bytes * comm->size, false, stream));
-    MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
-                                 MPI_BYTE, mpiOf(comm)));
-    return stage.finish(comm, stream);
+  const int P = comm->size;
+  HostStaging& stage = stateOf(comm)->staging;
+  dctResult_t staged = stage.input(comm, send, bytes, stream);
+  keepFirst(staged, stage.output(comm, recv, bytes * P, false, stream));
+  if (lost(send, bytes) || lost(recv, bytes * P)) return staged;
+  if (bytes * P <= mpiCountLimit())
+    MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
+                                 mpiOf(comm)));
+  else
+    DCTCHECK(allgatherLarge(comm, send, static_cast<char*>(recv), bytes));
+  return settleStaging(comm, stage, staged, stream);
+}
+
+// Beyond int counts, without room for the requests: pair by pair, each
+// send matched with the receive from the rank as far behind, piece by piece.
+dctResult_t blockingAlltoallv(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
+                              char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
+  const int P = comm->size, me = comm->rank;
+  const size_t L = mpiCountLimit();
+  for (int k = 1; k < P; k++) {
+    const int to = (me + k) % P, from = (me - k + P) % P;
+    const size_t sends = piecesOf(sendBytes[to]), receives = piecesOf(recvBytes[from]);
+    for (size_t j = 0; j < std::max(sends, receives); j++)
+      MPICHECK(comm, MPI_Sendrecv(send + sendOffsets[to] + j * L, j < sends ? pieceLen(sendBytes[to], j) : 0,
+                                  MPI_BYTE, j < sends ? to : MPI_PROC_NULL, 0, recv + recvOffsets[from] + j * L,
+                                  j < receives ? pieceLen(recvBytes[from], j) : 0, MPI_BYTE,
+                                  j < receives ? from : MPI_PROC_NULL, 0, mpiOf(comm), MPI_STATUS_IGNORE));
   }
-  std::vector<size_t> sizes(comm->size, bytes), offsets(comm->size);
-  for (int r = 0; r < comm->size; r++) offsets[r] = r * bytes;
-  return allgatherv(comm, send, bytes, recv, sizes.data(), offsets.data(), stream);
+  return dctSuccess;
 }
 
 // Beyond int counts: every block in pieces of at most the count limit, all
@@ -189,47 +261,57 @@ dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendB
                            char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
   const size_t piece = mpiCountLimit();
   const int me = comm->rank;
-  std::vector<MPI_Request> requests;
-  auto post = [&](bool isSend, int peer, char* base, size_t bytes) -> dctResult_t {
-    for (size_t j = 0; j < piecesOf(bytes); j++) {
-      char* at = base + j * piece;
-      requests.emplace_back();
-      if (isSend) MPICHECK(comm, MPI_Isend(at, pieceLen(bytes, j), MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
-      else MPICHECK(comm, MPI_Irecv(at, pieceLen(bytes, j), MPI_BYTE, peer, 0, mpiOf(comm), &requests.back()));
-    }
-    return dctSuccess;
-  };
-  for (int q = 0; q < comm->size; q++)
-    if (q != me) DCTCHECK(post(false, q, recv + recvOffsets[q], recvBytes[q]));
-  for (int q = 0; q < comm->size; q++)
-    if (q != me) DCTCHECK(post(true, q, const_cast<char*>(send) + sendOffsets[q], sendBytes[q]));
   if (sendBytes[me]) std::memcpy(recv + recvOffsets[me], send + sendOffsets[me], sendBytes[me]);
-  MPICHECK(comm, MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
-  return dctSuccess;
+  size_t n = 0;
+  for (int q = 0; q < comm->size; q++)
+    if (q != me) n += piecesOf(sendBytes[q]) + piecesOf(recvBytes[q]);
+  std::unique_ptr<MPI_Request[]> requests(new (std::nothrow) MPI_Request[n]);
+  if (n && requests == nullptr)
+    return blockingAlltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets);
+  int posted = 0, err = MPI_SUCCESS;
+  for (int q = 0; q < comm->size && err == MPI_SUCCESS; q++)
+    for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++)
+      err = MPI_Irecv(recv + recvOffsets[q] + j * piece, pieceLen(recvBytes[q], j), MPI_BYTE, q, 0, mpiOf(comm),
+                      &requests[posted++]);
+  for (int q = 0; q < comm->size && err == MPI_SUCCESS; q++)
+    for (size_t j = 0; q != me && j < piecesOf(sendBytes[q]) && err == MPI_SUCCESS; j++)
+      err = MPI_Isend(send + sendOffsets[q] + j * piece, pieceLen(sendBytes[q], j), MPI_BYTE, q, 0, mpiOf(comm),
+                      &requests[posted++]);
+  if (err != MPI_SUCCESS) {  // nothing stays posted into the caller's buffers
+    drain(requests.get(), posted - 1);
+    return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
+  }
+  err = MPI_Waitall(posted, requests.get(), MPI_STATUSES_IGNORE);
+  if (err != MPI_SUCCESS) drain(requests.get(), posted);
+  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Waitall");
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
                       const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const int P = comm->size;
-  HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.input(comm, send, blocksExtent(sendBytes, sendOffsets, P), stream));
-  DCTCHECK(stage.output(comm, recv, blocksExtent(recvBytes, recvOffsets, P), false, stream));
+  MpiState* st = stateOf(comm);
+  HostStaging& stage = st->staging;
+  const size_t sendExtent = blocksExtent(sendBytes, sendOffsets, P), recvExtent = blocksExtent(recvBytes, recvOffsets, P);
+  dctResult_t staged = stage.input(comm, send, sendExtent, stream);
+  keepFirst(staged, stage.output(comm, recv, recvExtent, false, stream));
+  if (lost(send, sendExtent) || lost(recv, recvExtent)) return staged;
   // Every count and displacement of every rank is at most the total all
   // ranks send, which every rank knows alike: the same choice everywhere.
-  std::vector<int> sc(P), sd(P), rc(P), rd(P);
-  for (int q = 0; q < P; q++) {
-    sc[q] = static_cast<int>(sendBytes[q]);
-    sd[q] = static_cast<int>(sendOffsets[q]);
-    rc[q] = static_cast<int>(recvBytes[q]);
-    rd[q] = static_cast<int>(recvOffsets[q]);
-  }
-  if (totalBytes <= mpiCountLimit())
-    MPICHECK(comm, MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
-                                 mpiOf(comm)));
-  else
+  if (totalBytes <= mpiCountLimit()) {
+    int *sc = st->sendCounts.data(), *sd = st->sendDispls.data(), *rc = st->recvCounts.data(),
+        *rd = st->recvDispls.data();
+    for (int q = 0; q < P; q++) {
+      sc[q] = static_cast<int>(sendBytes[q]);
+      sd[q] = static_cast<int>(sendOffsets[q]);
+      rc[q] = static_cast<int>(recvBytes[q]);
+      rd[q] = static_cast<int>(recvOffsets[q]);
+    }
+    MPICHECK(comm, MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, mpiOf(comm)));
+  } else {
     DCTCHECK(alltoallvLarge(comm, static_cast<const char*>(send), sendBytes, sendOffsets, static_cast<char*>(recv),
                             recvBytes, recvOffsets));
-  return stage.finish(comm, stream);
+  }
+  return settleStaging(comm, stage, staged, stream);
 }
 
 // The MPI type, sum and element size of a dctDataType_t.
@@ -257,8 +339,9 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
   const size_t elem = sum.elem;
   const bool inPlace = send == recv;
   HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.output(comm, recv, count * elem, inPlace, stream));
-  if (!inPlace) DCTCHECK(stage.input(comm, send, count * elem, stream));
+  dctResult_t staged = stage.output(comm, recv, count * elem, inPlace, stream);
+  if (!inPlace) keepFirst(staged, stage.input(comm, send, count * elem, stream));
+  if (lost(recv, count * elem) || (!inPlace && lost(send, count * elem))) return staged;
   // Pieces whose element count fits an int.
   const size_t piece = mpiCountLimit() / elem;
   for (size_t off = 0; off < count; off += piece) {
@@ -266,7 +349,7 @@ dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count
     const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
     MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, sum.type, sum.op, mpiOf(comm)));
   }
-  return stage.finish(comm, stream);
+  return settleStaging(comm, stage, staged, stream);
 }
 
 dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t datatype, int root,
@@ -276,26 +359,28 @@ dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, d
   const size_t elem = sum.elem;
   const bool isRoot = comm->rank == root;
   HostStaging& stage = stateOf(comm)->staging;
-  DCTCHECK(stage.input(comm, send, count * elem, stream));
-  if (isRoot) DCTCHECK(stage.output(comm, recv, count * elem, false, stream));
+  dctResult_t staged = stage.input(comm, send, count * elem, stream);
+  if (isRoot) keepFirst(staged, stage.output(comm, recv, count * elem, false, stream));
+  if (lost(send, count * elem) || (isRoot && lost(recv, count * elem))) return staged;
   const size_t piece = mpiCountLimit() / elem;
   for (size_t off = 0; off < count; off += piece) {
     int n = static_cast<int>(count - off < piece ? count - off : piece);
     void* to = isRoot ? static_cast<char*>(recv) + off * elem : nullptr;
     MPICHECK(comm, MPI_Reduce(static_cast<const char*>(send) + off * elem, to, n, sum.type, sum.op, root, mpiOf(comm)));
   }
-  return stage.finish(comm, stream);
+  return settleStaging(comm, stage, staged, stream);
 }
 
 dctResult_t broadcast(dctComm_t comm, void* buffer, size_t bytes, int root, void* stream) {
   HostStaging& stage = stateOf(comm)->staging;
   // The root's data goes in, everyone's comes out.
-  DCTCHECK(stage.output(comm, buffer, bytes, comm->rank == root, stream));
+  const dctResult_t staged = stage.output(comm, buffer, bytes, comm->rank == root, stream);
+  if (lost(buffer, bytes)) return staged;
   for (size_t off = 0; off < bytes; off += mpiCountLimit()) {
     const size_t n = bytes - off < mpiCountLimit() ? bytes - off : mpiCountLimit();
     MPICHECK(comm, MPI_Bcast(static_cast<char*>(buffer) + off, static_cast<int>(n), MPI_BYTE, root, mpiOf(comm)));
   }
-  return stage.finish(comm, stream);
+  return settleStaging(comm, stage, staged, stream);
 }
 
 dctResult_t split(dctComm_t comm, int color, dctComm_t* out) {
@@ -304,7 +389,7 @@ dctResult_t split(dctComm_t comm, int color, dctComm_t* out) {
   MPICHECK(comm, MPI_Comm_split(mpiOf(comm), color < 0 ? MPI_UNDEFINED : color, comm->rank, &part));
   if (part == MPI_COMM_NULL) return dctSuccess;
   dctResult_t res = createMpiComm(part, out);
-  MPI_Comm_free(&part);  // createMpiComm keeps a duplicate
+  PMPI_Comm_free(&part);  // createMpiComm keeps a duplicate
   return res;
 }
 
@@ -313,7 +398,7 @@ dctResult_t nodeColor(dctComm_t comm, int* color) {
   MPI_Comm node = MPI_COMM_NULL;
   MPICHECK(comm, MPI_Comm_split_type(mpiOf(comm), MPI_COMM_TYPE_SHARED, comm->rank, MPI_INFO_NULL, &node));
   int err = PMPI_Allreduce(&comm->rank, color, 1, MPI_INT, MPI_MIN, node);
-  MPI_Comm_free(&node);
+  PMPI_Comm_free(&node);
   return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Allreduce (node color)");
 }
 
@@ -367,14 +452,27 @@ dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out) {
   if (!initialized || finalized)
     return fail(nullptr, dctInvalidUsage, "dctCommInitMpi: MPI is not initialised (or already finalised)");
   if (mpiComm == MPI_COMM_NULL) return fail(nullptr, dctInvalidArgument, "dctCommInitMpi: MPI_COMM_NULL");
-  auto* comm = new dctComm();
-  auto* state = new MpiState();
+  auto* comm = new (std::nothrow) dctComm();
+  auto* state = new (std::nothrow) MpiState();
+  if (comm == nullptr || state == nullptr) {
+    delete comm;
+    delete state;
+    return fail(nullptr, dctOutOfMemory, "dctCommInitMpi: out of memory");
+  }
   comm->transport = &kMpiTransport;
   comm->transportState = state;
   int err = MPI_Comm_dup(mpiComm, &state->comm);
   if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN);
   if (err == MPI_SUCCESS) err = MPI_Comm_rank(state->comm, &comm->rank);
   if (err == MPI_SUCCESS) err = MPI_Comm_size(state->comm, &comm->size);
+  if (err == MPI_SUCCESS) {
+    try {
+      for (auto* v : {&state->sendCounts, &state->sendDispls, &state->recvCounts, &state->recvDispls})
+        v->resize(comm->size);
+    } catch (const std::bad_alloc&) {
+      err = MPI_ERR_NO_MEM;
+    }
+  }
   if (err != MPI_SUCCESS) {
     dctResult_t res = mpiFail(nullptr, err, "dctCommInitMpi");
     destroy(comm);
