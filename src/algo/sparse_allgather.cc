@@ -23,11 +23,12 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
   }
   if (total == 0) return dctSuccess;
   const int me = comm->rank;
-  DCTCHECK(comm->transport->allgatherv(comm, indices, idxBytes[me], recvIndices, idxBytes.data(),
-                                       idxOffsets.data(), stream));
-  DCTCHECK(comm->transport->allgatherv(comm, values, valBytes[me], recvValues, valBytes.data(),
-                                       valOffsets.data(), stream));
-  return dctSuccess;
+  // Both run whatever the first did: the peers wait in the second.
+  const dctResult_t idx = comm->transport->allgatherv(comm, indices, idxBytes[me], recvIndices, idxBytes.data(),
+                                                      idxOffsets.data(), stream);
+  const dctResult_t val = comm->transport->allgatherv(comm, values, valBytes[me], recvValues, valBytes.data(),
+                                                      valOffsets.data(), stream);
+  return idx != dctSuccess ? idx : val;
 }
 
 }  // namespace dct

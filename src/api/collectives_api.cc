@@ -80,7 +80,17 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     mine.capacity = recvCapacity;
     mine.mode = query ? 1 : 0;
     std::vector<CallHeader> all;
-    DCTCHECK(agree(comm, mine, all, stream, fn));
+    // The transport's room for the exchange (and NCCL's device check)
+    // before the vote, sized by the agreed total: prepared, the data ops
+    // allocate nothing.
+    auto prepare = [&]() -> dctResult_t {
+      if (query) return comm->transport->prepare(comm, values, 0, stream);
+      uint64_t sum = 0;
+      for (const CallHeader& h : all) sum += h.nnz;
+      const size_t widest = dtypeSize(datatype) > sizeof(uint32_t) ? dtypeSize(datatype) : sizeof(uint32_t);
+      return comm->transport->prepare(comm, recvValues, sum * widest, stream);
+    };
+    DCTCHECK(agree(comm, mine, all, stream, fn, prepare));
     std::vector<uint64_t> counts(comm->size);
     size_t sum = 0;
     for (int r = 0; r < comm->size; r++) sum += counts[r] = all[r].nnz;

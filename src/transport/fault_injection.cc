@@ -19,6 +19,7 @@ struct Seam {
   Seam* root = this;
   int rootRank = 0;  // this rank in the root's comm
   uint64_t ops = 0;
+  uint64_t prepares = 0;
   uint64_t failAt = UINT64_MAX;
   int rank = -1;
 };
@@ -44,6 +45,7 @@ dctResult_t injected(dctComm_t comm, void* garble, size_t bytes, const char* op)
 }
 
 dctResult_t prepare(dctComm_t comm, const void* sample, size_t bytes, void* stream) {
+  seamOf(comm)->root->prepares++;
   if (hit(comm)) return injected(comm, nullptr, 0, "prepare");
   return seamOf(comm)->inner->prepare(comm, sample, bytes, stream);
 }
@@ -187,6 +189,7 @@ bool faultArmed(dctComm_t comm) {
 void disarmFault(dctComm_t comm) { seamOf(comm)->root->failAt = UINT64_MAX; }
 
 uint64_t transportOps(dctComm_t comm) { return comm->faultSeam ? seamOf(comm)->root->ops : 0; }
+uint64_t transportPrepares(dctComm_t comm) { return comm->faultSeam ? seamOf(comm)->root->prepares : 0; }
 
 namespace {
 // Staging calls left before the failing one; UINT64_MAX: none armed. Read

@@ -28,6 +28,8 @@ bool faultArmed(dctComm_t comm);
 void disarmFault(dctComm_t comm);
 // Operations seen so far (prepare, data ops and votes alike).
 uint64_t transportOps(dctComm_t comm);
+// Of which prepare() calls.
+uint64_t transportPrepares(dctComm_t comm);
 
 // The staging call `after` calls from now (input and output alike, any comm
 // of this process) fails; one shot. Host buffers count too, so host-only
