@@ -47,13 +47,13 @@ dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<
 
 dctResult_t agreeWithoutVote(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                              const char* fn, dctResult_t& carried) {
-  carried = gatherHeaders(comm, mine, all, stream);
-  if (carried != dctSuccess) return dctSuccess;
-  // A rank that rejected its arguments could not plan, so it took agree()'s
-  // path, whose vote must be matched: headers that show a problem are voted
-  // on here too (every rank sees the same headers, so all vote, or none).
-  const dctResult_t res = checkHeaders(comm, mine, all, fn);
-  return res == dctSuccess ? res : vote(comm, res, stream, fn, "agreement");
+  // Every rank votes. Headers that show a problem must be voted on (a rank
+  // that rejected its arguments took agree()'s path), and a rank whose
+  // gather failed cannot tell from what it received whether the others saw
+  // one: a vote only some ranks make would leave it in the exchange while
+  // they vote. So nothing is carried past the agreement.
+  carried = dctSuccess;
+  return agree(comm, mine, all, stream, fn);
 }
 
 dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
