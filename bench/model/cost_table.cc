@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: cost_table [count]   (elements, >= 1, K/M suffixes; default 16M)\n");
     return 2;
   }
-  const CostParams p = costParamsFromEnv();
+  const CostParams p = costParams(costOverridesFromEnv());
   std::printf("count %zu fp32 (%.0f MiB), alpha %.1f us, link %.2f GB/s, scatter %.1f GB/s, reduce %.1f GB/s\n\n",
               count, count * 4.0 / (1 << 20), p.alphaUs, p.linkGBps, p.scatterGBps, p.reduceGBps);
   std::printf("| ranks | density | k per rank | union (est.) | allgather ms | split ms | dense ms | model picks |\n");

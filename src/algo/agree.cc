@@ -13,18 +13,26 @@ dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vect
     if (h.localError != dctSuccess)
       return fail(comm, dctInvalidUsage, "%s: rank %d rejected its arguments or failed its local work (%s)", fn, r,
                   dctGetErrorString(static_cast<dctResult_t>(h.localError)));
-    const char* what = h.count != mine.count         ? "count"
-                       : h.datatype != mine.datatype   ? "datatype"
-                       : h.op != mine.op               ? "op"
-                       : h.algorithm != mine.algorithm ? "algorithm"
-                       : h.mode != mine.mode           ? "phase (warm-up/query)"
-                       : h.chunks != mine.chunks       ? "pipeline chunks (DCT_CHUNK_ELEMENTS, DCT_PIPELINE)"
-                                                       : nullptr;
+    if (h.count != mine.count)
+      return fail(comm, dctInvalidUsage, "%s: ranks disagree on count (rank %d: %llu, this rank %d: %llu)", fn, r,
+                  (unsigned long long)h.count, comm->rank, (unsigned long long)mine.count);
+    const char* what = h.datatype != mine.datatype   ? "datatype"
+                       : h.op != mine.op             ? "op"
+                       : h.path != mine.path         ? "the step's path (config.compressor / DCT_COMPRESSOR, or a "
+                                                       "compressor missing on some rank)"
+                       : h.wireType != mine.wireType ? "config.wireType (DCT_WIRE_TYPE)"
+                       : std::memcmp(&h.density, &mine.density, sizeof(double)) != 0
+                           ? "config.density (DCT_DENSITY)"
+                       : h.configured != mine.configured   ? "config.algorithm (DCT_ALGORITHM)"
+                       : h.warmupSteps != mine.warmupSteps ? "config.warmupSteps (DCT_WARMUP_STEPS)"
+                       : h.algorithm != mine.algorithm     ? "the planned algorithm"
+                       : h.mode != mine.mode               ? "phase (warm-up/query)"
+                       : h.chunks != mine.chunks || h.chunkElems != mine.chunkElems
+                           ? "pipeline chunks (DCT_CHUNK_ELEMENTS, DCT_PIPELINE)"
+                           : nullptr;
     if (what)
-      return fail(comm, dctInvalidUsage,
-                  "%s: ranks disagree on %s (rank %d: count %llu, this rank %d: count %llu)", fn,
-                  what, r, (unsigned long long)h.count, comm->rank,
-                  (unsigned long long)mine.count);
+      return fail(comm, dctInvalidUsage, "%s: ranks disagree on %s (rank %d differs from this rank %d)", fn, what,
+                  r, comm->rank);
   }
   return dctSuccess;
 }

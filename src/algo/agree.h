@@ -28,7 +28,27 @@ struct CallHeader {
   int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
   int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size)
   int32_t chunks = 0;       // must match: pipelined allreduce's chunk count (0: unchunked)
+  uint64_t chunkElems = 0;  // must match: and its chunk size
+  // The step's config (stampConfig): what shapes the wire beyond the
+  // arguments. Gathered with the header every step, so checking it costs
+  // nothing. Zero where a rank has no valid compressor (its localError
+  // fails the step first).
+  double density = 0;       // must match
+  int32_t wireType = 0;     // must match
+  int32_t path = 0;         // must match: top-K, 1-bit or hierarchical (StepPath)
+  int32_t configured = 0;   // must match: the config's algorithm (auto or pinned)
+  int32_t warmupSteps = 0;  // must match
 };
+
+enum StepPath : int32_t { kPathTopk = 1, kPathOnebit = 2, kPathHierarchical = 3 };
+
+inline void stampConfig(CallHeader& h, const dctConfig_t& c, StepPath path) {
+  h.density = c.density;
+  h.wireType = c.wireType;
+  h.path = path;
+  h.configured = c.algorithm;
+  h.warmupSteps = c.warmupSteps;
+}
 
 // An allreduce's header: the arguments every rank must agree on. Raw bits
 // of the enums: unchecked C enums may hold any int (loading them is UB).

@@ -1,7 +1,8 @@
 // Hierarchical DCT-DP allreduce (DCT_HIERARCHY): dense inside a node,
 // sparse between nodes, as one transaction over every rank:
 //
-//   node agreement   header allgather + vote in the node (arguments, room)
+//   agreement        header allgather + vote over the whole comm (arguments,
+//                    config, room)
 //   node reduce      the node's tensors summed on its leader (dense)
 //   leaders' step    sparseAllreduce among the leaders on their sums, nested:
 //                    it stops short of its commit
@@ -10,7 +11,7 @@
 //   vote             over the whole comm: every rank's outcome
 //   commit           leaders commit their step; in-place results copied out
 //
-// Shapes never depend on an outcome: once a node has agreed, its ranks run
+// Shapes never depend on an outcome: once the ranks have agreed, they run
 // the reduce and the broadcast whatever happened (a failed leader
 // broadcasts junk that nobody keeps), so no rank waits on one that gave up,
 // and the vote carries any failure to every rank before anything commits.
@@ -125,9 +126,15 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
   PhaseTimer clock;
   Hier h{sendbuf, recvbuf, count, dtype, c, comm, stream, fn, leader, sendbuf == recvbuf};
   CallHeader mine = allreduceHeader(localError, count, dtype, op);
-  if (mine.localError == dctSuccess && count) mine.localError = reserve(h);
+  if (mine.localError == dctSuccess && count) {
+    stampConfig(mine, c->config, kPathHierarchical);
+    mine.localError = reserve(h);
+  }
+  // Over the whole comm, like the flat and 1-bit paths' first exchange: a
+  // rank whose compressor differs or is missing meets the others in the
+  // same collective, whichever path it took.
   std::vector<CallHeader> all;
-  dctResult_t res = agree(node, mine, all, stream, fn);  // the same outcome on the whole node
+  dctResult_t res = agree(comm, mine, all, stream, fn);
   clock.lap(dctPhaseAgree);
   if (res == dctSuccess) {
     dctResult_t reduced = dctSuccess;
@@ -135,12 +142,6 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
     clock.lap(dctPhaseReduce);
     if (leader) res = lead(h, op, reduced, clock);
     else res = count ? follow(h, reduced, clock) : spread(h, reduced, clock);  // count 0: no step to count
-  } else if (leader) {
-    // The other nodes wait in the leaders' step: it fails there too.
-    res = sparseAllreduce(nullptr, nullptr, count, dtype, op, c, comm->leaders, stream, res, fn);
-    res = vote(comm, res, stream, fn, "hierarchical step");
-  } else {
-    res = vote(comm, res, stream, fn, "hierarchical step");
   }
   // Messages recorded on the node or leader comms belong to the caller's.
   if (res != dctSuccess && threadFailureCount() != failures) comm->setLastError(threadLastErrorMessage());

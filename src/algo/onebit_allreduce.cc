@@ -229,6 +229,7 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   std::vector<CallHeader> all;
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
+  stampConfig(mine, c->config, kPathOnebit);
   Step s = makeStep(sendbuf, recvbuf, op, c, comm, stream);
   s.warm = inWarmup(c);
   mine.mode = s.warm ? 1 : 0;

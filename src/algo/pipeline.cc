@@ -10,8 +10,8 @@
 // can still take part in every one of them and nobody waits. Each slot starts with a header (entries, packed bytes,
 // bytes needed, status); every rank reads the same headers, so every rank
 // reaches the same verdict: commit, fall back to the unchunked step (a
-// chunk outgrew its slot, or the selection ran away and compressStep would
-// re-estimate tau at once), or fail at the exchange vote.
+// chunk outgrew its slot, or the selection ran away or ended empty and
+// compressStep would re-estimate tau at once), or fail at the exchange vote.
 //
 // Results are bit for bit the unchunked algorithm's: the same tau selects
 // the same entries, and each output element is the same rank-order sum.
@@ -23,7 +23,6 @@
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
 #include "base/debug.h"
-#include "base/env.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
@@ -32,9 +31,10 @@ namespace dct {
 namespace {
 
 // Redo (the step is redone unchunked): the chunk outgrew its slot, the
-// selection ran away (compressStep would re-estimate tau at once), or an
-// earlier chunk of this rank did either and this one was not selected (its
-// need is unknown: the slot's history carries over).
+// selection ran away or ended empty (compressStep would re-estimate tau at
+// once: kChunkRunaway), or an earlier chunk of this rank did either and this
+// one was not selected (its need is unknown: the slot's history carries
+// over).
 enum ChunkStatus : int32_t { kChunkOk = 0, kChunkOutgrew = 1, kChunkFailed = 2, kChunkRunaway = 3, kChunkSkipped = 4 };
 
 struct ChunkHeader {
@@ -241,18 +241,17 @@ size_t pipelineChunkElems(const Step& s) {
     return 0;
   // Slots are sized from the last step's messages.
   if (c->stats.algorithm != dctAlgoAllgather || c->lastMessages.size() != static_cast<size_t>(comm->size)) return 0;
-  // The environment only once the step could pipeline: dense and small
-  // steps skip the lookups.
-  const auto off = envInteger("DCT_PIPELINE");
-  if (off.valid() && off.value == 0) return 0;
-  size_t elems = static_cast<size_t>(envPositiveInteger("DCT_CHUNK_ELEMENTS", 0));
-  if (elems == 0) {
+  if (!comm->settings.pipeline) return 0;
+  // DCT_CHUNK_ELEMENTS as set, raised where it would make too many chunks.
+  size_t elems = comm->settings.chunkElems;
+  if (elems) elems = std::max<size_t>(elems, (c->count + kMaxExplicitChunks - 1) / kMaxExplicitChunks);
+  else {
     // Each chunk costs a nonblocking collective's latencies (~ranks x alpha)
     // and the pipeline's fill and drain cost about a chunk's time: sqrt(T /
     // overhead) chunks balance the two.
     std::vector<uint64_t> nnz(comm->size);
     for (int r = 0; r < comm->size; r++) nnz[r] = c->lastMessages[r].nnz;
-    const CostParams params = costParamsFromEnv();
+    const CostParams params = costParams(comm->settings.cost);
     const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data()};
     const double chunks = std::sqrt(allgatherCostUs(params, in) / (comm->size * params.alphaUs));
     const double bounded = std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks));
@@ -274,6 +273,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   fallback = false;
   if (mine.localError == dctSuccess) mine.localError = prelude(p);
   mine.chunks = p.L.chunks;
+  mine.chunkElems = p.L.elems;
   s.clock.lap(dctPhaseCompress);
   // Every slot's shape is known already: no vote before the exchanges.
   dctResult_t carried = dctSuccess;
@@ -290,7 +290,7 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
         h.status = kChunkFailed;
         p.status = res;
       }
-      if (chunkedStepRunaway(c, s.draft, p.selected)) h.status = kChunkRunaway;
+      if (chunkedStepRedo(c, s.draft, p.selected, i + 1 == p.L.chunks)) h.status = kChunkRunaway;
     } else if (p.status == dctSuccess) {
       h.status = kChunkSkipped;  // nothing more to select: only take part
     }
@@ -324,7 +324,8 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   }
   fallback = outgrew + ranAway + skipped > 0;
   if (fallback) {
-    DCT_INFO("step %llu: pipelined attempt redone unchunked (%d chunks outgrew their slots, %d ran away, %d skipped)",
+    DCT_INFO("step %llu: pipelined attempt redone unchunked (%d chunks outgrew their slots, %d ran away or selected "
+             "nothing, %d skipped)",
              static_cast<unsigned long long>(c->stats.step), outgrew, ranAway, skipped);
     return dctSuccess;
   }

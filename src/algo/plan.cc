@@ -27,8 +27,8 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // defaults and the link scale learned from the steps (sparseCostParams).
   const size_t bytes = c->count * dtypeSize(c->wireType);
   const bool covered = comm->link.covers(bytes);
-  const CostParams fitted = costParamsFromEnv(comm->link, comm->size);
-  const CostParams params = sparseCostParams(fitted, covered, comm->size);
+  const CostParams fitted = costParams(comm->settings.cost, comm->link, comm->size);
+  const CostParams params = sparseCostParams(comm->settings.cost, fitted, covered, comm->size);
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(params, in);
     return p;

@@ -222,6 +222,7 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   // tensors too small or too dense to compress).
   s.plain = s.plan.algorithm == dctAlgoDense && c->residualZero && c->wireType == c->dtype;
   s.targetType = s.plan.algorithm == dctAlgoDense ? c->wireType : c->accType;
+  stampConfig(mine, c->config, nesting ? kPathHierarchical : kPathTopk);
   mine.algorithm = s.plan.algorithm;
   mine.mode = inWarmup(c) ? 1 : 0;
   mine.lastStepNs = c->lastStepNs;

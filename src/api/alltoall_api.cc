@@ -31,7 +31,7 @@ dctResult_t checkCreate(dctComm_t comm, const size_t* sendRows, const size_t* re
     return fail(comm, dctInvalidArgument, "%s: rowLength %zu must be in [1, 2^32)", fn, rowLength);
   DCTCHECK(checkRows(comm, sendRows, "sendRows", fn));
   DCTCHECK(checkRows(comm, recvRows, "recvRows", fn));
-  return resolveConfig(comm, config, &resolved);
+  return resolveConfig(comm, comm->settings.config, config, &resolved);
 }
 
 // Buffers of one call: `rowsIn` rows readable at in, `rowsOut` writable at

@@ -16,7 +16,7 @@ extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
     *comm = nullptr;
     dctComm_t made = nullptr;
     DCTCHECK(createMpiComm(mpiComm, &made));
-    dctResult_t res = buildHierarchy(made);
+    dctResult_t res = settleComm(made);
     if (res == dctSuccess) res = probeLinks(made);
     if (res != dctSuccess) {
       dctCommDestroy(made);

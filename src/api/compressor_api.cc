@@ -17,7 +17,7 @@ extern "C" dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctData
     *compressor = nullptr;
     DCTCHECK(checkDatatype(comm, datatype, fn));
     dctConfig_t resolved;
-    DCTCHECK(resolveConfig(comm, config, &resolved));
+    DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
     return compressorCreate(comm, count, datatype, resolved, compressor);
   });
 }

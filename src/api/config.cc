@@ -1,7 +1,7 @@
 #include "api/config.h"
 
 #include "base/debug.h"
-#include "base/env.h"
+#include "base/settings.h"
 #include "kernels/kernels.h"
 
 namespace dct {
@@ -21,7 +21,7 @@ dctResult_t pick(dctComm_t comm, T& field, T undef, const EnvValue<V>& env, cons
 
 }  // namespace
 
-dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* out) {
+dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_t* user, dctConfig_t* out) {
   dctConfig_t c = DCT_CONFIG_INITIALIZER;
   if (user != nullptr) {
     if (user->size != sizeof(dctConfig_t) || user->magic != DCT_CONFIG_MAGIC)
@@ -33,29 +33,24 @@ dctResult_t resolveConfig(dctComm_t comm, const dctConfig_t* user, dctConfig_t* 
                   user->version, DCT_VERSION_CODE);
     c = *user;
   }
-  static const char* const methods[] = {"sampled", "exact", "bisect"};
-  static const char* const types[] = {"fp32", "fp64", "fp16", "bf16"};
-  static const char* const kinds[] = {"topk", "onebit"};
-  static const char* const algos[] = {"auto", "allgather", "dense", "split"};
-  static const char* const rowSelections[] = {"topk", "threshold"};
-  DCTCHECK(pick(comm, c.density, DCT_CONFIG_UNDEF_DOUBLE, envReal("DCT_DENSITY"), "DCT_DENSITY", 0.01));
-  DCTCHECK(pick(comm, c.thresholdInterval, DCT_CONFIG_UNDEF_INT, envInteger("DCT_THRESHOLD_INTERVAL"),
+  DCTCHECK(pick(comm, c.density, DCT_CONFIG_UNDEF_DOUBLE, env.density, "DCT_DENSITY", 0.01));
+  DCTCHECK(pick(comm, c.thresholdInterval, DCT_CONFIG_UNDEF_INT, env.thresholdInterval,
                 "DCT_THRESHOLD_INTERVAL", 1000));
-  DCTCHECK(pick(comm, c.errorFeedback, DCT_CONFIG_UNDEF_INT, envInteger("DCT_ERROR_FEEDBACK"),
+  DCTCHECK(pick(comm, c.errorFeedback, DCT_CONFIG_UNDEF_INT, env.errorFeedback,
                 "DCT_ERROR_FEEDBACK", 1));
-  DCTCHECK(pick(comm, c.warmupSteps, DCT_CONFIG_UNDEF_INT, envInteger("DCT_WARMUP_STEPS"),
+  DCTCHECK(pick(comm, c.warmupSteps, DCT_CONFIG_UNDEF_INT, env.warmupSteps,
                 "DCT_WARMUP_STEPS", 0));
-  DCTCHECK(pick(comm, c.seed, static_cast<long long>(DCT_CONFIG_UNDEF_INT), envInteger("DCT_SEED"),
+  DCTCHECK(pick(comm, c.seed, static_cast<long long>(DCT_CONFIG_UNDEF_INT), env.seed,
                 "DCT_SEED", 0LL));
-  DCTCHECK(pick(comm, c.thresholdMethod, DCT_CONFIG_UNDEF_INT, envChoice("DCT_THRESHOLD_METHOD", methods, 3),
+  DCTCHECK(pick(comm, c.thresholdMethod, DCT_CONFIG_UNDEF_INT, env.thresholdMethod,
                 "DCT_THRESHOLD_METHOD", static_cast<int>(dctThresholdSampled)));
-  DCTCHECK(pick(comm, c.algorithm, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ALGORITHM", algos, 4), "DCT_ALGORITHM",
+  DCTCHECK(pick(comm, c.algorithm, DCT_CONFIG_UNDEF_INT, env.algorithm, "DCT_ALGORITHM",
                 static_cast<int>(dctAlgoAuto)));
-  DCTCHECK(pick(comm, c.rowSelection, DCT_CONFIG_UNDEF_INT, envChoice("DCT_ROW_SELECTION", rowSelections, 2),
+  DCTCHECK(pick(comm, c.rowSelection, DCT_CONFIG_UNDEF_INT, env.rowSelection,
                 "DCT_ROW_SELECTION", static_cast<int>(dctRowTopK)));
-  DCTCHECK(pick(comm, c.wireType, DCT_CONFIG_UNDEF_INT, envChoice("DCT_WIRE_TYPE", types, 4), "DCT_WIRE_TYPE",
+  DCTCHECK(pick(comm, c.wireType, DCT_CONFIG_UNDEF_INT, env.wireType, "DCT_WIRE_TYPE",
                 kWireTypeOfTensor));
-  DCTCHECK(pick(comm, c.compressor, DCT_CONFIG_UNDEF_INT, envChoice("DCT_COMPRESSOR", kinds, 2), "DCT_COMPRESSOR",
+  DCTCHECK(pick(comm, c.compressor, DCT_CONFIG_UNDEF_INT, env.compressor, "DCT_COMPRESSOR",
                 static_cast<int>(dctCompressorTopk)));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN

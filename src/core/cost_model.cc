@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/env.h"
 
 namespace dct {
 
-CostParams costParamsFromEnv(const LinkTiming& measured, int ranks) {
-  CostParams p{5.0, 1.25, envPositiveReal("DCT_SCATTER_GBPS", 2.0), envPositiveReal("DCT_REDUCE_GBPS", 4.0)};
+namespace {
+double orDefault(double set, double fallback) { return set > 0 ? set : fallback; }
+}  // namespace
+
+CostParams costParams(const CostOverrides& set, const LinkTiming& measured, int ranks) {
+  CostParams p{5.0, 1.25, orDefault(set.scatterGBps, 2.0), orDefault(set.reduceGBps, 4.0)};
   if (measured.measured() && ranks > 1) {
     // denseCostUs = 2(P-1) alpha + bytes * (wire + reduce per byte), solved
     // for the two probe sizes.
@@ -21,15 +24,15 @@ CostParams costParamsFromEnv(const LinkTiming& measured, int ranks) {
     const double latencyUs = measured.smallUs - small * (wirePerByte + reducePerByte);
     p.alphaUs = std::max(0.01, latencyUs / (2 * (P - 1)));
   }
-  p.selectGBps = envPositiveReal("DCT_SELECT_GBPS", p.selectGBps);
-  p.alphaUs = envPositiveReal("DCT_ALPHA_US", p.alphaUs);
-  p.linkGBps = envPositiveReal("DCT_LINK_GBPS", p.linkGBps);
+  p.selectGBps = orDefault(set.selectGBps, p.selectGBps);
+  p.alphaUs = orDefault(set.alphaUs, p.alphaUs);
+  p.linkGBps = orDefault(set.linkGBps, p.linkGBps);
   return p;
 }
 
-CostParams sparseCostParams(const CostParams& fitted, bool covered, int ranks) {
+CostParams sparseCostParams(const CostOverrides& set, const CostParams& fitted, bool covered, int ranks) {
   if (covered) return fitted;
-  CostParams p = costParamsFromEnv(LinkTiming{}, ranks);
+  CostParams p = costParams(set, LinkTiming{}, ranks);
   p.linkGBps = std::min(p.linkGBps, fitted.linkGBps);
   return p;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "base/link_timing.h"
+#include "base/settings.h"
 #include "dct/dct.h"
 
 namespace dct {
@@ -18,21 +19,21 @@ struct CostParams {
   double selectGBps = 8;   // the compressor's pass, tensor bytes per second (DCT_SELECT_GBPS, default 8)
 };
 
-// DCT_* values where set; else, for alpha and the link, a fit to what the
-// comm of `ranks` measured of its dense allreduce (denseCostUs then gives
-// both probe times: the link from the time per extra byte less the modelled
-// reduction, alpha from the small size's time less its bytes); else the
-// defaults.
-CostParams costParamsFromEnv(const LinkTiming& measured = {}, int ranks = 0);
+// The comm's overrides (DCT_ALPHA_US ..., read at its creation) where set;
+// else, for alpha and the link, a fit to what the comm of `ranks` measured
+// of its dense allreduce (denseCostUs then gives both probe times: the link
+// from the time per extra byte less the modelled reduction, alpha from the
+// small size's time less its bytes); else the defaults.
+CostParams costParams(const CostOverrides& set, const LinkTiming& measured = {}, int ranks = 0);
 
-// The sparse plans' parameters from the probe's fit (costParamsFromEnv of
+// The sparse plans' parameters from the probe's fit (costParams of
 // the comm's link): the fit itself where the probe `covered` tensors this
 // large; beyond, the defaults (large tensors
 // leave the caches on shared memory, where the fit sent auto on split
 // probes that lost), with a link never faster than the fit's (on 1 Gbit/s
 // links the 10 Gbit/s default priced split at 32 ms at 16 MiB and 50%
 // against dense's 202, and it took 300-660 ms a step).
-CostParams sparseCostParams(const CostParams& fitted, bool covered, int ranks);
+CostParams sparseCostParams(const CostOverrides& set, const CostParams& fitted, bool covered, int ranks);
 
 struct CostInputs {
   int ranks;

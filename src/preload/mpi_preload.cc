@@ -38,7 +38,7 @@ DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int cou
                                      MPI_Op op, MPI_Comm comm) {
   auto below = [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); };
   Session& s = session();
-  if (!s.policy().enabled || count <= 0 || comm == MPI_COMM_NULL) return below();
+  if (count <= 0 || comm == MPI_COMM_NULL) return below();
   int inter = 0;
   CallFacts facts;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
@@ -48,13 +48,18 @@ DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int cou
   facts.typeSupported = dctTypeOf(datatype, &call.datatype);
   facts.opSupported = op == MPI_SUM;
   facts.bytes = facts.typeSupported ? static_cast<uint64_t>(count) * dct::dtypeSize(call.datatype) : 0;
-  if (s.admit(handleKey(comm), facts) != Verdict::Compress) return below();
+  // Through the layer below, on the caller's communicator: the first call
+  // there compares the ranks' policies (even where this rank's is off).
+  const Agreer agree = [&](uint64_t* values, int n) {
+    return PMPI_Allreduce(MPI_IN_PLACE, values, n, MPI_UINT64_T, MPI_MAX, comm) == MPI_SUCCESS;
+  };
+  if (s.admit(handleKey(comm), facts, agree) != Verdict::Compress) return below();
   call.comm = handleKey(comm);
   call.sendbuf = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   call.recvbuf = recvbuf;
   call.count = static_cast<size_t>(count);
   call.op = dctSum;
-  const dctResult_t res = s.compress(call, [&](dctComm_t* out) { return dctCommInitMpi(comm, out); });
+  const dctResult_t res = s.compress(call, [&](dctComm_t* out) { return dctCommInitMpi(comm, out); }, agree);
   return res == dctSuccess ? MPI_SUCCESS : below();  // failed on every rank, nothing written
 }
 

@@ -7,7 +7,9 @@ namespace {
 
 // NCCL groups belong to the calling thread, and so does the deferral.
 thread_local int groupDepth = 0;
-thread_local std::vector<NcclCall> deferred;
+// Each deferred call, and whether the session admitted it already (calls on
+// a communicator whose ranks have yet to agree wait for the group's end).
+thread_local std::vector<std::pair<NcclCall, bool>> deferred;
 // Set while libdct runs a call: its own NCCL operations (which reach this
 // shim when NCCL predates the pnccl* entry points) go straight below.
 thread_local bool insideLibdct = false;
@@ -31,20 +33,34 @@ bool dctOpOf(ncclRedOp_t op, dctRedOp_t* out) {
   return true;
 }
 
-ncclResult_t NcclInterceptor::allReduce(const NcclCall& c) {
-  auto below = [&] { return next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream); };
-  if (insideLibdct) return below();
+Verdict NcclInterceptor::admit(const NcclCall& c, bool canAgree) {
   CallFacts facts;
   dctDataType_t type;
   dctRedOp_t op;
   facts.typeSupported = dctTypeOf(c.datatype, &type);
   facts.opSupported = dctOpOf(c.op, &op);
   facts.bytes = facts.typeSupported ? c.count * dtypeSize(type) : 0;
-  if (next_.commCount(c.comm, &facts.commSize) != ncclSuccess) return below();  // NCCL reports the bad comm
+  if (next_.commCount(c.comm, &facts.commSize) != ncclSuccess) return Verdict::Disabled;  // NCCL reports the bad comm
   facts.capturing = next_.capturing(c.stream);
-  if (session_.admit(handleKey(c.comm), facts) != Verdict::Compress) return below();
+  Agreer agree;
+  if (canAgree) agree = [&](uint64_t* values, int n) { return next_.agreeMax(c.comm, c.stream, values, n); };
+  return session_.admit(handleKey(c.comm), facts, agree);
+}
+
+ncclResult_t NcclInterceptor::allReduce(const NcclCall& c) {
+  auto below = [&] { return next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream); };
+  if (insideLibdct) return below();
+  // Inside the caller's group NCCL holds collectives back, so the ranks'
+  // policies cannot be compared there: until they have been, every call on
+  // the communicator waits for the group's end (every rank of a correct
+  // program groups its calls alike, so all defer the same calls).
+  if (groupDepth > 0 && !session_.agreed(handleKey(c.comm))) {
+    deferred.emplace_back(c, false);
+    return ncclSuccess;
+  }
+  if (admit(c, groupDepth == 0) != Verdict::Compress) return below();
   if (groupDepth > 0) {
-    deferred.push_back(c);
+    deferred.emplace_back(c, true);
     return ncclSuccess;
   }
   return issue(c);
@@ -71,7 +87,7 @@ ncclResult_t NcclInterceptor::groupEnd() {
   if (insideLibdct || groupDepth == 0) return next_.groupEnd();  // unbalanced: NCCL reports it
   const ncclResult_t res = next_.groupEnd();
   if (--groupDepth > 0) return res;
-  std::vector<NcclCall> calls;
+  std::vector<std::pair<NcclCall, bool>> calls;
   calls.swap(deferred);
   if (res != ncclSuccess && res != ncclInProgress) return res;  // the group failed: so do its calls
   const ncclResult_t mine = issueDeferred(calls);
@@ -82,13 +98,15 @@ ncclResult_t NcclInterceptor::groupEnd() {
 // mean one thread drives several ranks (one per GPU): a blocking libdct
 // collective on the first would wait for ranks this thread has not reached,
 // so the group is handed to NCCL whole.
-ncclResult_t NcclInterceptor::issueDeferred(std::vector<NcclCall>& calls) {
+ncclResult_t NcclInterceptor::issueDeferred(std::vector<std::pair<NcclCall, bool>>& calls) {
   bool oneComm = true;
-  for (const NcclCall& c : calls) oneComm = oneComm && c.comm == calls.front().comm;
+  for (const auto& [c, admitted] : calls) oneComm = oneComm && c.comm == calls.front().first.comm;
   ncclResult_t first = ncclSuccess;
   if (oneComm) {
-    for (const NcclCall& c : calls) {
-      const ncclResult_t r = issue(c);
+    for (const auto& [c, admitted] : calls) {
+      const bool mine = admitted || admit(c, true) == Verdict::Compress;
+      const ncclResult_t r =
+          mine ? issue(c) : next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
       if (first == ncclSuccess) first = r;
     }
     return first;
@@ -96,7 +114,7 @@ ncclResult_t NcclInterceptor::issueDeferred(std::vector<NcclCall>& calls) {
   for (size_t i = 0; i < calls.size(); i++) session_.countPass(Verdict::MultiComm);
   first = next_.groupStart();
   if (first != ncclSuccess) return first;
-  for (const NcclCall& c : calls) {
+  for (const auto& [c, admitted] : calls) {
     const ncclResult_t r = next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
     if (first == ncclSuccess) first = r;
   }

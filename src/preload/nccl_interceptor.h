@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <utility>
 #include <vector>
 
 #include "preload/session.h"
@@ -38,6 +39,9 @@ struct NcclNext {
   ncclResult_t (*commAbort)(ncclComm_t);
   ncclResult_t (*commCount)(const ncclComm_t, int*);
   bool (*capturing)(cudaStream_t);                      // CUDA graph capture on the stream
+  // Session's Agreer over NCCL's own allreduce (ncclMax of uint64 words,
+  // waited for on the stream); never called inside the caller's group.
+  bool (*agreeMax)(ncclComm_t, cudaStream_t, uint64_t*, int);
   dctResult_t (*compressed)(Session&, const NcclCall&);  // Session::compress over dctCommInitNccl
 };
 
@@ -54,8 +58,11 @@ class NcclInterceptor {
   ncclResult_t commAbort(ncclComm_t comm);
 
  private:
+  // The session's verdict; `canAgree`: outside any group, so the ranks'
+  // policies can be compared if they have not been yet.
+  Verdict admit(const NcclCall& call, bool canAgree);
   ncclResult_t issue(const NcclCall& call);
-  ncclResult_t issueDeferred(std::vector<NcclCall>& calls);
+  ncclResult_t issueDeferred(std::vector<std::pair<NcclCall, bool>>& calls);
 
   Session& session_;
   NcclNext next_;

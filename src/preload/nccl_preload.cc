@@ -54,6 +54,29 @@ bool streamCapturing(cudaStream_t stream) {
   return cudaStreamIsCapturing(stream, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone;
 }
 
+// The shims' agreements (Session::Agreer) on NCCL's own allreduce: rare
+// (once per communicator), so a plain device buffer per call.
+bool agreeMax(ncclComm_t comm, cudaStream_t stream, uint64_t* values, int n) {
+  static ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                   cudaStream_t) = [] {
+    decltype(allReduce) f = nullptr;
+    resolve(f, "ncclAllReduce");
+    return f;
+  }();
+  const size_t bytes = static_cast<size_t>(n) * sizeof(uint64_t);
+  void* d = nullptr;
+  if (cudaMalloc(&d, bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;  // (a device without 16 free bytes fails NCCL's own calls too)
+  }
+  bool ok = cudaMemcpyAsync(d, values, bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess;
+  ok = allReduce(d, d, static_cast<size_t>(n), ncclUint64, ncclMax, comm, stream) == ncclSuccess && ok;
+  ok = ok && cudaMemcpyAsync(values, d, bytes, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+       cudaStreamSynchronize(stream) == cudaSuccess;
+  cudaFree(d);
+  return ok;
+}
+
 dctResult_t runLibdct(Session& session, const NcclCall& c) {
   CompressCall call;
   call.comm = handleKey(c.comm);
@@ -63,7 +86,8 @@ dctResult_t runLibdct(Session& session, const NcclCall& c) {
   dctTypeOf(c.datatype, &call.datatype);
   dctOpOf(c.op, &call.op);
   call.stream = c.stream;
-  return session.compress(call, [&](dctComm_t* out) { return dctCommInitNccl(c.comm, out); });
+  return session.compress(call, [&](dctComm_t* out) { return dctCommInitNccl(c.comm, out); },
+                          [&](uint64_t* values, int n) { return agreeMax(c.comm, c.stream, values, n); });
 }
 
 // Leaked on purpose: device memory is not freed at exit, when the CUDA
@@ -88,6 +112,7 @@ NcclInterceptor& interceptor() {
     resolve(next.commAbort, "ncclCommAbort");
     resolve(next.commCount, "ncclCommCount");
     next.capturing = streamCapturing;
+    next.agreeMax = agreeMax;
     next.compressed = runLibdct;
     return new NcclInterceptor(session(), next);
   }();

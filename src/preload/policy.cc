@@ -11,7 +11,8 @@ namespace {
 
 // A non-negative integer with an optional binary suffix K, M or G.
 bool parseAmount(const std::string& s, uint64_t* out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
+  // Digits first: strtoull would skip blanks and wrap a sign (" -1" = 2^64-1).
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
   char* end = nullptr;
   errno = 0;
   unsigned long long v = std::strtoull(s.c_str(), &end, 10);
@@ -62,6 +63,10 @@ bool parseTerms(const char* name, const char* text, std::vector<Term>* out, std:
   }
 }
 
+void mix(uint64_t& h, uint64_t v) {
+  for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+}
+
 bool holds(const Term& t, const CallFacts& c) {
   switch (t.subject) {
     case Subject::CommSize: return t.range.contains(static_cast<uint64_t>(c.commSize));
@@ -74,9 +79,24 @@ bool holds(const Term& t, const CallFacts& c) {
 
 const char* verdictName(Verdict v) {
   static const char* const names[] = {"compressed", "disabled", "type", "op", "below min bytes",
-                                      "rule", "graph capture", "multi-comm group"};
+                                      "rule", "graph capture", "multi-comm group", "not agreed across ranks"};
   const int i = static_cast<int>(v);
   return i >= 0 && i < static_cast<int>(Verdict::NumVerdicts) ? names[i] : "?";
+}
+
+uint64_t Policy::digest() const {
+  uint64_t h = 14695981039346656037ull;
+  mix(h, enabled);
+  mix(h, minBytes);
+  for (const auto* terms : {&allow, &deny}) {
+    mix(h, terms->size());
+    for (const Term& t : *terms) {
+      mix(h, static_cast<uint64_t>(t.subject));
+      mix(h, t.range.lo);
+      mix(h, t.range.hi);
+    }
+  }
+  return h;
 }
 
 Verdict Policy::decide(const CallFacts& call) const {

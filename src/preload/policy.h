@@ -44,6 +44,8 @@ enum class Verdict {
   Rule,        // DCT_PRELOAD_DENY matched, or DCT_PRELOAD_ALLOW did not
   Capturing,   // CUDA graph capture: NCCL itself must run it
   MultiComm,   // an NCCL group with several communicators (one thread, several GPUs)
+  Disagree,    // the ranks' policies differ, libdct could not wrap the communicator on some
+               // rank, or no agreement yet (NCCL: calls inside a group before the first outside)
   NumVerdicts
 };
 const char* verdictName(Verdict v);
@@ -54,6 +56,9 @@ struct Policy {
   std::vector<Term> allow;  // a call must satisfy every term
   std::vector<Term> deny;   // a call satisfying any term passes through
   Verdict decide(const CallFacts& call) const;
+  // Equal on ranks whose policies are equal: the shims compare it once per
+  // communicator (Session::admit).
+  uint64_t digest() const;
 };
 
 // The policy from raw setting strings (nullptr = unset). `enable` is the

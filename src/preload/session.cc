@@ -11,6 +11,7 @@ namespace dct::preload {
 
 struct Session::CommState {
   std::mutex busy;  // held through this communicator's collective
+  enum class Wrap { Unknown, Agreed, Refused } wrap = Wrap::Unknown;  // guarded by busy
   dctComm_t comm = nullptr;
   uint64_t calls = 0;  // guarded by the session lock
   LruCache<dctCompressor_t> cache;
@@ -29,13 +30,46 @@ std::shared_ptr<Session::CommState> Session::commState(uintptr_t comm) {
   return slot;
 }
 
-Verdict Session::admit(uintptr_t comm, CallFacts facts) {
+bool Session::sameEverywhere(uint64_t mine, const Agreer& agree) const {
+  uint64_t both[2] = {mine, ~mine};  // max of each: the largest and the smallest value
+  return agree(both, 2) && both[0] == mine && both[1] == ~mine;
+}
+
+Verdict Session::admit(uintptr_t comm, CallFacts facts, const Agreer& agree) {
+  std::shared_ptr<CommState> st;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    st = commState(comm);
+  }
+  bool refused;
+  {
+    std::lock_guard<std::mutex> busy(st->busy);
+    if (st->wrap == CommState::Wrap::Unknown && agree) {
+      const uint64_t digest = policy_.digest() ^ (cacheEntries_ * 0x9e3779b97f4a7c15ull);
+      st->wrap = sameEverywhere(digest, agree) ? CommState::Wrap::Agreed : CommState::Wrap::Refused;
+      if (st->wrap == CommState::Wrap::Refused)
+        DCT_WARN("%s: the ranks' DCT_PRELOAD* / DCT_PRELOAD_CACHE settings differ on communicator %#" PRIxPTR
+                 "; every rank passes its calls through",
+                 name_, comm);
+    }
+    refused = st->wrap != CommState::Wrap::Agreed;
+  }
   std::lock_guard<std::mutex> g(lock_);
   summary_.calls++;
-  facts.callIndex = commState(comm)->calls++;
-  const Verdict v = policy_.decide(facts);
+  facts.callIndex = st->calls++;
+  const Verdict v = refused ? Verdict::Disagree : policy_.decide(facts);
   if (v != Verdict::Compress) summary_.passed[static_cast<size_t>(v)]++;
   return v;
+}
+
+bool Session::agreed(uintptr_t comm) {
+  std::shared_ptr<CommState> st;
+  {
+    std::lock_guard<std::mutex> g(lock_);
+    st = commState(comm);
+  }
+  std::lock_guard<std::mutex> busy(st->busy);
+  return st->wrap != CommState::Wrap::Unknown;
 }
 
 void Session::countPass(Verdict v) {
@@ -43,18 +77,31 @@ void Session::countPass(Verdict v) {
   summary_.passed[static_cast<size_t>(v)]++;
 }
 
-dctResult_t Session::compress(const CompressCall& call, const CommOpener& open) {
+dctResult_t Session::compress(const CompressCall& call, const CommOpener& open, const Agreer& agree) {
   std::shared_ptr<CommState> st;
   {
     std::lock_guard<std::mutex> g(lock_);
     st = commState(call.comm);
   }
   std::lock_guard<std::mutex> busy(st->busy);
+  if (st->wrap == CommState::Wrap::Refused) return dctInvalidUsage;
   if (st->comm == nullptr) {
-    const dctResult_t opened = open(&st->comm);
-    if (opened != dctSuccess) {
-      st->comm = nullptr;
-      DCT_WARN("%s: cannot wrap communicator %#" PRIxPTR ": %s", name_, call.comm, dctGetLastError(nullptr));
+    dctResult_t opened = open(&st->comm);
+    if (opened != dctSuccess) st->comm = nullptr;
+    // Wrap or pass through: one decision for every rank.
+    uint64_t failed = opened != dctSuccess;
+    if (!agree(&failed, 1)) failed = 1;
+    if (failed) {
+      if (opened == dctSuccess) {
+        dctCommDestroy(st->comm);
+        st->comm = nullptr;
+        opened = dctInvalidUsage;
+      }
+      st->wrap = CommState::Wrap::Refused;
+      DCT_WARN("%s: cannot wrap communicator %#" PRIxPTR " on every rank (%s); every rank passes its calls through",
+               name_, call.comm, dctGetLastError(nullptr));
+      std::lock_guard<std::mutex> g(lock_);
+      summary_.fellBack++;
       return opened;
     }
   }

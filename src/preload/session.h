@@ -32,6 +32,10 @@ struct CompressCall {
 
 // Makes the dctComm_t of a foreign communicator (dctCommInitMpi/Nccl).
 using CommOpener = std::function<dctResult_t(dctComm_t*)>;
+// The elementwise maximum of `n` values over the foreign communicator,
+// through the layer below (PMPI_Allreduce, NCCL's own allreduce); false
+// when that collective failed.
+using Agreer = std::function<bool(uint64_t* values, int n)>;
 
 struct Summary {
   uint64_t calls = 0;       // allreduce calls seen
@@ -55,15 +59,23 @@ class Session {
   const char* name() const { return name_; }
 
   // Counts the call on its communicator (facts.callIndex is filled in) and
-  // decides; verdicts other than Compress are counted here.
-  Verdict admit(uintptr_t comm, CallFacts facts);
+  // decides; verdicts other than Compress are counted here. The first call
+  // on a communicator compares the ranks' policies through `agree` (every
+  // rank's first intercepted allreduce there, compressible or not): if they
+  // differ, every rank passes every call on it through (one WARN line).
+  Verdict admit(uintptr_t comm, CallFacts facts, const Agreer& agree);
+  // Whether the ranks' policies on `comm` have been compared (admit).
+  bool agreed(uintptr_t comm);
   // For a call admitted as Compress that the caller passes on after all.
   void countPass(Verdict v);
 
   // libdct's sparse allreduce of the call. An error means every rank failed
   // and recvbuf is untouched (libdct's agreement and vote): the caller then
   // runs the layer below, so the program still gets its exact allreduce.
-  dctResult_t compress(const CompressCall& call, const CommOpener& open);
+  // The dctComm_t is made on the first compressed call, and whether every
+  // rank made it is agreed through `agree`: if one could not, all pass
+  // every call on the communicator through from then on.
+  dctResult_t compress(const CompressCall& call, const CommOpener& open, const Agreer& agree);
 
   // The communicator is being freed: its compressors and dctComm_t go.
   void forget(uintptr_t comm);
@@ -76,6 +88,8 @@ class Session {
  private:
   struct CommState;
   std::shared_ptr<CommState> commState(uintptr_t comm);
+  // Whether every rank holds `mine`.
+  bool sameEverywhere(uint64_t mine, const Agreer& agree) const;
 
   const char* name_;
   Policy policy_;

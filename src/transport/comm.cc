@@ -1,6 +1,10 @@
 #include "transport/comm.h"
 
+#include <cstring>
+#include <vector>
+
 #include "base/debug.h"
+#include "transport/hierarchy.h"
 
 void dctComm::setLastError(const char* msg) {
   std::lock_guard<std::mutex> lock(errorMutex);
@@ -25,4 +29,44 @@ dctResult_t everyone(dctComm_t comm, dctResult_t mine, const char* othersFailed)
   if (worst == dctSuccess) return dctSuccess;
   return fail(comm, dctInvalidUsage, "%s", othersFailed);
 }
+}  // namespace dct
+
+namespace dct {
+namespace {
+
+struct SettingsHeader {
+  AgreedSettings values;
+  int32_t malformed = 0;  // a comm-level setting did not parse
+  int32_t pad = 0;
+};
+
+dctResult_t compareSettings(dctComm_t comm, const SettingsHeader& mine, const std::vector<SettingsHeader>& all) {
+  if (mine.malformed) return fail(comm, dctInvalidArgument, "%s", comm->settings.error.c_str());
+  for (int r = 0; r < comm->size; r++) {
+    if (all[r].malformed) return fail(comm, dctInvalidUsage, "rank %d has a malformed DCT_* setting", r);
+    for (int i = 0; i < kAgreedSettings; i++)
+      if (std::memcmp(&all[r].values.value[i], &mine.values.value[i], sizeof(double)) != 0)
+        return fail(comm, dctInvalidUsage,
+                    "ranks disagree on %s (rank %d: %s, this rank %d: %s); settings that shape the wire "
+                    "must be the same on every rank",
+                    agreedSettingName(i), r, settingText(all[r].values.value[i]).c_str(), comm->rank,
+                    settingText(mine.values.value[i]).c_str());
+  }
+  return dctSuccess;
+}
+
+}  // namespace
+
+dctResult_t settleComm(dctComm_t comm) {
+  comm->settings = readSettings();
+  SettingsHeader mine;
+  mine.values = agreedSettings(comm->settings);
+  mine.malformed = comm->settings.error.empty() ? 0 : 1;
+  std::vector<SettingsHeader> all(comm->size);
+  dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(mine), nullptr);
+  if (res == dctSuccess) res = compareSettings(comm, mine, all);
+  DCTCHECK(everyone(comm, res, "another rank's DCT_* settings are malformed or differ from its peers'"));
+  return buildHierarchy(comm);
+}
+
 }  // namespace dct

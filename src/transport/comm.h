@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/link_timing.h"
+#include "base/settings.h"
 #include "transport/transport.h"
 
 struct dctComm {
@@ -18,6 +19,7 @@ struct dctComm {
   void* transportState = nullptr;  // owned by the transport
   void* faultSeam = nullptr;       // tests only: transport/fault_injection.h
   dct::LinkTiming link;            // its dense allreduce, timed at creation (link_probe.h)
+  dct::Settings settings;          // DCT_* read once at creation, agreed (settleComm)
   uint64_t plansCreated = 0;       // all-to-all plan ids (plan creation is collective)
   // Hierarchical steps (DCT_HIERARCHY, transport/hierarchy.h): this rank's
   // node, and the node leaders (null on the other ranks). Owned.
@@ -39,6 +41,12 @@ namespace dct {
 // this rank's error, or dctInvalidUsage with `othersFailed` where another
 // rank failed.
 dctResult_t everyone(dctComm_t comm, dctResult_t mine, const char* othersFailed);
+
+// What every comm does once its transport is up: read the settings, agree
+// the wire-shaping ones across ranks (a mismatch fails every rank with
+// dctInvalidUsage naming the setting and a rank that differs), then build
+// the hierarchy they ask for.
+dctResult_t settleComm(dctComm_t comm);
 
 inline bool validComm(dctComm_t comm) { return comm != nullptr && comm->magic == dctComm::kMagic; }
 }  // namespace dct

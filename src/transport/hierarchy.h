@@ -8,10 +8,9 @@
 
 namespace dct {
 
-// Collective over comm, at its creation: reads DCT_HIERARCHY and
-// DCT_LOCAL_SIZE, checks that every rank read the same (a mismatch would
-// pair different collectives), and builds comm->node and comm->leaders
-// when asked for. Fails on every rank alike.
+// Collective over comm, at its creation (settleComm, after the settings
+// are agreed): builds comm->node and comm->leaders when DCT_HIERARCHY asks
+// for them. Fails on every rank alike.
 dctResult_t buildHierarchy(dctComm_t comm);
 
 // Frees what buildHierarchy made (the caller then frees comm).

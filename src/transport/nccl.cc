@@ -330,7 +330,7 @@ extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
   if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
   dctComm_t comm = nullptr;
   DCTCHECK(createComm(ncclComm, false, &comm));
-  if (dctResult_t res = buildHierarchy(comm); res != dctSuccess) {
+  if (dctResult_t res = settleComm(comm); res != dctSuccess) {
     destroyHierarchy(comm);
     destroy(comm);
     delete comm;

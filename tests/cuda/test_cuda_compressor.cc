@@ -23,7 +23,7 @@ struct Pair {
       : n(n_), capacity(capacity_), idx(capacity_), val(capacity_), dIdx(capacity_), dVal(capacity_),
         dGrad(n_) {
     dctConfig_t resolved;
-    REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+    REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
     REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &host) == dctSuccess);
     REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &device) == dctSuccess);
     std::vector<float> h(1);

@@ -1,10 +1,12 @@
 // Shared by the fault-injection tests: whether every rank saw the same
-// outcome, and a CPU twin whose n-th allocation (counted from arming) fails.
+// outcome, a CPU twin whose n-th allocation (counted from arming) fails,
+// and a comm's chunk size changed for a scope.
 #pragma once
 
 #include <mpi.h>
 
 #include "kernels/kernels.h"
+#include "transport/comm.h"
 
 namespace dcttest {
 
@@ -37,5 +39,21 @@ inline const dct::KernelOps& failingOps() {
   }();
   return ops;
 }
+
+// The pipelined allreduce's chunk size (DCT_CHUNK_ELEMENTS, read when the
+// comm was made) changed for a scope, alike on every rank; 0: left alone.
+class ScopedChunking {
+ public:
+  ScopedChunking(dctComm_t comm, long long elems) : comm_(comm), old_(comm->settings.chunkElems) {
+    if (elems > 0) comm->settings.chunkElems = static_cast<uint64_t>(elems);
+  }
+  ~ScopedChunking() { comm_->settings.chunkElems = old_; }
+  ScopedChunking(const ScopedChunking&) = delete;
+  ScopedChunking& operator=(const ScopedChunking&) = delete;
+
+ private:
+  dctComm_t comm_;
+  uint64_t old_;
+};
 
 }  // namespace dcttest

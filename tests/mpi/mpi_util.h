@@ -36,11 +36,11 @@ struct Settings {
   int warmup = 0;
   bool errorFeedback = true;
   long long seed = 0;
-  long long chunkElems = 0;  // > 0: DCT_CHUNK_ELEMENTS while the compressor runs (pipelined allreduce)
+  long long chunkElems = 0;  // > 0: the comm's chunk size while the compressor runs (ScopedChunking)
 };
 
-// An environment variable set for a scope (the pipelined allreduce's chunk
-// size is an environment knob, read every call); 0 or null: left alone.
+// An environment variable set for a scope, for the comms created in it (they
+// read DCT_* once, at creation); 0: left alone.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, long long value) : name_(name) {

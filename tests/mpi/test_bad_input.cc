@@ -130,13 +130,13 @@ TEST_CASE("a bad argument on one rank fails every rank without a hang") {
 // Whatever the others planned (dense and the pipeline agree without a
 // vote when all is well), a rank that rejected its arguments is matched.
 TEST_CASE("a bad argument on one rank, against every algorithm's agreement, fails every rank") {
-  World w;
   const size_t n = 100003;
-  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoAuto})
-    for (long long chunk : {0, 997}) {
+  for (long long chunk : {0, 997}) {
+    const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", chunk);
+    World w;  // reads DCT_CHUNK_ELEMENTS
+    for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoAuto}) {
       CAPTURE(algo);
       CAPTURE(chunk);
-      const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", chunk);
       Settings s;
       s.algorithm = algo;
       const dctConfig_t cfg = explicitConfig(s);
@@ -153,6 +153,7 @@ TEST_CASE("a bad argument on one rank, against every algorithm's agreement, fail
       }
       dctCompressorDestroy(c);
     }
+  }
 }
 
 TEST_CASE("mismatched counts across ranks: every rank returns dctInvalidUsage") {

@@ -50,7 +50,7 @@ template <typename Arm>
 Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", s.chunkElems);
+  const ScopedChunking chunking(comm, s.chunkElems);
   dctConfig_t cfg = explicitConfig(s);
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(comm, kCount, dctFloat32, &cfg, &c) == dctSuccess);
@@ -229,7 +229,7 @@ TEST_CASE("a pipelined attempt redone after a runaway keeps the skipped chunks' 
   s.density = 0.05;
   s.interval = 1000;
   s.chunkElems = 1000;
-  const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", s.chunkElems);
+  const ScopedChunking chunking(w.comm, s.chunkElems);
   dctConfig_t cfg = explicitConfig(s);
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);

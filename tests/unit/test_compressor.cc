@@ -22,7 +22,7 @@ struct Fixture {
   std::vector<float> val;
   Fixture(size_t n, dctConfig_t cfg, size_t capacity) : idx(capacity), val(capacity) {
     dctConfig_t resolved;
-    REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+    REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
     REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &c) == dctSuccess);
     std::vector<float> host(1);
     REQUIRE(bindTwin(c, host.data(), "test") == dctSuccess);
@@ -91,7 +91,7 @@ dctConfig_t config(double density, int interval) {
 void checkNothingLostTyped(dctDataType_t dtype, dctDataType_t wire, size_t n, int steps) {
   dctConfig_t cfg = config(0.02, 5), resolved;
   cfg.wireType = wire;
-  REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
   dctCompressor_t c = nullptr;
   REQUIRE(compressorCreate(nullptr, n, dtype, resolved, &c) == dctSuccess);
   std::vector<char> grad(n * dtypeSize(dtype)), values(n * dtypeSize(wire));
@@ -141,7 +141,7 @@ TEST_CASE("error feedback invariant with half tensors and half wire values") {
 TEST_CASE("a wire type wider than the tensor is refused") {
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER, resolved;
   cfg.wireType = dctFloat32;
-  REQUIRE(resolveConfig(nullptr, &cfg, &resolved) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
   dctCompressor_t c = nullptr;
   CHECK(compressorCreate(nullptr, 10, dctFloat16, resolved, &c) == dctInvalidArgument);
   CHECK(c == nullptr);

@@ -28,7 +28,7 @@ struct CleanEnv {
 
 TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.density == 0.01);
   CHECK(out.thresholdInterval == 1000);
   CHECK(out.errorFeedback == 1);
@@ -38,7 +38,7 @@ TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   CHECK(out.seed == 0);
   CHECK(out.rowSelection == dctRowTopK);
   dctConfig_t fromNull;
-  REQUIRE(resolveConfig(nullptr, nullptr, &fromNull) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), nullptr, &fromNull) == dctSuccess);
   CHECK(fromNull.density == out.density);
   CHECK(fromNull.thresholdInterval == out.thresholdInterval);
   CHECK(fromNull.algorithm == out.algorithm);
@@ -52,7 +52,7 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   setenv("DCT_THRESHOLD_METHOD", "exact", 1);
   setenv("DCT_ROW_SELECTION", "threshold", 1);
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.rowSelection == dctRowThreshold);
   CHECK(out.density == 0.05);
   CHECK(out.thresholdInterval == 7);
@@ -60,11 +60,11 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   CHECK(out.thresholdMethod == dctThresholdExact);
   in.density = 0.2;
   in.algorithm = dctAlgoAllgather;
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.density == 0.2);
   CHECK(out.algorithm == dctAlgoAllgather);
   in.algorithm = dctAlgoSplit;  // the split algorithm is accepted like the others
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.algorithm == dctAlgoSplit);
 }
 
@@ -74,7 +74,7 @@ TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
     dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
     edit(in);
     CAPTURE(names);
-    CHECK(resolveConfig(nullptr, &in, &out) == expected);
+    CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == expected);
     CHECK(std::strstr(dctGetLastError(nullptr), names) != nullptr);
   };
   rejects([](dctConfig_t& c) { c.density = 0.0; }, dctInvalidArgument, "density");
@@ -94,13 +94,13 @@ TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
   dctConfig_t garbage;
   std::memset(&garbage, 0xab, sizeof(garbage));
   dctConfig_t out;
-  CHECK(resolveConfig(nullptr, &garbage, &out) == dctInvalidArgument);
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &garbage, &out) == dctInvalidArgument);
 }
 
 TEST_CASE_FIXTURE(CleanEnv, "a density of exactly 1 is allowed") {
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
   in.density = 1.0;
-  CHECK(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
 }
 
 // A typo in a job script must not silently train with the default.
@@ -114,9 +114,9 @@ TEST_CASE_FIXTURE(CleanEnv, "a malformed variable is refused, naming it") {
     CAPTURE(value);
     setenv(name, value, 1);
     dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
-    CHECK(resolveConfig(nullptr, &in, &out) == dctInvalidArgument);
+    CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctInvalidArgument);
     CHECK(std::strstr(dctGetLastError(nullptr), name) != nullptr);
-    CHECK(resolveConfig(nullptr, nullptr, &out) == dctInvalidArgument);
+    CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), nullptr, &out) == dctInvalidArgument);
     unsetenv(name);
   }
 }
@@ -139,7 +139,7 @@ TEST_CASE_FIXTURE(CleanEnv, "explicit fields are immune to the environment") {
   in.seed = 4;
   in.thresholdMethod = dctThresholdSampled;
   in.algorithm = dctAlgoDense;
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.density == 0.25);
   CHECK(out.thresholdInterval == 3);
   CHECK(out.errorFeedback == 1);
@@ -152,12 +152,12 @@ TEST_CASE_FIXTURE(CleanEnv, "explicit fields are immune to the environment") {
 TEST_CASE_FIXTURE(CleanEnv, "the bisect threshold method is accepted by env and field") {
   setenv("DCT_THRESHOLD_METHOD", "bisect", 1);
   dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.thresholdMethod == dctThresholdBisect);
   unsetenv("DCT_THRESHOLD_METHOD");
   in.thresholdMethod = dctThresholdBisect;
-  REQUIRE(resolveConfig(nullptr, &in, &out) == dctSuccess);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.thresholdMethod == dctThresholdBisect);
   in.thresholdMethod = dctNumThresholdMethods;
-  CHECK(resolveConfig(nullptr, &in, &out) == dctInvalidArgument);
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctInvalidArgument);
 }

@@ -67,7 +67,7 @@ TEST_CASE("policy settings parse strictly") {
 
   CHECK(refused({"DCT_PRELOAD", "yes"}).find("DCT_PRELOAD: 'yes'") != std::string::npos);
   CHECK(refused({"DCT_MPI_COMPRESS", "2"}).find("DCT_MPI_COMPRESS") != std::string::npos);
-  for (const char* bad : {"12x", "-5", "", "M", "99999999999G", "1.5M"})
+  for (const char* bad : {"12x", "-5", "", "M", "99999999999G", "1.5M", " -1", " 5", "+5"})
     if (*bad) CHECK(refused({"DCT_PRELOAD", nullptr, bad}).find("DCT_PRELOAD_MIN_BYTES") != std::string::npos);
   for (const char* bad : {"foo=1", "size=5-2", "size=", "call=a", "size", "bytes=-", "size=1-2,", ",size=1"})
     CHECK_MESSAGE(refused({"DCT_PRELOAD", nullptr, nullptr, nullptr, bad}).find("DCT_PRELOAD_DENY") !=
@@ -137,26 +137,29 @@ TEST_CASE("buffer cache evicts the least recently used entry") {
   CHECK(cache.evictions() == 2);  // clearing is not eviction
 }
 
+// The agreement of a communicator of one rank: the maximum is this rank's.
+const Agreer alone = [](uint64_t*, int) { return true; };
+
 TEST_CASE("session counts calls per communicator and summarises") {
   Session s("test", parsed({"DCT_PRELOAD", nullptr, nullptr, nullptr, "call=0-1"}), 4);
   const uintptr_t a = 0x1000, b = 0x2000;
-  CHECK(s.admit(a, eligible()) == Verdict::Rule);  // calls 0 and 1 of each comm are denied
-  CHECK(s.admit(a, eligible()) == Verdict::Rule);
-  CHECK(s.admit(b, eligible()) == Verdict::Rule);
-  CHECK(s.admit(a, eligible()) == Verdict::Compress);
+  CHECK(s.admit(a, eligible(), alone) == Verdict::Rule);  // calls 0 and 1 of each comm are denied
+  CHECK(s.admit(a, eligible(), alone) == Verdict::Rule);
+  CHECK(s.admit(b, eligible(), alone) == Verdict::Rule);
+  CHECK(s.admit(a, eligible(), alone) == Verdict::Compress);
   CallFacts small = eligible();
   small.bytes = 10;
-  CHECK(s.admit(a, small) == Verdict::Small);
+  CHECK(s.admit(a, small, alone) == Verdict::Small);
   s.countPass(Verdict::MultiComm);
   s.forget(a);  // a freed communicator starts counting again
-  CHECK(s.admit(a, eligible()) == Verdict::Rule);
+  CHECK(s.admit(a, eligible(), alone) == Verdict::Rule);
   // A communicator libdct cannot wrap: the call is the caller's to pass on.
   CompressCall call;
   call.comm = b;
   const dctResult_t res = s.compress(call, [](dctComm_t* out) {
     *out = nullptr;
     return dctInvalidArgument;
-  });
+  }, alone);
   CHECK(res == dctInvalidArgument);
   const Summary sum = s.summary();
   CHECK(sum.calls == 6);
@@ -165,6 +168,53 @@ TEST_CASE("session counts calls per communicator and summarises") {
   CHECK(sum.passed[static_cast<size_t>(Verdict::MultiComm)] == 1);
   CHECK(sum.compressed == 0);
   CHECK(sum.buffers == 0);
+}
+
+TEST_CASE("the first call on a communicator compares the ranks' policies; a mismatch passes every call") {
+  const Policy mine = parsed({"DCT_PRELOAD", nullptr, "1M"});
+  CHECK(mine.digest() == parsed({"DCT_PRELOAD", nullptr, "1M"}).digest());
+  CHECK(mine.digest() != parsed({"DCT_PRELOAD", nullptr, "2M"}).digest());
+  CHECK(mine.digest() != parsed({"DCT_PRELOAD", "0", "1M"}).digest());
+  CHECK(mine.digest() != parsed({"DCT_PRELOAD", nullptr, "1M", "size=2-"}).digest());
+  // Another rank holds a larger digest: the maxima tell this rank it differs.
+  int agreements = 0;
+  const Agreer another = [&](uint64_t* values, int n) {
+    agreements++;
+    for (int i = 0; i < n; i++) values[i] = ~uint64_t{0};
+    return true;
+  };
+  Session s("test", mine, 4);
+  CHECK(s.admit(0x1000, eligible(), another) == Verdict::Disagree);
+  CHECK(s.admit(0x1000, eligible(), another) == Verdict::Disagree);
+  CHECK(agreements == 1);  // once per communicator
+  CHECK(s.admit(0x2000, eligible(), alone) == Verdict::Compress);
+  CHECK(s.summary().passed[static_cast<size_t>(Verdict::Disagree)] == 2);
+  // No agreement possible yet (NCCL inside a group): passed, not decided.
+  CHECK(s.admit(0x3000, eligible(), Agreer{}) == Verdict::Disagree);
+  CHECK_FALSE(s.agreed(0x3000));
+  CHECK(s.admit(0x3000, eligible(), alone) == Verdict::Compress);
+}
+
+TEST_CASE("a communicator libdct could not wrap on some rank is passed through on every rank") {
+  Session s("test", parsed({"DCT_PRELOAD", nullptr, "1M"}), 4);
+  const Agreer someoneFailed = [](uint64_t* values, int) {
+    values[0] = 1;
+    return true;
+  };
+  CHECK(s.admit(0x1000, eligible(), alone) == Verdict::Compress);
+  CompressCall call;
+  call.comm = 0x1000;
+  int opened = 0;
+  const CommOpener open = [&](dctComm_t* out) {
+    opened++;
+    *out = nullptr;
+    return dctOutOfMemory;
+  };
+  CHECK(s.compress(call, open, someoneFailed) != dctSuccess);
+  CHECK(s.admit(0x1000, eligible(), alone) == Verdict::Disagree);  // decided for good
+  CHECK(s.compress(call, open, someoneFailed) != dctSuccess);
+  CHECK(opened == 1);
+  CHECK(s.summary().fellBack == 1);
 }
 
 TEST_CASE("handle keys keep a handle's bits") {
