@@ -33,7 +33,17 @@ constexpr double kNoiseWidths = 3;
 // never has to be redone, which lets the pipelined allreduce send chunks
 // before the whole count is known.
 constexpr double kRunawayFactor = 2.0;
-
+// A stale tau that selects nothing leaves the residual's mass waiting for
+// the next scheduled estimate (up to L steps: with k <= 9 a count of 0 is
+// inside the noise band). Such a starved step estimates and selects again
+// at once, aimed at k entries; each further starved step in a row (zero
+// gradients: the residual is all there is) aims kDrainGrowth times higher,
+// up to kDrainEntries (512 bytes of COO, no more latency than one entry),
+// so a small tensor drains in a few steps rather than one entry a step.
+// Aiming at kDrainEntries from the first starved step sent 1.6x the bytes
+// in ordinary steps (64 KiB at 0.01% on 2 ranks, k = 2).
+constexpr double kDrainGrowth = 8;
+constexpr double kDrainEntries = 64;
 
 double noise(double target) { return kNoiseWidths * std::sqrt(target); }
 
@@ -54,6 +64,19 @@ bool runaway(const TauState& t, double selected, size_t k) {
   return selected > std::max(kRunawayFactor * target, target + 2 * noise(target));
 }
 
+// Nothing selected by a tau that could select less than everything: the
+// accumulator may hold mass (at the floor, 0 means it is all zeros).
+bool starved(const TauState& t, uint64_t selected, double minTau) { return selected == 0 && t.tau > minTau; }
+
+// The density a starved step's estimate aims at, after `run` starved steps
+// in a row: the configured one first.
+double drainDensity(dctCompressor_t c, uint32_t run) {
+  if (run == 0) return c->config.density;
+  const double k = static_cast<double>(targetNnz(c));
+  const double aim = std::max(k, std::min(kDrainEntries, k * std::pow(kDrainGrowth, run)));
+  return std::min(1.0, aim / static_cast<double>(c->count));
+}
+
 // After the selection: a count outside the band asks for an estimate next
 // step; right after an estimate, it is a tie no tau splits, accepted
 // rather than re-estimated every step.
@@ -70,9 +93,12 @@ void judgeCount(TauState& t, bool freshTau, size_t selected, size_t k, bool tauA
 // only its positions, not the tensor), and the select forms it again; bisect
 // passes over acc many times, so it is materialised in the spare residual
 // first and the select reads it there (from = null).
-dctResult_t estimateTau(dctCompressor_t c, const void* grad, StepDraft& d, const void*& from, void* stream) {
+// `density`: what the estimate aims at (the configured one, or a starved
+// step's drainDensity).
+dctResult_t estimateTau(dctCompressor_t c, const void* grad, StepDraft& d, const void*& from, void* stream,
+                        double density) {
   const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
-  ThresholdArgs args{c->residual(), c->count, c->accType, c->config.density, method,
+  ThresholdArgs args{c->residual(), c->count, c->accType, density, method,
                      stepSeed(c->config.seed, c->stats.step)};
   from = grad;
   if (method == dctThresholdBisect) {
@@ -90,8 +116,12 @@ dctResult_t estimateTau(dctCompressor_t c, const void* grad, StepDraft& d, const
   d.tau.driftPending = false;
   d.tau.tightenedTo = 0;
   d.estimates++;
-  DCT_TRACE("step %llu: tau re-estimated to %g", (unsigned long long)c->stats.step, d.tau.tau);
+  DCT_TRACE("step %llu: tau re-estimated to %g (density %g)", (unsigned long long)c->stats.step, d.tau.tau, density);
   return dctSuccess;
+}
+
+dctResult_t estimateTau(dctCompressor_t c, const void* grad, StepDraft& d, const void*& from, void* stream) {
+  return estimateTau(c, grad, d, from, stream, c->config.density);
 }
 
 // The largest power of two P values of `wire` can each reach without their
@@ -175,6 +205,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   const double minTau = tauFloor(c);
   d = StepDraft{};
   d.tau = c->tau;
+  d.tau.starvedRun = 0;
   const bool sendAll = sendsAll(c) || msg.everything;
   const void* from = grad;  // select from grad + residual, or from the materialised acc
   // Sending everything selects at the floor. The estimated tau is kept,
@@ -190,11 +221,19 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   if (msg.storage) DCTCHECK(layOut(c, msg, msg.capacity > 2 * k ? msg.capacity : 2 * k + 64));
   SelectArgs args;
   DCTCHECK(select(c, from, tau(), msg, args, stream));
-  if (d.estimates == 0 && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
+  bool fresh = d.estimates > 0;
+  if (!fresh && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
     DCTCHECK(estimateTau(c, grad, d, from, stream));
     DCTCHECK(select(c, from, tau(), msg, args, stream));
+    fresh = true;
+  } else if (!fresh && !sendAll && starved(d.tau, args.selected, minTau)) {
+    // Judged as a stale tau's count: past the band it drifts, and the
+    // tightening below brings tau back to the top k of what was sent.
+    DCTCHECK(estimateTau(c, grad, d, from, stream, drainDensity(c, c->tau.starvedRun)));
+    DCTCHECK(select(c, from, tau(), msg, args, stream));
+    d.tau.starvedRun = c->tau.starvedRun + 1;
   }
-  if (!sendAll) judgeCount(d.tau, d.estimates > 0, args.selected, k, tau() <= minTau);
+  if (!sendAll) judgeCount(d.tau, fresh, args.selected, k, tau() <= minTau);
   // Growable messages hold everything selected: make room and select again
   // from the untouched originals.
   if (msg.storage && args.selected > msg.nnz) {
@@ -214,6 +253,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
 dctResult_t beginChunkedStep(dctCompressor_t c, const void* grad, StepDraft& d, bool& fromGrad, void* stream) {
   d = StepDraft{};
   d.tau = c->tau;
+  d.tau.starvedRun = 0;  // a starved chunked step is redone by compressStep
   const void* from = grad;
   if (estimateDue(c)) DCTCHECK(estimateTau(c, grad, d, from, stream));
   fromGrad = from != nullptr;
@@ -225,8 +265,10 @@ dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n
   return selectRange(c, grad, lo, n, d.tau.tau, msg, args, stream);
 }
 
-bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& d, uint64_t selectedSoFar) {
-  return d.estimates == 0 && runaway(d.tau, static_cast<double>(selectedSoFar), targetNnz(c));
+bool chunkedStepRedo(dctCompressor_t c, const StepDraft& d, uint64_t selectedSoFar, bool allIn) {
+  if (d.estimates > 0) return false;
+  return runaway(d.tau, static_cast<double>(selectedSoFar), targetNnz(c)) ||
+         (allIn && starved(d.tau, selectedSoFar, tauFloor(c)));
 }
 
 void endChunkedStep(dctCompressor_t c, StepDraft& d, uint64_t selected, uint64_t nnz, uint64_t nonFinite) {

@@ -56,6 +56,9 @@ struct TauState {
   // been in the band with it yet (0: not so): a drift up now measures error
   // feedback's growth since, which the next tightening anticipates.
   uint64_t tightenedTo = 0;
+  // Steps in a row whose tau, not fresh, selected nothing (compressor.cc:
+  // each estimates again at once, the later ones aimed higher).
+  uint32_t starvedRun = 0;
 };
 
 // What one step would change, held aside until every rank has succeeded
@@ -150,21 +153,23 @@ size_t targetNnz(dctCompressor_t c);
 // writes the spare residual and `draft`; nothing is committed.
 dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, StepDraft& draft, void* stream);
 // The same step chunk by chunk (the pipelined allreduce), bit for bit what
-// compressStep selects unless the selection runs away (compressStep then
-// re-estimates at once: the caller discards the chunks and calls it):
+// compressStep selects unless the selection runs away or, all chunks in,
+// selected nothing (compressStep then re-estimates at once: the caller
+// discards the chunks and calls it):
 //  * beginChunkedStep: tau for the step, estimated on the whole accumulator
 //    when due; fromGrad says whether chunks select from grad + residual
 //    (pass grad to selectChunk) or from that accumulator materialised in the
 //    spare residual (pass null; bisect's estimate writes it);
 //  * selectChunk: entries [lo, lo + n) into msg, indices counted from lo;
-//  * chunkedStepRunaway: true once the chunks so far selected so many that
-//    compressStep would re-estimate;
+//  * chunkedStepRedo: true once the chunks so far selected so many, or
+//    (allIn: every chunk selected) so few, that compressStep would
+//    re-estimate;
 //  * endChunkedStep: the draft's counts (and the drift verdict) once every
 //    chunk is in.
 dctResult_t beginChunkedStep(dctCompressor_t c, const void* grad, StepDraft& draft, bool& fromGrad, void* stream);
 dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n, const StepDraft& draft,
                         Message& msg, SelectArgs& args, void* stream);
-bool chunkedStepRunaway(dctCompressor_t c, const StepDraft& draft, uint64_t selectedSoFar);
+bool chunkedStepRedo(dctCompressor_t c, const StepDraft& draft, uint64_t selectedSoFar, bool allIn);
 void endChunkedStep(dctCompressor_t c, StepDraft& draft, uint64_t selected, uint64_t nnz, uint64_t nonFinite);
 
 // After a step whose count drifted up: tau becomes the k-th largest |value|

@@ -8,11 +8,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 namespace dcttest {
 
 inline double driftLow(double k) { return std::min(k / 1.25, k - 3 * std::sqrt(k)); }
 inline double driftHigh(double k) { return std::max(k * 1.25, k + 3 * std::sqrt(k)); }
 inline double runawayBound(double k) { return std::max(2 * k, k + 6 * std::sqrt(k)); }
+// A stale tau that selects nothing (above the floor) estimates again in the
+// same step, aimed at k; the run-th such step in a row (run >= 1) at
+// k 8^run, at most 64 (and n), so a small tensor drains in a few steps.
+inline size_t drainTarget(size_t k, size_t n, int run) {
+  size_t aim = k;
+  for (int i = 0; i < run && aim < 64; i++) aim *= 8;
+  return std::min(n, run == 0 ? k : std::max<size_t>(k, std::min<size_t>(aim, 64)));
+}
 
 }  // namespace dcttest

@@ -75,6 +75,7 @@ class RefCompressor {
         m.val.push_back(acc[i]);
       }
       std::fill(residual_.begin(), residual_.end(), T(0));
+      starvedRun_ = 0;
       step_++;
       return m;
     }
@@ -82,27 +83,33 @@ class RefCompressor {
     if (givenTau > 0) {
       tau = static_cast<T>(givenTau);
     } else if (cfg_.density < 1.0) {
-      bool estimated = false;
+      bool estimated = false, starved = false;
       if (!haveTau_ || driftPending_ || step_ - lastEstimate_ >= static_cast<uint64_t>(cfg_.interval)) {
         estimate(acc, k);
         estimated = true;
       }
-      // Drift (drift_band.h): past the runaway bound re-estimate at once;
-      // outside the band (too few only when a lower tau could still add
-      // something) before the next step. Not modelled: a tie no tau splits,
-      // whose count the library then accepts; the tests' values are distinct.
+      // Drift (drift_band.h): past the runaway bound, or nothing selected,
+      // re-estimate at once; outside the band (too few only when a lower tau
+      // could still add something) before the next step. Not modelled: a tie
+      // no tau splits, whose count the library then accepts; the tests'
+      // values are distinct.
       double sel = static_cast<double>(countSelected(acc, tau_));
       const double kd = static_cast<double>(k);
       if (!estimated && sel > dcttest::runawayBound(kd)) {
         estimate(acc, k);
         estimated = true;
         sel = static_cast<double>(countSelected(acc, tau_));
+      } else if (!estimated && sel == 0 && tau_ > floor) {
+        estimate(acc, dcttest::drainTarget(k, n, starvedRun_));  // starved: judged below like a stale tau's count
+        sel = static_cast<double>(countSelected(acc, tau_));
+        starved = true;
       }
       if (!estimated) {
         driftPending_ = (sel < dcttest::driftLow(kd) && tau_ > floor) || sel > dcttest::driftHigh(kd);
         if (!driftPending_) tightenedTo_ = 0;
       }
       tau = tau_;
+      starvedRun_ = starved ? starvedRun_ + 1 : 0;
     }
     m.tau = cfg_.density < 1.0 ? static_cast<double>(tau) : 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -164,6 +171,7 @@ class RefCompressor {
   std::vector<T> residual_;
   T tau_ = 0;
   bool haveTau_ = false, driftPending_ = false;
+  int starvedRun_ = 0;      // steps in a row whose stale tau selected nothing
   size_t tightenedTo_ = 0;  // the aim of the tightening tau came from, until a step in the band (0: none)
   uint64_t step_ = 0, lastEstimate_ = 0, estimates_ = 0;
 };
