@@ -73,7 +73,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
       return checkIndices(comm, indices, nnz, count, fn, stream);
     };
     CallHeader mine;
-    mine.localError = local();
+    mine.localError = caught(comm, fn, local);  // an exception still goes on to the agreement
     mine.count = count;
     mine.datatype = rawEnum(datatype);
     mine.nnz = nnz;

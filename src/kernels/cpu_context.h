@@ -22,6 +22,7 @@ struct WorkerScratch {
   static constexpr size_t kShrinkFloor = size_t(1) << 16;
   Buffer indices, values;
   size_t count = 0, nonFinite = 0;
+  bool outOfMemory = false;  // the last call could not grow the buffers
   size_t recent[kHistory] = {};  // entries the last calls needed (ring)
   unsigned calls = 0;
 
@@ -39,7 +40,7 @@ struct WorkerScratch {
   static void shrink(Buffer& b, size_t need) {
     if (b.capacity() <= kShrinkFloor || b.capacity() <= 4 * need) return;
     b = Buffer();
-    b.reserve(need);
+    (void)b.reserve(need);  // empty if that fails: the next call grows it
   }
 };
 

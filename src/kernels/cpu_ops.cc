@@ -8,6 +8,7 @@
 #include "base/half_bulk.h"
 #include "base/mapped_memory.h"
 #include "kernels/cpu_context.h"
+#include "kernels/no_throw.h"
 
 namespace dct {
 namespace {
@@ -171,34 +172,34 @@ const KernelOps& cpuKernelOps() {
   static const KernelOps ops = {
       .name = "cpu",
       .device = false,
-      .createContext = createContext,
+      .createContext = NoThrow<createContext>::call,
       .destroyContext = destroyContext,
-      .allocate = allocate,
+      .allocate = NoThrow<allocate>::call,
       .release = release,
-      .copy = copy,
-      .synchronize = synchronize,
-      .streamBegin = streamOrder,
-      .streamEnd = streamOrder,
-      .accumulate = accumulate,
-      .add = add,
-      .convert = convert,
-      .selectCompact = cpuSelectCompact,
-      .selectDense = cpuSelectDense,
-      .threshold = cpuThreshold,
-      .scatterAdd = cpuScatterAdd,
-      .packIndices = cpuPackIndices,
-      .lowerBounds = cpuLowerBounds,
-      .scatterAddPacked = cpuScatterAddPacked,
-      .mergePacked = cpuMergePacked,
-      .zero = zero,
-      .scale = scale,
-      .rowSelect = cpuRowSelect,
-      .rowOffsets = cpuRowOffsets,
-      .rowPack = cpuRowPack,
-      .rowUnpack = cpuRowUnpack,
-      .onebitCompress = cpuOnebitCompress,
-      .onebitAverage = cpuOnebitAverage,
-      .onebitDecode = cpuOnebitDecode,
+      .copy = NoThrow<copy>::call,
+      .synchronize = NoThrow<synchronize>::call,
+      .streamBegin = NoThrow<streamOrder>::call,
+      .streamEnd = NoThrow<streamOrder>::call,
+      .accumulate = NoThrow<accumulate>::call,
+      .add = NoThrow<add>::call,
+      .convert = NoThrow<convert>::call,
+      .selectCompact = NoThrow<cpuSelectCompact>::call,
+      .selectDense = NoThrow<cpuSelectDense>::call,
+      .threshold = NoThrow<cpuThreshold>::call,
+      .scatterAdd = NoThrow<cpuScatterAdd>::call,
+      .packIndices = NoThrow<cpuPackIndices>::call,
+      .lowerBounds = NoThrow<cpuLowerBounds>::call,
+      .scatterAddPacked = NoThrow<cpuScatterAddPacked>::call,
+      .mergePacked = NoThrow<cpuMergePacked>::call,
+      .zero = NoThrow<zero>::call,
+      .scale = NoThrow<scale>::call,
+      .rowSelect = NoThrow<cpuRowSelect>::call,
+      .rowOffsets = NoThrow<cpuRowOffsets>::call,
+      .rowPack = NoThrow<cpuRowPack>::call,
+      .rowUnpack = NoThrow<cpuRowUnpack>::call,
+      .onebitCompress = NoThrow<cpuOnebitCompress>::call,
+      .onebitAverage = NoThrow<cpuOnebitAverage>::call,
+      .onebitDecode = NoThrow<cpuOnebitDecode>::call,
   };
   return ops;
 }

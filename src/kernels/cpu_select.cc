@@ -70,6 +70,7 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
   const T tau = static_cast<T>(a.tau);
   out.count = 0;
   out.nonFinite = 0;
+  out.outOfMemory = false;
   // Streamed only where whole elements can reach the vector's alignment.
   const bool stream = a.stream && reinterpret_cast<uintptr_t>(residual) % sizeof(T) == 0;
   auto block = stream ? (grad ? selectBlock<T, G, I, true, true> : selectBlock<T, G, I, false, true>)
@@ -78,8 +79,11 @@ void selectChunk(const SelectArgs& a, size_t begin, size_t end, WorkerScratch& o
     size_t e = b + kBlock < end ? b + kBlock : end;
     size_t m = block(grad, in, residual, b, e, tau, idx, val);
     if (m == 0) continue;
-    out.indices.reserve((out.count + m) * sizeof(I), out.count * sizeof(I));
-    out.values.reserve((out.count + m) * sizeof(T), out.count * sizeof(T));
+    if (out.indices.reserve((out.count + m) * sizeof(I), out.count * sizeof(I)) != dctSuccess ||
+        out.values.reserve((out.count + m) * sizeof(T), out.count * sizeof(T)) != dctSuccess) {
+      out.outOfMemory = true;  // the select fails; its half-written spare residual is never committed
+      break;
+    }
     std::memcpy(out.indices.as<I>() + out.count, idx, m * sizeof(I));
     std::memcpy(out.values.as<T>() + out.count, val, m * sizeof(T));
     for (size_t j = 0; j < m; j++) out.nonFinite += !std::isfinite(val[j]);
@@ -152,10 +156,13 @@ dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   SelectArgs& a = *args;
   int workers = ctx->pool.workersFor(a.n, kMinPerWorker);
-  return dispatchSelect(a, [&]<typename T, typename G, typename V, typename I>() {
+  bool outOfMemory = false;
+  const dctResult_t res = dispatchSelect(a, [&]<typename T, typename G, typename V, typename I>() {
     ctx->pool.parallelFor(a.n, kMinPerWorker, [&](size_t begin, size_t end, int w) {
       selectChunk<T, G, I>(a, begin, end, ctx->workers[w]);
     });
+    for (int w = 0; w < workers; w++) outOfMemory |= ctx->workers[w].outOfMemory;
+    if (outOfMemory) return;
     size_t offsets[kMaxWorkers];
     size_t total = 0;
     for (int w = 0; w < workers; w++) {
@@ -173,6 +180,7 @@ dctResult_t cpuSelectCompact(KernelContext* kc, SelectArgs* args, void*) {
     for (size_t w = 0; w < ctx->workers.size(); w++)  // the entries are out: scratch may shrink
       ctx->workers[w].settle(w < size_t(workers) ? ctx->workers[w].count : 0, sizeof(I), sizeof(T));
   });
+  return outOfMemory ? dctOutOfMemory : res;
 }
 
 namespace {

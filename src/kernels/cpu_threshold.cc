@@ -23,11 +23,12 @@ namespace dct {
 namespace {
 
 // at(i): the value at position i (x[i], or x[i] + y[i] with an addend).
+// No scratch: *res = dctOutOfMemory.
 template <typename T, typename At>
-double estimate(CpuContext* ctx, const ThresholdArgs& a, At at) {
+double estimate(CpuContext* ctx, const ThresholdArgs& a, At at, dctResult_t* res) {
   using K = KeyOf<T>;
   const size_t m = a.method == dctThresholdExact ? a.n : thresholdSampleSize(a.n, a.density);
-  ctx->thresholdScratch.reserve(m * sizeof(K));
+  if ((*res = ctx->thresholdScratch.reserve(m * sizeof(K))) != dctSuccess) return 0;
   K* keys = ctx->thresholdScratch.as<K>();
   if (m == a.n) {
     ctx->pool.parallelFor(m, kMinPerWorker, [&](size_t b, size_t e, int) {
@@ -139,9 +140,9 @@ struct LaneStats {
 };
 
 template <typename T>
-MagnitudeStats magnitudeStats(CpuContext* ctx, const T* x, size_t n) {
+MagnitudeStats magnitudeStats(CpuContext* ctx, const T* x, size_t n, dctResult_t* res) {
   const size_t chunks = sumChunks(n), grain = kMinPerWorker / kSumChunk;
-  ctx->thresholdScratch.reserve(chunks * sizeof(double));
+  if ((*res = ctx->thresholdScratch.reserve(chunks * sizeof(double))) != dctSuccess) return {};
   double* partials = ctx->thresholdScratch.as<double>();
   MagnitudeStats stats[kMaxWorkers];
   ctx->pool.parallelFor(chunks, grain, [&](size_t b, size_t e, int w) {
@@ -206,9 +207,10 @@ uint64_t countAtLeast(CpuContext* ctx, const T* x, size_t n, KeyOf<T> key) {
 }
 
 template <typename T>
-double bisect(CpuContext* ctx, ThresholdArgs& a) {
+double bisect(CpuContext* ctx, ThresholdArgs& a, dctResult_t* res) {
   const T* x = static_cast<const T*>(a.data);
-  const MagnitudeStats s = magnitudeStats(ctx, x, a.n);
+  const MagnitudeStats s = magnitudeStats(ctx, x, a.n, res);
+  if (*res != dctSuccess) return 0;
   const int budget = a.maxPasses > 0 ? a.maxPasses : kBisectMaxPasses;
   const BisectResult r = bisectThreshold<T>(s, a.n, a.density, budget,
                                             [&](KeyOf<T> key) { return countAtLeast(ctx, x, a.n, key); });
@@ -226,12 +228,12 @@ dctResult_t cpuThreshold(KernelContext* kc, ThresholdArgs* args, double* tau, vo
     return dctSuccess;
   }
   double t = 0;
-  dctResult_t res = dctSuccess;
+  dctResult_t res = dctSuccess, scratch = dctSuccess;
   if (args->addend == nullptr) {
     res = dispatchAnyValue(args->dtype, [&]<typename T>() {
       const T* x = static_cast<const T*>(args->data);
-      t = args->method == dctThresholdBisect ? bisect<T>(ctx, *args)
-                                             : estimate<T>(ctx, *args, [x](size_t i) { return x[i]; });
+      t = args->method == dctThresholdBisect ? bisect<T>(ctx, *args, &scratch)
+                                             : estimate<T>(ctx, *args, [x](size_t i) { return x[i]; }, &scratch);
     });
   } else if (args->method == dctThresholdBisect || (args->dtype != dctFloat32 && args->dtype != dctFloat64)) {
     return dctInvalidArgument;
@@ -241,7 +243,8 @@ dctResult_t cpuThreshold(KernelContext* kc, ThresholdArgs* args, double* tau, vo
       inner = dispatchAnyValue(args->addendT(), [&]<typename B>() {
         const T* x = static_cast<const T*>(args->data);
         const B* y = static_cast<const B*>(args->addend);
-        t = estimate<T>(ctx, *args, [x, y](size_t i) { return x[i] + static_cast<T>(Value<B>::load(y[i])); });
+        t = estimate<T>(ctx, *args, [x, y](size_t i) { return x[i] + static_cast<T>(Value<B>::load(y[i])); },
+                        &scratch);
       });
     });
     if (res == dctSuccess) res = inner;
@@ -250,7 +253,7 @@ dctResult_t cpuThreshold(KernelContext* kc, ThresholdArgs* args, double* tau, vo
   double smallest = args->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()
                                               : std::numeric_limits<float>::denorm_min();
   *tau = t > smallest ? t : smallest;
-  return res;
+  return res != dctSuccess ? res : scratch;
 }
 
 }  // namespace dct

@@ -1,17 +1,28 @@
 #include "kernels/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <new>
+#include <utility>
 
 namespace dct {
+
+namespace {
+ThreadPool* livePool = nullptr;  // the one instance(), for the fork handlers
+}  // namespace
 
 ThreadPool& ThreadPool::instance() {
   static ThreadPool pool(defaultWorkerCount());
   return pool;
 }
 
-ThreadPool::ThreadPool(int numWorkers) : numWorkers_(std::clamp(numWorkers, 1, kMaxWorkers)) {
+ThreadPool::ThreadPool(int numWorkers)
+    : numWorkers_(std::clamp(numWorkers, 1, kMaxWorkers)), threads_(std::make_unique<std::vector<std::thread>>()) {
+  livePool = this;
+  pthread_atfork(beforeFork, afterForkInParent, afterForkInChild);
   // Worker 0 is the calling thread; the others wait here.
-  for (int w = 1; w < numWorkers_; w++) threads_.emplace_back([this, w] { workerLoop(w); });
+  for (int w = 1; w < numWorkers_; w++) threads_->emplace_back([this, w] { workerLoop(w); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -20,7 +31,36 @@ ThreadPool::~ThreadPool() {
     stop_ = true;
   }
   wake_.notify_all();
-  for (auto& t : threads_) t.join();
+  if (threads_)
+    for (auto& t : *threads_) t.join();
+  livePool = nullptr;
+}
+
+void ThreadPool::beforeFork() {
+  if (livePool == nullptr) return;
+  livePool->callMutex_.lock();  // a call in flight ends first
+  livePool->mutex_.lock();
+}
+
+void ThreadPool::afterForkInParent() {
+  if (livePool == nullptr) return;
+  livePool->mutex_.unlock();
+  livePool->callMutex_.unlock();
+}
+
+void ThreadPool::afterForkInChild() {
+  ThreadPool* p = livePool;
+  if (p == nullptr) return;
+  // The workers stayed in the parent: their handles are dropped unjoined
+  // (joining would wait forever) and every call runs inline. The condition
+  // variables still count the parent's waiters (destroying them would wait
+  // for those), so they and the locks start afresh, their old state left.
+  (void)p->threads_.release();
+  p->numWorkers_ = 1;
+  new (&p->wake_) std::condition_variable();
+  new (&p->done_) std::condition_variable();
+  new (&p->mutex_) std::mutex();
+  new (&p->callMutex_) std::mutex();
 }
 
 int ThreadPool::workersFor(size_t n, size_t minPerWorker) const {
@@ -48,8 +88,14 @@ void ThreadPool::workerLoop(int worker) {
     lock.unlock();
     size_t begin, end;
     chunkOf(n, active, worker, begin, end);
-    (*body)(begin, end, worker);
+    std::exception_ptr thrown;
+    try {
+      (*body)(begin, end, worker);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
     lock.lock();
+    if (thrown && !thrown_) thrown_ = std::move(thrown);
     if (--pending_ == 0) done_.notify_one();
   }
 }
@@ -72,9 +118,18 @@ void ThreadPool::parallelFor(size_t n, size_t minPerWorker, const Body& body) {
   wake_.notify_all();
   size_t begin, end;
   chunkOf(n, workers, 0, begin, end);
-  body(begin, end, 0);
+  std::exception_ptr thrown;
+  try {
+    body(begin, end, 0);
+  } catch (...) {
+    thrown = std::current_exception();  // the workers still use body: wait for them first
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return pending_ == 0; });
+  std::exception_ptr theirs = std::exchange(thrown_, nullptr);
+  lock.unlock();
+  if (!thrown) thrown = std::move(theirs);
+  if (thrown) std::rethrow_exception(thrown);
 }
 
 }  // namespace dct

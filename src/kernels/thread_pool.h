@@ -2,11 +2,19 @@
 // own cpuset (hwloc) shared fairly among local ranks, never oversubscribing
 // cores; DCT_NUM_THREADS overrides. Workers are bound to cores when hwloc is
 // available.
+//
+// A body that throws never takes the process down nor leaves a worker on a
+// finished call: every chunk runs to its end or its exception, and the
+// first exception is rethrown on the calling thread once all are done. A
+// forked child has none of the workers: it runs every call inline (and
+// joins nothing at exit).
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -32,9 +40,14 @@ class ThreadPool {
  private:
   explicit ThreadPool(int numWorkers);
   void workerLoop(int worker);
+  // pthread_atfork: no call in flight across fork(); the child drops the
+  // workers it does not have.
+  static void beforeFork();
+  static void afterForkInParent();
+  static void afterForkInChild();
 
   int numWorkers_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<std::vector<std::thread>> threads_;
   std::mutex callMutex_;  // one parallelFor at a time
   std::mutex mutex_;
   std::condition_variable wake_, done_;
@@ -44,6 +57,7 @@ class ThreadPool {
   int pending_ = 0;
   unsigned long generation_ = 0;
   bool stop_ = false;
+  std::exception_ptr thrown_;  // a worker's, for the caller to rethrow
 };
 
 // Cores available to this process, as the pool sizes itself.
