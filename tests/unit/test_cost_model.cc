@@ -11,6 +11,15 @@
 using namespace dct;
 
 namespace {
+
+// The model's parameters under this process's DCT_* cost variables (a comm
+// reads them once, at creation; these tests set them per case).
+CostParams envParams(const LinkTiming& measured = {}, int ranks = 0) {
+  return costParams(costOverridesFromEnv(), measured, ranks);
+}
+CostParams sparseEnvParams(const CostParams& fitted, bool covered, int ranks) {
+  return sparseCostParams(costOverridesFromEnv(), fitted, covered, ranks);
+}
 const CostParams kSlowLink{5.0, 0.125, 2.0, 4.0};
 
 dctAlgorithm_t choose(int ranks, size_t count, double density, const CostParams& p = kSlowLink) {
@@ -57,7 +66,7 @@ TEST_CASE("packed indices move the break-even up") {
 TEST_CASE("one rank never pays for a dense exchange") {
   std::vector<uint64_t> nnz(1, 1 << 20);
   CostInputs in{1, 1 << 20, 4, 4, nnz.data()};
-  CHECK(chooseAlgorithm(costParams(costOverridesFromEnv()), in) == dctAlgoAllgather);
+  CHECK(chooseAlgorithm(envParams(), in) == dctAlgoAllgather);
 }
 
 TEST_CASE("the union estimate: disjoint at low density, saturating at high") {
@@ -112,7 +121,7 @@ TEST_CASE("a measured link: the dense model reproduces both probe times, env kno
     probe.largeBytes = 1 << 20;
     probe.smallUs = 30.0;
     probe.largeUs = 2000.0;
-    const CostParams p = costParams(costOverridesFromEnv(), probe, ranks);
+    const CostParams p = envParams(probe, ranks);
     std::vector<uint64_t> nnz(ranks, 0);
     CostInputs small{ranks, probe.smallBytes / 4, 4, 4, nnz.data()}, large{ranks, probe.largeBytes / 4, 4, 4, nnz.data()};
     CHECK(denseCostUs(p, small) == doctest::Approx(probe.smallUs));
@@ -124,16 +133,16 @@ TEST_CASE("a measured link: the dense model reproduces both probe times, env kno
   fast.largeBytes = 1 << 20;
   fast.smallUs = 1.0;
   fast.largeUs = 100.0;
-  const CostParams p = costParams(costOverridesFromEnv(), fast, 2);
+  const CostParams p = envParams(fast, 2);
   CHECK(p.linkGBps == doctest::Approx((fast.largeBytes - fast.smallBytes) / (0.25 * 99.0) * 1e-3));
   CHECK(p.alphaUs > 0);
   // Unmeasured, or one rank: the defaults.
-  CHECK(costParams(costOverridesFromEnv(), LinkTiming{}, 4).linkGBps == 1.25);
-  CHECK(costParams(costOverridesFromEnv(), fast, 1).alphaUs == 5.0);
+  CHECK(envParams(LinkTiming{}, 4).linkGBps == 1.25);
+  CHECK(envParams(fast, 1).alphaUs == 5.0);
   // A set knob overrides the measurement.
   setenv("DCT_LINK_GBPS", "0.125", 1);
   setenv("DCT_ALPHA_US", "40", 1);
-  const CostParams forced = costParams(costOverridesFromEnv(), fast, 2);
+  const CostParams forced = envParams(fast, 2);
   unsetenv("DCT_LINK_GBPS");
   unsetenv("DCT_ALPHA_US");
   CHECK(forced.linkGBps == 0.125);
@@ -150,7 +159,7 @@ TEST_CASE("the compressor's pass costs every sparse step the tensor's bytes at t
   CostInputs half{4, 1 << 20, 2, 4, few.data(), 4};  // half on the wire, fp32 residual
   CHECK(compressPassUs(p, half) == compressPassUs(p, a));
   setenv("DCT_SELECT_GBPS", "2.5", 1);
-  CHECK(costParams(costOverridesFromEnv()).selectGBps == 2.5);
+  CHECK(envParams().selectGBps == 2.5);
   unsetenv("DCT_SELECT_GBPS");
 }
 
@@ -161,22 +170,22 @@ TEST_CASE("sparse plans' parameters: the fit where the probe reached, else defau
   slow.largeBytes = 1 << 20;
   slow.smallUs = 203.0;
   slow.largeUs = 13051.0;
-  const CostParams fit = costParams(costOverridesFromEnv(), slow, 4), defaults = costParams(costOverridesFromEnv(), LinkTiming{}, 4);
+  const CostParams fit = envParams(slow, 4), defaults = envParams(LinkTiming{}, 4);
   REQUIRE(fit.linkGBps < defaults.linkGBps);
-  const CostParams within = sparseCostParams(costOverridesFromEnv(), fit, slow.covers(slow.largeBytes), 4);
+  const CostParams within = sparseEnvParams(fit, slow.covers(slow.largeBytes), 4);
   CHECK(within.linkGBps == fit.linkGBps);
   CHECK(within.alphaUs == fit.alphaUs);
-  const CostParams beyond = sparseCostParams(costOverridesFromEnv(), fit, slow.covers(16 << 20), 4);
+  const CostParams beyond = sparseEnvParams(fit, slow.covers(16 << 20), 4);
   CHECK(beyond.linkGBps == fit.linkGBps);   // the slower link
   CHECK(beyond.alphaUs == defaults.alphaUs);
   LinkTiming fast = slow;  // shared memory: the fit is faster than the default link
   fast.smallUs = 3.0;
   fast.largeUs = 100.0;
-  REQUIRE(costParams(costOverridesFromEnv(), fast, 4).linkGBps > defaults.linkGBps);
-  CHECK(sparseCostParams(costOverridesFromEnv(), costParams(costOverridesFromEnv(), fast, 4), fast.covers(16 << 20), 4).linkGBps == defaults.linkGBps);
-  CHECK(sparseCostParams(costOverridesFromEnv(), defaults, LinkTiming{}.covers(16 << 20), 4).linkGBps == defaults.linkGBps);
+  REQUIRE(envParams(fast, 4).linkGBps > defaults.linkGBps);
+  CHECK(sparseEnvParams(envParams(fast, 4), fast.covers(16 << 20), 4).linkGBps == defaults.linkGBps);
+  CHECK(sparseEnvParams(defaults, LinkTiming{}.covers(16 << 20), 4).linkGBps == defaults.linkGBps);
   setenv("DCT_LINK_GBPS", "5", 1);  // a set knob still wins
-  const CostParams forced = sparseCostParams(costOverridesFromEnv(), costParams(costOverridesFromEnv(), slow, 4), slow.covers(16 << 20), 4);
+  const CostParams forced = sparseEnvParams(envParams(slow, 4), slow.covers(16 << 20), 4);
   unsetenv("DCT_LINK_GBPS");
   CHECK(forced.linkGBps == 5.0);
 }
