@@ -20,6 +20,23 @@ namespace dct {
 
 #if DCT_HAVE_CUDA
 
+namespace {
+// CUDACHECK records a failure for this thread only; staging knows the comm,
+// so dctGetLastError(comm) names the failed copy or allocation too.
+dctResult_t stagingFail(dctComm_t comm, cudaError_t err, const char* call, int line) {
+  const dctResult_t res = cudaFail(err, call, __FILE__, line);
+  if (comm != nullptr) setCommLastError(comm, threadLastErrorMessage());
+  return res;
+}
+}  // namespace
+
+#define STAGINGCHECK(comm, call)                                        \
+  do {                                                                  \
+    cudaError_t staging_err_ = (call);                                  \
+    if (staging_err_ != cudaSuccess)                                    \
+      return stagingFail(comm, staging_err_, #call, __LINE__);          \
+  } while (0)
+
 HostStaging::~HostStaging() {
   if (in_.host) cudaFreeHost(in_.host);
   if (out_.host) cudaFreeHost(out_.host);
@@ -38,10 +55,10 @@ bool HostStaging::needed() {
 
 dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
   if (bytes <= slot.capacity) return dctSuccess;
-  if (slot.host) CUDACHECK(cudaFreeHost(slot.host));
+  if (slot.host) STAGINGCHECK(comm, cudaFreeHost(slot.host));
   slot.host = nullptr;
   slot.capacity = 0;
-  CUDACHECK(cudaMallocHost(&slot.host, bytes + bytes / 2));
+  STAGINGCHECK(comm, cudaMallocHost(&slot.host, bytes + bytes / 2));
   slot.capacity = bytes + bytes / 2;
   return dctSuccess;
 }
@@ -66,12 +83,12 @@ dctResult_t HostStaging::stageInput(dctComm_t comm, const void*& ptr, size_t byt
   // CUDA-aware MPI reads the device buffer itself, but only after the
   // stream's producers (the caller's kernels, our pack copies) are done.
   if (!needed()) {
-    CUDACHECK(cudaStreamSynchronize(st));
+    STAGINGCHECK(comm, cudaStreamSynchronize(st));
     return dctSuccess;
   }
   DCTCHECK(reserve(comm, in_, bytes));
-  CUDACHECK(cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
-  CUDACHECK(cudaStreamSynchronize(st));
+  STAGINGCHECK(comm, cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
+  STAGINGCHECK(comm, cudaStreamSynchronize(st));
   ptr = in_.host;
   return dctSuccess;
 }
@@ -80,12 +97,12 @@ dctResult_t HostStaging::stageOutput(dctComm_t comm, void*& ptr, size_t bytes, b
   if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
   if (!needed()) {  // queued work that still reads or writes ptr ends before MPI writes it
-    CUDACHECK(cudaStreamSynchronize(st));
+    STAGINGCHECK(comm, cudaStreamSynchronize(st));
     return dctSuccess;
   }
   DCTCHECK(reserve(comm, out_, bytes));
-  if (copyIn) CUDACHECK(cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
-  CUDACHECK(cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
+  if (copyIn) STAGINGCHECK(comm, cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
+  STAGINGCHECK(comm, cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
   pendingDevice_ = ptr;
   pendingBytes_ = bytes;
   ptr = out_.host;
@@ -95,8 +112,8 @@ dctResult_t HostStaging::stageOutput(dctComm_t comm, void*& ptr, size_t bytes, b
 dctResult_t HostStaging::finish(dctComm_t comm, void* stream) {
   if (pendingDevice_ == nullptr) return dctSuccess;
   auto st = static_cast<cudaStream_t>(stream);
-  CUDACHECK(cudaMemcpyAsync(pendingDevice_, out_.host, pendingBytes_, cudaMemcpyHostToDevice, st));
-  CUDACHECK(cudaStreamSynchronize(st));
+  STAGINGCHECK(comm, cudaMemcpyAsync(pendingDevice_, out_.host, pendingBytes_, cudaMemcpyHostToDevice, st));
+  STAGINGCHECK(comm, cudaStreamSynchronize(st));
   pendingDevice_ = nullptr;
   return dctSuccess;
 }
