@@ -41,17 +41,22 @@ inline const dct::KernelOps& failingOps() {
 }
 
 // The pipelined allreduce's chunk size (DCT_CHUNK_ELEMENTS, read when the
-// comm was made) changed for a scope, alike on every rank; 0: left alone.
+// comm was made) changed for a scope, alike on every rank and on the node
+// and leader comms that inherited it; 0: left alone.
 class ScopedChunking {
  public:
   ScopedChunking(dctComm_t comm, long long elems) : comm_(comm), old_(comm->settings.chunkElems) {
-    if (elems > 0) comm->settings.chunkElems = static_cast<uint64_t>(elems);
+    if (elems > 0) set(static_cast<uint64_t>(elems));
   }
-  ~ScopedChunking() { comm_->settings.chunkElems = old_; }
+  ~ScopedChunking() { set(old_); }
   ScopedChunking(const ScopedChunking&) = delete;
   ScopedChunking& operator=(const ScopedChunking&) = delete;
 
  private:
+  void set(uint64_t elems) {
+    for (dctComm_t c : {comm_, comm_->node, comm_->leaders})
+      if (c) c->settings.chunkElems = elems;
+  }
   dctComm_t comm_;
   uint64_t old_;
 };
