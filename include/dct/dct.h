@@ -151,7 +151,10 @@ typedef enum {
  * bytes this rank put on / took off the wire (headers excluded). */
 typedef struct {
   uint64_t step;           /* steps completed */
-  double threshold;        /* tau used in the last step (0 during warm-up) */
+  double threshold;        /* tau used in the last step; 0 when none was:
+                              warm-up, density 1, and steps of the dense
+                              algorithm, auto's included (every entry is
+                              sent). 1-bit: see dctSparseAllreduce */
   uint64_t nnz;            /* entries this rank sent in the last step */
   uint64_t nonFinite;      /* NaN/Inf among them (always sent) */
   uint64_t bytesSent;      /* last step */
