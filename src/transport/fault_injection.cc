@@ -207,4 +207,11 @@ bool stagingFaultHit() {
   return left == 0;
 }
 
+namespace {
+std::atomic<bool> commCreateArmed{false};
+}  // namespace
+
+void armCommCreateFault() { commCreateArmed.store(true); }
+bool commCreateFaultHit() { return commCreateArmed.exchange(false); }
+
 }  // namespace dct

@@ -39,4 +39,10 @@ bool stagingFaultArmed();
 // Counts a staging call; true if it is the armed one (host_staging.cc).
 bool stagingFaultHit();
 
+// The next MPI comm this process creates (dctCommInitMpi, a split) finds
+// no memory for its state, as a real allocation failure would; one shot.
+void armCommCreateFault();
+// True once after arming (mpi.cc's createMpiComm).
+bool commCreateFaultHit();
+
 }  // namespace dct

@@ -20,6 +20,7 @@
 #include "base/debug.h"
 #include "dct/dct_mpi.h"
 #include "transport/comm.h"
+#include "transport/fault_injection.h"
 #include "transport/host_staging.h"
 #include "transport/mpi_half.h"
 #include "transport/mpi_limits.h"
@@ -444,7 +445,10 @@ constexpr Transport kMpiTransport = {
 
 }  // namespace
 
-// Builds a comm on a duplicate of mpiComm; called by dctCommInitMpi.
+// Builds a comm on a duplicate of mpiComm; called by dctCommInitMpi. Every
+// rank takes part in the duplication and in one vote after it, whatever
+// failed before, so a rank out of memory here fails every rank instead of
+// leaving the others in the comm's first collective.
 dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -452,19 +456,15 @@ dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out) {
   if (!initialized || finalized)
     return fail(nullptr, dctInvalidUsage, "dctCommInitMpi: MPI is not initialised (or already finalised)");
   if (mpiComm == MPI_COMM_NULL) return fail(nullptr, dctInvalidArgument, "dctCommInitMpi: MPI_COMM_NULL");
-  auto* comm = new (std::nothrow) dctComm();
-  auto* state = new (std::nothrow) MpiState();
-  if (comm == nullptr || state == nullptr) {
-    delete comm;
-    delete state;
-    return fail(nullptr, dctOutOfMemory, "dctCommInitMpi: out of memory");
-  }
-  comm->transport = &kMpiTransport;
-  comm->transportState = state;
-  int err = MPI_Comm_dup(mpiComm, &state->comm);
-  if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN);
-  if (err == MPI_SUCCESS) err = MPI_Comm_rank(state->comm, &comm->rank);
-  if (err == MPI_SUCCESS) err = MPI_Comm_size(state->comm, &comm->size);
+  const bool injected = commCreateFaultHit();
+  auto* comm = injected ? nullptr : new (std::nothrow) dctComm();
+  auto* state = injected ? nullptr : new (std::nothrow) MpiState();
+  MPI_Comm dup = MPI_COMM_NULL;
+  int err = MPI_Comm_dup(mpiComm, &dup);
+  if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  if (err == MPI_SUCCESS && (comm == nullptr || state == nullptr)) err = MPI_ERR_NO_MEM;
+  if (err == MPI_SUCCESS) err = MPI_Comm_rank(dup, &comm->rank);
+  if (err == MPI_SUCCESS) err = MPI_Comm_size(dup, &comm->size);
   if (err == MPI_SUCCESS) {
     try {
       for (auto* v : {&state->sendCounts, &state->sendDispls, &state->recvCounts, &state->recvDispls})
@@ -473,12 +473,18 @@ dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out) {
       err = MPI_ERR_NO_MEM;
     }
   }
-  if (err != MPI_SUCCESS) {
-    dctResult_t res = mpiFail(nullptr, err, "dctCommInitMpi");
-    destroy(comm);
+  int mine = err != MPI_SUCCESS, anyone = 1;
+  if (PMPI_Allreduce(&mine, &anyone, 1, MPI_INT, MPI_MAX, mpiComm) != MPI_SUCCESS) anyone = 1;
+  if (anyone) {
+    if (dup != MPI_COMM_NULL) PMPI_Comm_free(&dup);
+    delete state;
     delete comm;
-    return res;
+    if (mine) return mpiFail(nullptr, err, "dctCommInitMpi");
+    return fail(nullptr, dctInvalidUsage, "dctCommInitMpi: another rank could not create its comm");
   }
+  state->comm = dup;
+  comm->transport = &kMpiTransport;
+  comm->transportState = state;
   *out = comm;
   return dctSuccess;
 }
