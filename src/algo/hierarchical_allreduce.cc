@@ -9,7 +9,9 @@
 //   node broadcast   the leader's result to its node, then a summary
 //                    (status, algorithm, tau) for the others' stats
 //   vote             over the whole comm: every rank's outcome
-//   commit           leaders commit their step; in-place results copied out
+//   copy-out         in-place results leave their landing buffer (voted on
+//                    when some rank's copy can fail: a device copy)
+//   commit           leaders commit their step
 //
 // Shapes never depend on an outcome: once the ranks have agreed, they run
 // the reduce and the broadcast whatever happened (a failed leader
@@ -42,6 +44,7 @@ struct Hier {
   bool leader;
   bool inPlace;
   bool spread = false;  // the broadcast and vote ran
+  bool lateVote = false;  // agreed: some rank's copy-out can fail
   Summary summary{};
 
   size_t bytes() const { return count * dtypeSize(dtype); }
@@ -83,6 +86,17 @@ dctResult_t spread(Hier& h, dctResult_t mine, PhaseTimer& clock) {
   return res;
 }
 
+// In the header's flags: this rank's copy-out can fail.
+constexpr int32_t kLateCopy = 1;
+
+// After the whole comm's vote, before any commit: an in-place result out of
+// its landing buffer, voted on where some rank's copy can fail.
+dctResult_t copyOut(Hier& h) {
+  const dctResult_t res =
+      h.inPlace ? h.c->ops->copy(h.c->kernels, h.recv, h.landing(), h.bytes(), h.stream) : dctSuccess;
+  return h.lateVote ? vote(h.comm, res, h.stream, h.fn, "copy of the result") : res;
+}
+
 // A leader: its node's sum through the leaders' step, nested.
 dctResult_t lead(Hier& h, const dctRedOp_t& op, dctResult_t status, PhaseTimer& clock) {
   Nesting nest;
@@ -91,13 +105,13 @@ dctResult_t lead(Hier& h, const dctRedOp_t& op, dctResult_t status, PhaseTimer& 
   nest.beforeCommit = [&](dctResult_t finished, dctAlgorithm_t algorithm, double threshold, PhaseTimer& laps) {
     h.summary.algorithm = algorithm;
     h.summary.threshold = threshold;
-    return spread(h, finished, laps);
+    DCTCHECK(spread(h, finished, laps));
+    return copyOut(h);
   };
   void* nodeSum = h.c->nodeSum.as();
   dctResult_t res = sparseAllreduce(nodeSum, h.inPlace ? nodeSum : h.recv, h.count, h.dtype, op, h.c,
                                     h.comm->leaders, h.stream, status, h.fn, &nest);
   if (!h.spread) return spread(h, res, clock);
-  if (res == dctSuccess && h.inPlace) DCTCHECK(h.c->ops->copy(h.c->kernels, h.recv, nodeSum, h.bytes(), h.stream));
   return res;
 }
 
@@ -105,7 +119,7 @@ dctResult_t lead(Hier& h, const dctRedOp_t& op, dctResult_t status, PhaseTimer& 
 dctResult_t follow(Hier& h, dctResult_t status, PhaseTimer& clock) {
   dctCompressor_t c = h.c;
   DCTCHECK(spread(h, status, clock));
-  if (h.inPlace) DCTCHECK(c->ops->copy(c->kernels, h.recv, c->staged.as(), h.bytes(), h.stream));
+  DCTCHECK(copyOut(h));
   StepDraft draft{};
   draft.tau = c->tau;
   draft.threshold = h.summary.threshold;
@@ -129,12 +143,14 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
   if (mine.localError == dctSuccess && count) {
     stampConfig(mine, c->config, kPathHierarchical);
     mine.localError = reserve(h);
+    if (h.inPlace && c->ops->device) mine.flags |= kLateCopy;  // a host copy cannot fail
   }
   // Over the whole comm, like the flat and 1-bit paths' first exchange: a
   // rank whose compressor differs or is missing meets the others in the
   // same collective, whichever path it took.
   std::vector<CallHeader> all;
   dctResult_t res = agree(comm, mine, all, stream, fn);
+  for (const CallHeader& other : all) h.lateVote = h.lateVote || (other.flags & kLateCopy);
   clock.lap(dctPhaseAgree);
   if (res == dctSuccess) {
     dctResult_t reduced = dctSuccess;

@@ -48,6 +48,7 @@ struct Step {
   OnebitArena arena;
   bool warm = false;
   void* target = nullptr;  // warm-up: where the dense sum lands (recv, or staged in place)
+  void* result = nullptr;  // where finish() writes: recv, or (copiesAfterCommit) staged
   double workerScale = 0;
   bool nonFinite = false;  // some server scale is NaN: output NaN, commit no error
   size_t sent = 0, received = 0;
@@ -104,17 +105,23 @@ dctResult_t setUp(Step& s) {
   return res;
 }
 
+// In place on the host: the result is finished in the staging buffer and
+// copied into recvbuf after the commit by a host copy, which cannot fail
+// (sendbuf must survive a failed step).
+bool copiesAfterCommit(const Step& s) { return s.send == s.recv && !s.c->ops->device; }
+
 dctResult_t localWork(Step& s) {
   dctCompressor_t c = s.c;
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
   const size_t P = static_cast<size_t>(s.comm->size);
+  const size_t bytes = c->count * dtypeSize(c->dtype);
+  s.result = s.recv;
+  if (copiesAfterCommit(s) || (s.warm && s.send == s.recv)) {
+    DCTCHECK(c->staged.reserve(bytes));
+    if (copiesAfterCommit(s)) s.result = c->staged.as();
+  }
   if (s.warm) {
-    const size_t bytes = c->count * dtypeSize(c->dtype);
-    s.target = s.recv;
-    if (s.send == s.recv) {  // sendbuf must survive a failed step
-      DCTCHECK(c->staged.reserve(bytes));
-      s.target = c->staged.as();
-    }
+    s.target = s.send == s.recv ? c->staged.as() : s.recv;  // sendbuf must survive a failed step
     s.sent = s.received = bytes;
     return s.comm->transport->prepare(s.comm, s.target, bytes, s.stream);
   }
@@ -203,19 +210,22 @@ void commit(Step& s) {
   commitStep(c, d, s.sent, s.received, s.warm ? dctAlgoDense : static_cast<dctAlgorithm_t>(dctNumAlgorithms));
 }
 
-// recvbuf after commit: the decoded server chunks (x P for dctSum), or the
-// warm-up's dense sum (/ P for dctAvg).
+// s.result: the decoded server chunks (x P for dctSum), or the warm-up's
+// dense sum (/ P for dctAvg). Before the exchange vote, as everything that
+// can fail; in place on a device twin (the copy into recvbuf can fail) after
+// it, with a vote of its own.
 dctResult_t finish(Step& s) {
   dctCompressor_t c = s.c;
   const double P = static_cast<double>(s.comm->size);
   if (s.warm) {
     const double factor = s.op == dctAvg ? 1.0 / P : 1.0;
-    if (s.target == s.recv && factor == 1.0) return dctSuccess;
-    return c->ops->convert(c->kernels, s.recv, c->dtype, s.target, c->dtype, c->count, factor, s.stream);
+    if (s.target == s.result && factor == 1.0) return dctSuccess;
+    if (s.target == s.result) return c->ops->scale(c->kernels, s.result, c->count, c->dtype, factor, s.stream);
+    return c->ops->convert(c->kernels, s.result, c->dtype, s.target, c->dtype, c->count, factor, s.stream);
   }
   const double factor = s.nonFinite ? std::numeric_limits<double>::quiet_NaN() : (s.op == dctSum ? P : 1.0);
   OnebitDecodeArgs out{s.words(s.arena.gatheredSigns), s.at(s.arena.serverScales), s.chunks.chunkLength(), c->count,
-                       c->dtype, s.recv, factor};
+                       c->dtype, s.result, factor};
   return c->ops->onebitDecode(c->kernels, &out, s.stream);
 }
 
@@ -235,14 +245,26 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.mode = s.warm ? 1 : 0;
   mine.localError = localWork(s);
   mine.bytes = s.sent;
+  constexpr int32_t kLateTail = 1;  // header flag: this rank finishes its result after the exchange vote
+  const bool early = sendbuf != recvbuf || copiesAfterCommit(s);
+  if (!early) mine.flags |= kLateTail;
   DCTCHECK(agree(comm, mine, all, stream, fn));
-  DCTCHECK(vote(comm, exchange(s), stream, fn, "exchange"));
+  auto tail = [&]() -> dctResult_t {
+    DCTCHECK(finish(s));
+    return c->ops->streamEnd(c->kernels, stream);
+  };
+  dctResult_t exchanged = exchange(s);
+  if (exchanged == dctSuccess && early) exchanged = tail();
+  DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
+  bool late = false;
+  for (const CallHeader& h : all) late = late || (h.flags & kLateTail);
+  if (late) DCTCHECK(vote(comm, early ? dctSuccess : tail(), stream, fn, "copy of the result"));
 
   commit(s);
+  if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.result, c->count * dtypeSize(c->dtype), stream);
   DCT_TRACE("step %llu: 1-bit%s, worker scale %g%s", (unsigned long long)c->stats.step, s.warm ? " (dense warm-up)" : "",
             s.workerScale, s.nonFinite ? ", non-finite: output NaN, errors kept" : "");
-  DCTCHECK(finish(s));
-  return c->ops->streamEnd(c->kernels, stream);
+  return dctSuccess;
 }
 
 }  // namespace dct

@@ -2,14 +2,21 @@
 //
 //   local work   plan, compress into the spare residual, pack, reserve
 //   agreement    header allgather (args, counts, sizes, timing), reserve the
-//                gather buffer for the agreed sizes, vote (the dense plan
-//                sizes nothing by the headers: no vote, agree.h)
+//                gather buffer for the agreed sizes, vote
 //   exchange     allgatherv + rank-order merge, or dense allreduce, into
 //                the step's target (recvbuf; a staging buffer when in place,
 //                so sendbuf survives a failed step, or when the sum is built
-//                in another type than the tensor's), vote
-//   commit       residual swap, tau, stats, auto's bookkeeping; staged
-//                results converted (and averaged) into recvbuf
+//                in another type than the tensor's); the result into
+//                recvbuf (staged results converted and averaged), vote
+//   commit       residual swap, tau, stats, auto's bookkeeping
+//
+// Nothing that can fail follows the commit. The result reaches recvbuf
+// before the exchange vote; in place it is finished (averaged) in its
+// staging buffer instead and leaves it after the commit by a host copy, which
+// cannot fail. Where that copy could fail (a device twin) or converts (the
+// sum's type is not the tensor's), and after the pipelined step (its vote is
+// its own), the rest runs after the exchange vote with a vote of its own; an
+// in-place call that fails there may hold the result in recvbuf.
 //
 // Types: the allgather algorithm sums the wire values in the accumulation
 // type (fp32 for half tensors); the dense algorithm reduces in the wire type
@@ -159,15 +166,49 @@ void commit(Step& s, const std::vector<CallHeader>& all) {
   commitStep(c, s.draft, s.bytes, s.received, s.plan.algorithm);
 }
 
-// Every rank has succeeded: commit, and hand the result over. Nested, the
-// result reaches recvbuf (a scratch buffer there) first and the outer step
-// decides whether to commit.
-dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
+bool averaged(const Step& s) { return s.op == dctAvg && s.averageOver > 1; }
+
+// In place on the host in the tensor's type: the result is finished in its
+// staging buffer and copied into recvbuf after the commit.
+bool copiesAfterCommit(const Step& s) {
+  return !s.nesting && s.send == s.recv && !s.c->ops->device && s.targetType == s.c->dtype;
+}
+
+// All that can fail once the exchange is done: the result finished into
+// recvbuf (copiesAfterCommit: in its staging buffer), the stream work ended.
+dctResult_t tail(Step& s) {
   dctCompressor_t c = s.c;
-  if (s.nesting) DCTCHECK(s.nesting->beforeCommit(finish(s), s.plan.algorithm, s.draft.threshold, s.clock));
+  if (!copiesAfterCommit(s)) DCTCHECK(finish(s));
+  else if (averaged(s))
+    DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, s.targetType, 1.0 / s.averageOver, s.stream));
+  return c->ops->streamEnd(c->kernels, s.stream);
+}
+
+// Whether this rank's tail can fail: a host copy cannot, a device twin's
+// work and a conversion or averaging (split through the pool) can.
+bool tailCanFail(const Step& s) {
+  return s.c->ops->device || (s.target != s.recv && (s.targetType != s.c->dtype || averaged(s)));
+}
+
+// In the header's flags: this rank's tail runs after the exchange vote and
+// can fail, so the step votes on it before committing.
+constexpr int32_t kLateTail = 1;
+
+bool lateTailVote(const std::vector<CallHeader>& all) {
+  for (const CallHeader& h : all)
+    if (h.flags & kLateTail) return true;
+  return false;
+}
+
+// Every rank's exchange has succeeded: the tail where it still has to run
+// (nested: before the outer step decides), then the commit.
+dctResult_t complete(Step& s, const std::vector<CallHeader>& all, bool tailDone, const char* fn) {
+  dctCompressor_t c = s.c;
+  if (s.nesting) DCTCHECK(s.nesting->beforeCommit(tail(s), s.plan.algorithm, s.draft.threshold, s.clock));
+  else if (!tailDone && lateTailVote(all)) DCTCHECK(vote(s.comm, tail(s), s.stream, fn, "copy of the result"));
+  else if (!tailDone) (void)tail(s);  // no rank's can fail
   commit(s, all);
-  if (!s.nesting) DCTCHECK(finish(s));
-  DCTCHECK(c->ops->streamEnd(c->kernels, s.stream));
+  if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.target, c->count * dtypeSize(c->dtype), s.stream);
   s.clock.lap(dctPhaseOther);
   s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d chunks of %zu; ms: compress %.2f agree %.2f exchange %.2f reduce %.2f "
@@ -183,20 +224,22 @@ dctResult_t complete(Step& s, const std::vector<CallHeader>& all) {
   return dctSuccess;
 }
 
-// The step in one piece: local work, agreement, exchange, vote.
-dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, const char* fn) {
+// The step in one piece: local work, agreement, exchange, tail, vote.
+// tailDone: the tail ran before the vote (all but nested and some in-place steps).
+dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, bool& tailDone, const char* fn) {
   dctCompressor_t c = s.c;
   if (mine.localError == dctSuccess) mine.localError = localWork(s);
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
   s.clock.lap(dctPhaseCompress);
-  // The dense plan sizes nothing by the headers: no vote before its exchange.
   dctResult_t carried = dctSuccess;
   if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeWithoutVote(s.comm, mine, all, s.stream, fn, carried));
   else DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] { return reserveGathered(s, all); }));
   s.clock.lap(dctPhaseAgree);
   dctResult_t exchanged = exchange(s, all);
   if (exchanged == dctSuccess) exchanged = carried;
+  tailDone = !s.nesting && (s.send != s.recv || copiesAfterCommit(s));  // sendbuf stays as it is
+  if (exchanged == dctSuccess && tailDone) exchanged = tail(s);
   if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)
     exchanged = c->ops->synchronize(c->kernels, s.stream);  // auto times the device work too
   DCTCHECK(vote(s.comm, exchanged, s.stream, fn, "exchange"));
@@ -232,15 +275,19 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
     s.target = c->staged.as();
   }
   s.chunkElems = pipelineChunkElems(s);
+  const bool late = !nesting && tailCanFail(s);  // after the pipelined step's vote, or in place
   if (s.chunkElems) {
     bool fallback = false;
     const CallHeader args = mine;
+    if (late) mine.flags |= kLateTail;
     DCTCHECK(pipelinedStep(s, mine, all, fallback, fn));
-    if (!fallback) return complete(s, all);
+    if (!fallback) return complete(s, all, false, fn);
     mine = args;  // every rank falls back alike: the unchunked step, from scratch
   }
-  DCTCHECK(unchunked(s, mine, all, fn));
-  return complete(s, all);
+  if (late && sendbuf == recvbuf && !copiesAfterCommit(s)) mine.flags |= kLateTail;
+  bool tailDone = false;
+  DCTCHECK(unchunked(s, mine, all, tailDone, fn));
+  return complete(s, all, tailDone, fn);
 }
 
 }  // namespace dct
