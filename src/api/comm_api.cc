@@ -4,6 +4,10 @@
 #include "transport/hierarchy.h"
 #include "transport/link_probe.h"
 #include "dct/dct_mpi.h"
+#include "dct_config.h"
+#if DCT_HAVE_NCCL
+#include "dct/dct_nccl.h"
+#endif
 
 namespace dct {
 dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out);
@@ -26,6 +30,16 @@ extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
     return dctSuccess;
   });
 }
+
+#if DCT_HAVE_NCCL
+namespace dct {
+dctResult_t createNcclComm(ncclComm_t ncclComm, dctComm_t* out);
+}
+
+extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* comm) {
+  return guarded(nullptr, "dctCommInitNccl", [&] { return createNcclComm(ncclComm, comm); });
+}
+#endif
 
 extern "C" dctResult_t dctCommDestroy(dctComm_t comm) {
   if (comm == nullptr) return dctSuccess;

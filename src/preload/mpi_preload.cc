@@ -8,6 +8,8 @@
 // MPI_Comm_free and MPI_Finalize (cmake/mpi_preload.map).
 #include <mpi.h>
 
+#include <new>
+
 #include "base/env.h"
 #include "dct/dct_mpi.h"
 #include "kernels/kernels.h"  // dtypeSize
@@ -32,10 +34,23 @@ bool dctTypeOf(MPI_Datatype type, dctDataType_t* out) {
 
 }  // namespace
 
+// No exception leaves an intercepted call (its caller may be C): an MPI
+// error code instead.
+template <typename Fn>
+int shielded(Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return MPI_ERR_NO_MEM;
+  } catch (...) {
+    return MPI_ERR_INTERN;
+  }
+}
+
 #define DCT_PRELOAD_EXPORT extern "C" __attribute__((visibility("default")))
 
-DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
-                                     MPI_Op op, MPI_Comm comm) {
+static int interceptAllreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm) {
   auto below = [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); };
   Session& s = session();
   if (count <= 0 || comm == MPI_COMM_NULL) return below();
@@ -63,12 +78,21 @@ DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int cou
   return res == dctSuccess ? MPI_SUCCESS : below();  // failed on every rank, nothing written
 }
 
+DCT_PRELOAD_EXPORT int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                                     MPI_Op op, MPI_Comm comm) {
+  return shielded([&] { return interceptAllreduce(sendbuf, recvbuf, count, datatype, op, comm); });
+}
+
 DCT_PRELOAD_EXPORT int MPI_Comm_free(MPI_Comm* comm) {
-  if (comm != nullptr && *comm != MPI_COMM_NULL) session().forget(handleKey(*comm));
-  return PMPI_Comm_free(comm);
+  return shielded([&] {
+    if (comm != nullptr && *comm != MPI_COMM_NULL) session().forget(handleKey(*comm));
+    return PMPI_Comm_free(comm);
+  });
 }
 
 DCT_PRELOAD_EXPORT int MPI_Finalize() {
-  session().finish(true);
-  return PMPI_Finalize();
+  return shielded([] {
+    session().finish(true);
+    return PMPI_Finalize();
+  });
 }

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <new>
 #include <string>
 
 #include "base/debug.h"
@@ -121,15 +122,37 @@ NcclInterceptor& interceptor() {
 
 }  // namespace
 
+// No exception leaves an intercepted call (its caller may be C): an NCCL
+// error code instead.
+template <typename Fn>
+ncclResult_t shielded(Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return ncclSystemError;
+  } catch (...) {
+    return ncclInternalError;
+  }
+}
+
 #define DCT_PRELOAD_EXPORT extern "C" __attribute__((visibility("default")))
 
 DCT_PRELOAD_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                               cudaStream_t stream) {
-  return interceptor().allReduce(NcclCall{sendbuff, recvbuff, count, datatype, op, comm, stream});
+  return shielded(
+      [&] { return interceptor().allReduce(NcclCall{sendbuff, recvbuff, count, datatype, op, comm, stream}); });
 }
 
-DCT_PRELOAD_EXPORT ncclResult_t ncclGroupStart() { return interceptor().groupStart(); }
-DCT_PRELOAD_EXPORT ncclResult_t ncclGroupEnd() { return interceptor().groupEnd(); }
-DCT_PRELOAD_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return interceptor().commDestroy(comm); }
-DCT_PRELOAD_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return interceptor().commAbort(comm); }
+DCT_PRELOAD_EXPORT ncclResult_t ncclGroupStart() {
+  return shielded([] { return interceptor().groupStart(); });
+}
+DCT_PRELOAD_EXPORT ncclResult_t ncclGroupEnd() {
+  return shielded([] { return interceptor().groupEnd(); });
+}
+DCT_PRELOAD_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return shielded([&] { return interceptor().commDestroy(comm); });
+}
+DCT_PRELOAD_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return shielded([&] { return interceptor().commAbort(comm); });
+}

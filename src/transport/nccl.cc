@@ -225,7 +225,7 @@ void destroy(dctComm_t comm) {
   if (s->host.ptr) (void)cudaFree(s->host.ptr);
   if (s->padded.ptr) (void)cudaFree(s->padded.ptr);
   if (s->paddedFree) (void)cudaEventDestroy(s->paddedFree);
-  if (s->owned) (void)ncclCommDestroy(s->comm);
+  if (s->owned) (void)DCT_NCCL_OWN(ncclCommDestroy)(s->comm);
   delete s;
   comm->transportState = nullptr;
 }
@@ -270,7 +270,7 @@ dctResult_t query(ncclComm_t nccl, int* rank, int* size, int* device) {
 }
 
 // A dctComm over nccl; `owned`: destroyed with it (the node and leader
-// comms a split made).
+// comms a split made). On failure nccl stays the caller's.
 dctResult_t createComm(ncclComm_t nccl, bool owned, dctComm_t* out) {
   int rank = 0, size = 0, device = -1;
   DCTCHECK(query(nccl, &rank, &size, &device));
@@ -298,6 +298,7 @@ dctResult_t createComm(ncclComm_t nccl, bool owned, dctComm_t* out) {
   if (err == cudaSuccess) err = cudaEventCreateWithFlags(&state->paddedFree, cudaEventDisableTiming);
   if (err != cudaSuccess) {
     dctResult_t r = cudaFail(err, "dctCommInitNccl: staging buffer", __FILE__, __LINE__);
+    state->owned = false;  // the caller destroys nccl (split does)
     destroy(comm);
     delete comm;
     return r;
@@ -314,17 +315,18 @@ dctResult_t split(dctComm_t comm, int color, dctComm_t* out) {
   NCCLCHECK(comm, ncclCommSplit(s->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, comm->rank, &part, nullptr));
   if (part == nullptr) return dctSuccess;
   dctResult_t res = createComm(part, true, out);
-  if (res != dctSuccess) (void)ncclCommDestroy(part);
+  if (res != dctSuccess) (void)DCT_NCCL_OWN(ncclCommDestroy)(part);
   return res;
 }
 
 }  // namespace
 }  // namespace dct::nccl
 
-using namespace dct;
-using namespace dct::nccl;
+namespace dct {
 
-extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
+// dctCommInitNccl's work (src/api/comm_api.cc guards it).
+dctResult_t createNcclComm(ncclComm_t ncclComm, dctComm_t* out) {
+  using namespace dct::nccl;
   if (out == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
   *out = nullptr;
   if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
@@ -339,3 +341,5 @@ extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* out) {
   *out = comm;
   return dctSuccess;
 }
+
+}  // namespace dct
