@@ -32,7 +32,14 @@ dctResult_t allocate(KernelContext* kc, void** ptr, size_t bytes) {
   if (bytes >= kMappedFrom) {
     const size_t rounded = hugePageRounded(bytes);
     *ptr = mapMemory(rounded, kHugePageBytes, true);
-    if (*ptr) cpuCtx(kc)->mapped.emplace(*ptr, rounded);
+    if (*ptr) {
+      try {  // the bookkeeping allocates: no room for it, no block
+        cpuCtx(kc)->mapped.emplace(*ptr, rounded);
+      } catch (const std::bad_alloc&) {
+        unmapMemory(*ptr, rounded);
+        *ptr = nullptr;
+      }
+    }
   } else {
     *ptr = ::operator new(bytes, std::align_val_t(64), std::nothrow);
   }
