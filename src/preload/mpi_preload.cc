@@ -8,6 +8,7 @@
 // MPI_Comm_free and MPI_Finalize (cmake/mpi_preload.map).
 #include <mpi.h>
 
+#include <cstdlib>
 #include <new>
 
 #include "base/env.h"
@@ -19,10 +20,19 @@ using namespace dct::preload;
 
 namespace {
 
+// Leaked on purpose, like the NCCL shim's: a program that exits without
+// MPI_Finalize must not have a static destructor free its compressors'
+// device memory after the CUDA runtime may be gone (nor call MPI after
+// exit began). MPI_Finalize releases everything; an exit handler without it
+// only logs the summary.
 Session& session() {
-  static Session s("libdct MPI preload", policyFromEnv("libdct MPI preload", "DCT_MPI_COMPRESS"),
-                   dct::envPositiveInteger("DCT_PRELOAD_CACHE", 64));
-  return s;
+  static Session* s = [] {
+    auto* made = new Session("libdct MPI preload", policyFromEnv("libdct MPI preload", "DCT_MPI_COMPRESS"),
+                             dct::envPositiveInteger("DCT_PRELOAD_CACHE", 64));
+    std::atexit([] { session().finish(false); });
+    return made;
+  }();
+  return *s;
 }
 
 bool dctTypeOf(MPI_Datatype type, dctDataType_t* out) {
