@@ -220,7 +220,6 @@ dctResult_t finish(Step& s) {
   if (s.warm) {
     const double factor = s.op == dctAvg ? 1.0 / P : 1.0;
     if (s.target == s.result && factor == 1.0) return dctSuccess;
-    if (s.target == s.result) return c->ops->scale(c->kernels, s.result, c->count, c->dtype, factor, s.stream);
     return c->ops->convert(c->kernels, s.result, c->dtype, s.target, c->dtype, c->count, factor, s.stream);
   }
   const double factor = s.nonFinite ? std::numeric_limits<double>::quiet_NaN() : (s.op == dctSum ? P : 1.0);

@@ -179,8 +179,9 @@ bool copiesAfterCommit(const Step& s) {
 dctResult_t tail(Step& s) {
   dctCompressor_t c = s.c;
   if (!copiesAfterCommit(s)) DCTCHECK(finish(s));
-  else if (averaged(s))
-    DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, s.targetType, 1.0 / s.averageOver, s.stream));
+  else if (averaged(s))  // in place, element by element (scale takes fp32/fp64 only)
+    DCTCHECK(c->ops->convert(c->kernels, s.target, c->dtype, s.target, c->dtype, c->count, 1.0 / s.averageOver,
+                             s.stream));
   return c->ops->streamEnd(c->kernels, s.stream);
 }
 

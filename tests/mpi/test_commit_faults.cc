@@ -74,6 +74,7 @@ struct Scenario {
   bool onebit = false;
   dctRedOp_t op = dctSum;
   bool inPlace = false;
+  int wireType = -1;  // >= 0: config.wireType (a dense sum in another type than the tensor's)
 };
 
 struct Run {
@@ -97,6 +98,7 @@ Run run(const World& w, const Scenario& sc, const Kind* kind, int victim, int n)
   const ScopedEnv chunking("DCT_CHUNK_ELEMENTS", sc.settings.chunkElems);
   dctConfig_t cfg = explicitConfig(sc.settings);
   if (sc.onebit) cfg.compressor = dctCompressorOnebit;
+  if (sc.wireType >= 0) cfg.wireType = sc.wireType;
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(w.comm, kCount, dctFloat32, &cfg, &c) == dctSuccess);
   if (kind) {
@@ -140,6 +142,8 @@ std::vector<Scenario> scenarios() {
       {"allgather, in place, average", allgather, false, dctAvg, true},
       {"allgather, average", allgather, false, dctAvg, false},
       {"dense, in place, average", dense, false, dctAvg, true},
+      {"dense, in place, fp16 wire, average", dense, false, dctAvg, true, dctFloat16},
+      {"dense, fp16 wire, average", dense, false, dctAvg, false, dctFloat16},
       {"pipelined, in place, average", pipelined, false, dctAvg, true},
       {"pipelined, average", pipelined, false, dctAvg, false},
       {"1-bit, in place", warmup, true, dctSum, true},
