@@ -53,17 +53,6 @@ dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<
   return checkHeaders(comm, mine, all, fn);
 }
 
-dctResult_t agreeWithoutVote(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                             const char* fn, dctResult_t& carried) {
-  // Every rank votes. Headers that show a problem must be voted on (a rank
-  // that rejected its arguments took agree()'s path), and a rank whose
-  // gather failed cannot tell from what it received whether the others saw
-  // one: a vote only some ranks make would leave it in the exchange while
-  // they vote. So nothing is carried past the agreement.
-  carried = dctSuccess;
-  return agree(comm, mine, all, stream, fn);
-}
-
 dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                   const char* fn) {
   return agree(comm, mine, all, stream, fn, [] { return dctSuccess; });

@@ -86,17 +86,6 @@ dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn,
 dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
                             void* stream, const char* fn);
 
-// The agreement of an exchange whose shape no header decides (a dense
-// allreduce of the agreed count): the header allgather and its check, no
-// vote. Every rank that received the headers draws the same conclusion from
-// them; headers that show a problem are voted on, as agree() does, so a
-// rank that rejected its arguments (and took agree()) is matched. A rank
-// whose allgather failed in the transport cannot trust what it
-// received: it gets dctSuccess with the failure in `carried`, takes part in
-// the exchange, and hands `carried` to the exchange's vote.
-dctResult_t agreeWithoutVote(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                             const char* fn, dctResult_t& carried);
-
 template <typename Ready>
 dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                   const char* fn, Ready&& ready) {

@@ -260,8 +260,8 @@ size_t pipelineChunkElems(const Step& s) {
     // agrees: a new chunking starts without history.
     if (c->chunkElems && c->chunkElems <= 2 * elems && elems <= 2 * c->chunkElems) elems = c->chunkElems;
   }
-  // One chunk overlaps nothing but still saves the unchunked step's vote
-  // before its exchange: the slots' shape is known from committed state.
+  // One chunk overlaps nothing: the same four collectives as the unchunked
+  // step, its slot sized from committed state.
   return std::min(elems, c->count);
 }
 
@@ -275,11 +275,11 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   mine.chunks = p.L.chunks;
   mine.chunkElems = p.L.elems;
   s.clock.lap(dctPhaseCompress);
-  // Every slot's shape is known already: no vote before the exchanges.
-  dctResult_t carried = dctSuccess;
-  DCTCHECK(agreeWithoutVote(comm, mine, all, s.stream, fn, carried));
+  // Every slot's shape is known already; the vote only makes a rank whose
+  // header gather failed meet peers that saw a problem in the headers.
+  DCTCHECK(agree(comm, mine, all, s.stream, fn));
   s.clock.lap(dctPhaseAgree);
-  p.status = carried;
+  p.status = dctSuccess;
   p.requests.assign(p.L.chunks, nullptr);
   bool redo = false;  // this rank's chunks so far: the step will be redone
   for (int i = 0; i < p.L.chunks; i++) {

@@ -233,12 +233,9 @@ dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, b
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
   s.clock.lap(dctPhaseCompress);
-  dctResult_t carried = dctSuccess;
-  if (s.plan.algorithm == dctAlgoDense) DCTCHECK(agreeWithoutVote(s.comm, mine, all, s.stream, fn, carried));
-  else DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] { return reserveGathered(s, all); }));
+  DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] { return reserveGathered(s, all); }));
   s.clock.lap(dctPhaseAgree);
   dctResult_t exchanged = exchange(s, all);
-  if (exchanged == dctSuccess) exchanged = carried;
   tailDone = !s.nesting && (s.send != s.recv || copiesAfterCommit(s));  // sendbuf stays as it is
   if (exchanged == dctSuccess && tailDone) exchanged = tail(s);
   if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)

@@ -40,7 +40,12 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
   const char* fn = "dctSparseAllreduce";
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
   return guarded(comm, fn, [&] {
-    dctResult_t local = checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn);
+    // An exception in the checks still goes on to the agreement. The path
+    // may follow this rank's own compressor: every path's first collective
+    // is the same header allgather over the whole comm, and the header
+    // names the path, so ranks that differ fail there together.
+    const dctResult_t local =
+        caught(comm, fn, [&] { return checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn); });
     if (validCompressor(compressor) && compressor->config.compressor == dctCompressorOnebit)
       return onebitAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
     if (comm->node) return hierarchicalAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);

@@ -127,8 +127,8 @@ TEST_CASE("a bad argument on one rank fails every rank without a hang") {
   CHECK(f.step() == 1);
 }
 
-// Whatever the others planned (dense and the pipeline agree without a
-// vote when all is well), a rank that rejected its arguments is matched.
+// Whatever the others planned (allgather, dense, split, auto, pipelined), a
+// rank that rejected its arguments is matched.
 TEST_CASE("a bad argument on one rank, against every algorithm's agreement, fails every rank") {
   const size_t n = 100003;
   for (long long chunk : {0, 997}) {
