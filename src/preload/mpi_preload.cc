@@ -15,6 +15,7 @@
 #include "dct/dct_mpi.h"
 #include "kernels/kernels.h"  // dtypeSize
 #include "preload/session.h"
+#include "preload/shielded.h"
 
 using namespace dct::preload;
 
@@ -44,17 +45,10 @@ bool dctTypeOf(MPI_Datatype type, dctDataType_t* out) {
 
 }  // namespace
 
-// No exception leaves an intercepted call (its caller may be C): an MPI
-// error code instead.
+// Every exported call runs shielded (preload/shielded.h).
 template <typename Fn>
 int shielded(Fn&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return MPI_ERR_NO_MEM;
-  } catch (...) {
-    return MPI_ERR_INTERN;
-  }
+  return dct::preload::shielded<int>(MPI_ERR_NO_MEM, MPI_ERR_INTERN, fn);
 }
 
 #define DCT_PRELOAD_EXPORT extern "C" __attribute__((visibility("default")))

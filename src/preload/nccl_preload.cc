@@ -13,6 +13,7 @@
 #include "base/env.h"
 #include "dct/dct_nccl.h"
 #include "preload/nccl_interceptor.h"
+#include "preload/shielded.h"
 
 using namespace dct::preload;
 
@@ -122,17 +123,10 @@ NcclInterceptor& interceptor() {
 
 }  // namespace
 
-// No exception leaves an intercepted call (its caller may be C): an NCCL
-// error code instead.
+// Every exported call runs shielded (preload/shielded.h).
 template <typename Fn>
 ncclResult_t shielded(Fn&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return ncclSystemError;
-  } catch (...) {
-    return ncclInternalError;
-  }
+  return dct::preload::shielded<ncclResult_t>(ncclSystemError, ncclInternalError, fn);
 }
 
 #define DCT_PRELOAD_EXPORT extern "C" __attribute__((visibility("default")))
