@@ -97,8 +97,11 @@ typedef struct dctCompressor* dctCompressor_t;
 typedef struct dctAlltoallPlan* dctAlltoallPlan_t;
 
 /* Configuration. Always start from DCT_CONFIG_INITIALIZER: fields left at
- * their "undefined" value take the DCT_* environment variable, else the
- * built-in default (documented per field). */
+ * their "undefined" value take the DCT_* environment variable as the comm
+ * read it at its creation, else the built-in default (documented per
+ * field). density, warmupSteps, algorithm, wireType and compressor must be
+ * the same on every rank: a step whose ranks differ fails on all of them
+ * with dctInvalidUsage. */
 #define DCT_CONFIG_MAGIC 0xdc7c0f19u
 #define DCT_CONFIG_UNDEF_INT (-2147483647 - 1)
 #define DCT_CONFIG_UNDEF_DOUBLE (-1.0e300)

@@ -88,12 +88,12 @@ Settings readSettings() {
     std::string line;
     char item[96];
     for (int i = 0; i < kAgreedSettings; i++) {
-      if (a.value[i] == kUnset) continue;
-      std::snprintf(item, sizeof(item), " %s=%g", kAgreedNames[i], a.value[i]);
+      std::snprintf(item, sizeof(item), " %s=%s", kAgreedNames[i], settingText(a.value[i]).c_str());
       line += item;
     }
-    DCT_INFO("settings (agreed across ranks):%s%s", line.empty() ? " all defaults" : line.c_str(),
-             s.error.empty() ? "" : (" ERROR " + s.error).c_str());
+    // "unset": a config field, else the default, decides; 0 for the comm's
+    // own numbers: the model's choice (chunks) or not set (cost inputs).
+    DCT_INFO("settings agreed across ranks:%s%s", line.c_str(), s.error.empty() ? "" : (" ERROR " + s.error).c_str());
   }
   return s;
 }
