@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "algo/allreduce_step.h"
@@ -272,6 +273,15 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   Pipeline p{s, layout(s)};
   fallback = false;
   if (mine.localError == dctSuccess) mine.localError = prelude(p);
+  // Room for what the chunks needed, now: after the exchange vote nothing
+  // may fail.
+  if (mine.localError == dctSuccess) {
+    try {
+      s.chunkNeeds.reserve(static_cast<size_t>(p.L.chunks) * P);
+    } catch (const std::bad_alloc&) {
+      mine.localError = fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
+    }
+  }
   mine.chunks = p.L.chunks;
   mine.chunkElems = p.L.elems;
   s.clock.lap(dctPhaseCompress);

@@ -206,7 +206,9 @@ bool lateTailVote(const std::vector<CallHeader>& all) {
 dctResult_t complete(Step& s, const std::vector<CallHeader>& all, bool tailDone, const char* fn) {
   dctCompressor_t c = s.c;
   if (s.nesting) DCTCHECK(s.nesting->beforeCommit(tail(s), s.plan.algorithm, s.draft.threshold, s.clock));
-  else if (!tailDone && lateTailVote(all)) DCTCHECK(vote(s.comm, tail(s), s.stream, fn, "copy of the result"));
+  // The late vote follows the headers alone: a rank whose tail already ran
+  // (called out of place) votes too when another rank's tail is late.
+  else if (lateTailVote(all)) DCTCHECK(vote(s.comm, tailDone ? dctSuccess : tail(s), s.stream, fn, "copy of the result"));
   else if (!tailDone) (void)tail(s);  // no rank's can fail
   commit(s, all);
   if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.target, c->count * dtypeSize(c->dtype), s.stream);

@@ -40,6 +40,12 @@ Verdict Session::admit(uintptr_t comm, CallFacts facts, const Agreer& agree) {
   {
     std::lock_guard<std::mutex> g(lock_);
     st = commState(comm);
+    if (facts.capturing) {  // no agreement inside CUDA graph capture: it would break the capture
+      summary_.calls++;
+      st->calls++;
+      summary_.passed[static_cast<size_t>(Verdict::Capturing)]++;
+      return Verdict::Capturing;
+    }
   }
   bool refused;
   {

@@ -269,40 +269,61 @@ dctResult_t query(ncclComm_t nccl, int* rank, int* size, int* device) {
   return dctSuccess;
 }
 
+// Whether every rank of nccl succeeded so far (`failed`: this rank's part):
+// one max-allreduce on the communicator's own stream 0, through `scratch`
+// (two device ints). A rank without scratch cannot take part: the one
+// failure that still leaves the others waiting.
+bool everyRankReady(ncclComm_t nccl, int32_t* scratch, bool failed) {
+  if (scratch == nullptr) return false;
+  const int32_t mine = failed ? 1 : 0;
+  int32_t any = 1;
+  bool ok = cudaMemcpy(scratch, &mine, sizeof(mine), cudaMemcpyHostToDevice) == cudaSuccess;
+  ok = DCT_NCCL_OWN(ncclAllReduce)(scratch, scratch + 1, 1, ncclInt32, ncclMax, nccl, nullptr) == ncclSuccess && ok;
+  ok = ok && cudaMemcpy(&any, scratch + 1, sizeof(any), cudaMemcpyDeviceToHost) == cudaSuccess;
+  return ok && any == 0;
+}
+
 // A dctComm over nccl; `owned`: destroyed with it (the node and leader
-// comms a split made). On failure nccl stays the caller's.
+// comms a split made). Every rank takes part in one vote after its
+// allocations, so a rank out of memory fails every rank here instead of
+// leaving the others in the comm's first collective.
 dctResult_t createComm(ncclComm_t nccl, bool owned, dctComm_t* out) {
   int rank = 0, size = 0, device = -1;
-  DCTCHECK(query(nccl, &rank, &size, &device));
+  DCTCHECK(query(nccl, &rank, &size, &device));  // an unusable communicator: no collective can run on it
+  DeviceGuard guard(device);
   auto* comm = new (std::nothrow) dctComm();
   auto* state = new (std::nothrow) State();
-  if (comm == nullptr || state == nullptr) {
-    delete comm;
+  // The staging of host data (and so every agreement and vote) must never
+  // need memory it cannot get: it exists, on the communicator's device,
+  // before any step. Its first ints carry the vote; without it, two ints.
+  const size_t staging = (static_cast<size_t>(size) + 1) * kHostChunk;
+  void* host = nullptr;
+  cudaError_t err = comm && state ? cudaMalloc(&host, staging) : cudaErrorMemoryAllocation;
+  cudaEvent_t paddedFree = nullptr;
+  if (err == cudaSuccess) err = cudaEventCreateWithFlags(&paddedFree, cudaEventDisableTiming);
+  void* scratch = host;
+  if (scratch == nullptr && cudaMalloc(&scratch, 2 * sizeof(int32_t)) != cudaSuccess) scratch = nullptr;
+  const bool ready = everyRankReady(nccl, static_cast<int32_t*>(scratch), err != cudaSuccess);
+  if (scratch != host) cudaFree(scratch);
+  if (!ready) {
+    if (paddedFree) cudaEventDestroy(paddedFree);
+    if (host) cudaFree(host);
     delete state;
-    return fail(nullptr, dctOutOfMemory, "dctCommInitNccl: out of memory");
+    delete comm;
+    (void)cudaGetLastError();
+    if (err != cudaSuccess) return cudaFail(err, "dctCommInitNccl: staging buffer", __FILE__, __LINE__);
+    return fail(nullptr, dctInvalidUsage, "dctCommInitNccl: another rank could not create its comm");
   }
   state->comm = nccl;
   state->owned = owned;
   state->device = device;
+  state->host.ptr = host;
+  state->host.bytes = staging;
+  state->paddedFree = paddedFree;
   comm->rank = rank;
   comm->size = size;
   comm->transport = &kNcclTransport;
   comm->transportState = state;
-  // The staging of host data (and so every agreement and vote) must never
-  // need memory it cannot get: it exists, on the communicator's device,
-  // before any step.
-  DeviceGuard guard(device);
-  const size_t staging = (static_cast<size_t>(size) + 1) * kHostChunk;
-  cudaError_t err = cudaMalloc(&state->host.ptr, staging);
-  if (err == cudaSuccess) state->host.bytes = staging;
-  if (err == cudaSuccess) err = cudaEventCreateWithFlags(&state->paddedFree, cudaEventDisableTiming);
-  if (err != cudaSuccess) {
-    dctResult_t r = cudaFail(err, "dctCommInitNccl: staging buffer", __FILE__, __LINE__);
-    state->owned = false;  // the caller destroys nccl (split does)
-    destroy(comm);
-    delete comm;
-    return r;
-  }
   *out = comm;
   return dctSuccess;
 }

@@ -6,10 +6,12 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "../common/half_reference.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
@@ -178,4 +180,38 @@ TEST_CASE("DCT_CHUNK_ELEMENTS=1 is raised to a bounded chunk count and gives the
   };
   const std::vector<float> chunked = run(1), whole = run(0);
   CHECK(std::memcmp(chunked.data(), whole.data(), n * sizeof(float)) == 0);
+}
+
+// A step's late vote (its result converted after the exchange vote, in
+// place) follows the headers: a rank that called out of place votes too.
+TEST_CASE("in place on one rank, out of place on the others, with a converted result: every rank completes") {
+  World w;
+  const size_t n = 20011;
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense}) {
+    CAPTURE(algo);
+    Settings s;
+    s.algorithm = algo;
+    dctConfig_t cfg = explicitConfig(s);
+    if (algo == dctAlgoDense) cfg.wireType = dctFloat32;  // dense: the sum in another type than the tensor's
+    const dctDataType_t type = algo == dctAlgoDense ? dctFloat64 : dctFloat16;
+    const size_t es = algo == dctAlgoDense ? 8 : 2;
+    dctCompressor_t c = nullptr;
+    REQUIRE(dctCompressorCreate(w.comm, n, type, &cfg, &c) == dctSuccess);
+    std::vector<unsigned char> in(n * es, 0), out(n * es, 0);
+    for (int step = 0; step < 3; step++) {
+      for (size_t i = 0; i < n; i++) {  // small integers: exact in every type
+        const double v = static_cast<double>((i * 7 + step + w.rank) % 13) - 6.0;
+        if (es == 8) std::memcpy(&in[i * 8], &v, 8);
+        else {
+          const uint16_t h = refFloatToHalf(static_cast<float>(v));
+          std::memcpy(&in[i * 2], &h, 2);
+        }
+      }
+      const bool inPlace = w.rank == 0;
+      void* recv = inPlace ? in.data() : out.data();
+      REQUIRE(dctSparseAllreduce(in.data(), recv, n, type, dctSum, c, w.comm, nullptr) == dctSuccess);
+      CHECK(identicalOnAllRanks(recv, n * es));
+    }
+    dctCompressorDestroy(c);
+  }
 }

@@ -193,6 +193,12 @@ TEST_CASE("the first call on a communicator compares the ranks' policies; a mism
   CHECK(s.admit(0x3000, eligible(), Agreer{}) == Verdict::Disagree);
   CHECK_FALSE(s.agreed(0x3000));
   CHECK(s.admit(0x3000, eligible(), alone) == Verdict::Compress);
+  // Nor inside CUDA graph capture: the call passes, the agreement waits.
+  CallFacts captured = eligible();
+  captured.capturing = true;
+  CHECK(s.admit(0x4000, captured, another) == Verdict::Capturing);
+  CHECK_FALSE(s.agreed(0x4000));
+  CHECK(agreements == 1);
 }
 
 TEST_CASE("a communicator libdct could not wrap on some rank is passed through on every rank") {
