@@ -201,7 +201,54 @@ DCT_EXPORT const char* dctGetErrorString(dctResult_t result);
 DCT_EXPORT const char* dctGetLastError(dctComm_t comm);
 DCT_EXPORT dctResult_t dctGetVersion(int* version);
 
-/* --- communicators (created by dctCommInitMpi / dctCommInitNccl) --- */
+/* --- bring your own transport ---
+ * A dctComm_t over a communicator the caller already has (a framework's
+ * process group, Gloo, UCC, Horovod): the caller supplies blocking
+ * collectives over all `nranks` ranks, libdct brings compression, the
+ * algorithms and the failure contract. Each callback returns 0 on success
+ * and anything else on failure, and a rank whose callback fails must still
+ * have taken part in the collective (peers never wait on it): libdct then
+ * fails the step on every rank and commits nothing. Every callback takes
+ * host buffers (libdct's own headers and votes are host memory); with
+ * deviceBuffers set they also take device buffers, and `stream` is the
+ * caller's (else NULL). Sizes are in bytes except count. Start from
+ * DCT_CALLBACKS_INITIALIZER; the struct is copied. */
+typedef struct {
+  size_t size;            /* sizeof(dctCallbacks_t) */
+  unsigned int magic;     /* DCT_CALLBACKS_MAGIC */
+  unsigned int version;   /* DCT_VERSION_CODE */
+  int rank;               /* this rank, in [0, nranks) */
+  int nranks;
+  int deviceBuffers;      /* 1: the callbacks also take device buffers */
+  void* context;          /* handed to every callback */
+  /* recv = every rank's `bytes` from send, in rank order. */
+  int (*allgather)(const void* send, void* recv, size_t bytes, void* context, void* stream);
+  /* Rank q's sendBytes land at recv + recvOffsets[q] (recvBytes[q] long). */
+  int (*allgatherv)(const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
+                    const size_t* recvOffsets, void* context, void* stream);
+  /* Rank q gets sendBytes[q] from send + sendOffsets[q]; this rank gets
+   * recvBytes[q] from rank q at recv + recvOffsets[q]. */
+  int (*alltoallv)(const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
+                   const size_t* recvBytes, const size_t* recvOffsets, void* context, void* stream);
+  /* recv = elementwise sum over ranks of send (send may equal recv), in an
+   * order the same on every rank so that all hold identical bits. */
+  int (*allreduceSum)(const void* send, void* recv, size_t count, dctDataType_t datatype, void* context,
+                      void* stream);
+  /* Optional: *max = the largest `mine` over ranks (host values). A rank
+   * that fails contributes dctTransportError instead of `mine`, so that
+   * every rank learns of it. NULL: libdct votes with allgather, and a vote
+   * that fails on one rank alone can then leave the others going on. */
+  int (*voteMax)(int32_t mine, int32_t* max, void* context);
+} dctCallbacks_t;
+#define DCT_CALLBACKS_MAGIC 0xdc7cca11u
+#define DCT_CALLBACKS_INITIALIZER \
+  { sizeof(dctCallbacks_t), DCT_CALLBACKS_MAGIC, DCT_VERSION_CODE, -1, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+/* Collective over the callbacks' ranks, like dctCommInitMpi (settings
+ * agreed, links probed). Hierarchical steps (DCT_HIERARCHY) are not
+ * available: the callbacks cannot split. */
+DCT_EXPORT dctResult_t dctCommInitCallbacks(const dctCallbacks_t* callbacks, dctComm_t* comm);
+
+/* --- communicators (created by dctCommInitMpi / dctCommInitNccl / dctCommInitCallbacks) --- */
 DCT_EXPORT dctResult_t dctCommDestroy(dctComm_t comm);
 DCT_EXPORT dctResult_t dctCommRank(dctComm_t comm, int* rank);
 DCT_EXPORT dctResult_t dctCommSize(dctComm_t comm, int* size);

@@ -11,7 +11,23 @@
 
 namespace dct {
 dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out);
+dctResult_t createCallbacksComm(const dctCallbacks_t* callbacks, dctComm_t* out);
+
+namespace {
+// What every comm does after its transport is up: the agreed settings and
+// hierarchy, then the link probe. Destroys the comm on failure.
+dctResult_t finishComm(dctComm_t made, dctComm_t* out) {
+  dctResult_t res = settleComm(made);
+  if (res == dctSuccess) res = probeLinks(made);
+  if (res != dctSuccess) {
+    dctCommDestroy(made);
+    return res;
+  }
+  *out = made;
+  return dctSuccess;
 }
+}  // namespace
+}  // namespace dct
 using namespace dct;
 
 extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
@@ -20,14 +36,17 @@ extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
     *comm = nullptr;
     dctComm_t made = nullptr;
     DCTCHECK(createMpiComm(mpiComm, &made));
-    dctResult_t res = settleComm(made);
-    if (res == dctSuccess) res = probeLinks(made);
-    if (res != dctSuccess) {
-      dctCommDestroy(made);
-      return res;
-    }
-    *comm = made;
-    return dctSuccess;
+    return finishComm(made, comm);
+  });
+}
+
+extern "C" dctResult_t dctCommInitCallbacks(const dctCallbacks_t* callbacks, dctComm_t* comm) {
+  return guarded(nullptr, "dctCommInitCallbacks", [&] {
+    if (comm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitCallbacks: comm is NULL");
+    *comm = nullptr;
+    dctComm_t made = nullptr;
+    DCTCHECK(createCallbacksComm(callbacks, &made));
+    return finishComm(made, comm);
   });
 }
 
