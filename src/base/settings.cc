@@ -1,6 +1,5 @@
 #include "base/settings.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "base/debug.h"

@@ -35,20 +35,16 @@ bool Session::sameEverywhere(uint64_t mine, const Agreer& agree) const {
   return agree(both, 2) && both[0] == mine && both[1] == ~mine;
 }
 
+std::shared_ptr<Session::CommState> Session::lockedState(uintptr_t comm) {
+  std::lock_guard<std::mutex> g(lock_);
+  return commState(comm);
+}
+
 Verdict Session::admit(uintptr_t comm, CallFacts facts, const Agreer& agree) {
-  std::shared_ptr<CommState> st;
-  {
-    std::lock_guard<std::mutex> g(lock_);
-    st = commState(comm);
-    if (facts.capturing) {  // no agreement inside CUDA graph capture: it would break the capture
-      summary_.calls++;
-      st->calls++;
-      summary_.passed[static_cast<size_t>(Verdict::Capturing)]++;
-      return Verdict::Capturing;
-    }
-  }
-  bool refused;
-  {
+  const std::shared_ptr<CommState> st = lockedState(comm);
+  // No agreement inside CUDA graph capture: it would break the capture.
+  bool refused = false;
+  if (!facts.capturing) {
     std::lock_guard<std::mutex> busy(st->busy);
     if (st->wrap == CommState::Wrap::Unknown && agree) {
       const uint64_t digest = policy_.digest() ^ (cacheEntries_ * 0x9e3779b97f4a7c15ull);
@@ -63,17 +59,13 @@ Verdict Session::admit(uintptr_t comm, CallFacts facts, const Agreer& agree) {
   std::lock_guard<std::mutex> g(lock_);
   summary_.calls++;
   facts.callIndex = st->calls++;
-  const Verdict v = refused ? Verdict::Disagree : policy_.decide(facts);
+  const Verdict v = facts.capturing ? Verdict::Capturing : refused ? Verdict::Disagree : policy_.decide(facts);
   if (v != Verdict::Compress) summary_.passed[static_cast<size_t>(v)]++;
   return v;
 }
 
 bool Session::agreed(uintptr_t comm) {
-  std::shared_ptr<CommState> st;
-  {
-    std::lock_guard<std::mutex> g(lock_);
-    st = commState(comm);
-  }
+  const std::shared_ptr<CommState> st = lockedState(comm);
   std::lock_guard<std::mutex> busy(st->busy);
   return st->wrap != CommState::Wrap::Unknown;
 }
@@ -84,11 +76,7 @@ void Session::countPass(Verdict v) {
 }
 
 dctResult_t Session::compress(const CompressCall& call, const CommOpener& open, const Agreer& agree) {
-  std::shared_ptr<CommState> st;
-  {
-    std::lock_guard<std::mutex> g(lock_);
-    st = commState(call.comm);
-  }
+  const std::shared_ptr<CommState> st = lockedState(call.comm);
   std::lock_guard<std::mutex> busy(st->busy);
   if (st->wrap == CommState::Wrap::Refused) return dctInvalidUsage;
   if (st->comm == nullptr) {

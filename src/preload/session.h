@@ -87,7 +87,8 @@ class Session {
 
  private:
   struct CommState;
-  std::shared_ptr<CommState> commState(uintptr_t comm);
+  std::shared_ptr<CommState> commState(uintptr_t comm);  // under lock_
+  std::shared_ptr<CommState> lockedState(uintptr_t comm);
   // Whether every rank holds `mine`.
   bool sameEverywhere(uint64_t mine, const Agreer& agree) const;
 

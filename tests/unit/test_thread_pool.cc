@@ -60,16 +60,24 @@ dctResult_t throwsBadAlloc(int) { throw std::bad_alloc(); }
 dctResult_t throwsOther(int) { throw std::runtime_error("kernel failed"); }
 dctResult_t succeeds(int x) { return x == 1 ? dctSuccess : dctInvalidArgument; }
 
+// parallelFor whose body throws on worker `thrower` (0: the caller): it
+// must throw, after every other chunk finished (counted in `done`).
+void throwsAfterOthers(int thrower, std::atomic<size_t>& done) {
+  ThreadPool& pool = ThreadPool::instance();
+  REQUIRE(pool.size() > 1);
+  const size_t perChunk = kItems / pool.workersFor(kItems, 1);
+  CHECK_THROWS_AS(
+      pool.parallelFor(kItems, 1, [&](size_t b, size_t e, int w) { countOrThrow(thrower, done, b, e, w); }),
+      std::runtime_error);
+  CHECK(done.load() >= kItems - perChunk - 1);
+}
+
 }  // namespace
 
 TEST_CASE("a body that throws on a worker: rethrown on the caller once every chunk is done") {
   ThreadPool& pool = ThreadPool::instance();
-  REQUIRE(pool.size() > 1);
   std::atomic<size_t> done{0};
-  const size_t perChunk = kItems / pool.workersFor(kItems, 1);
-  CHECK_THROWS_AS(pool.parallelFor(kItems, 1, [&](size_t b, size_t e, int w) { countOrThrow(1, done, b, e, w); }),
-                  std::runtime_error);
-  CHECK(done.load() >= kItems - perChunk - 1);  // all other chunks finished before the rethrow
+  throwsAfterOthers(1, done);  // all other chunks finished before the rethrow
   // The pool is still usable.
   std::atomic<size_t> again{0};
   pool.parallelFor(kItems, 1, [&](size_t b, size_t e, int) { again += e - b; });
@@ -77,14 +85,9 @@ TEST_CASE("a body that throws on a worker: rethrown on the caller once every chu
 }
 
 TEST_CASE("a body that throws on the caller: the workers finish before parallelFor unwinds") {
-  ThreadPool& pool = ThreadPool::instance();
-  REQUIRE(pool.size() > 1);
   std::atomic<size_t> done{0};
-  const size_t perChunk = kItems / pool.workersFor(kItems, 1);
-  CHECK_THROWS_AS(pool.parallelFor(kItems, 1, [&](size_t b, size_t e, int w) { countOrThrow(0, done, b, e, w); }),
-                  std::runtime_error);
+  throwsAfterOthers(0, done);
   const size_t atReturn = done.load();
-  CHECK(atReturn >= kItems - perChunk - 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(done.load() == atReturn);  // nothing still runs on the unwound frame
 }
