@@ -261,6 +261,18 @@ DCT_EXPORT dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStat
 /* The configuration in effect after env vars and defaults were applied. */
 DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config);
 
+/* The committed error-feedback residual (a 1-bit compressor's worker
+ * error; its server error is not included): `count` elements of the
+ * accumulation type, fp64 for fp64 tensors, else fp32. For checkpoints and
+ * for checking that nothing was dropped. The buffer lives where the
+ * compressor's steps run (host or device); a compressor that has not run a
+ * step takes that memory space from this buffer and holds zeros. Set
+ * replaces the residual (finite values only: NaN/Inf are rejected for host
+ * buffers). Not collective; not while a step on this compressor runs. */
+DCT_EXPORT dctResult_t dctCompressorGetResidual(dctCompressor_t compressor, void* residual, void* stream);
+DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, const void* residual,
+                                                void* stream);
+
 /* DCT-DP: recvbuf = sum (or mean) over ranks of each rank's compressed
  * (sendbuf + residual). Collective; in place allowed; every rank ends with a
  * bit-identical recvbuf. count 0 is a no-op (buffers may be NULL).

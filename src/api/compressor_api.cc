@@ -1,4 +1,5 @@
 // Compressor entry points and the local (non-collective) kernels API.
+#include <cmath>
 #include <memory>
 
 #include "api/config.h"
@@ -44,6 +45,49 @@ extern "C" dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctCon
   if (config == nullptr) return fail(compressor->comm, dctInvalidArgument, "dctCompressorGetConfig: config is NULL");
   *config = compressor->config;
   return dctSuccess;
+}
+
+namespace {
+// Binds c to residual's memory space when it has not run yet, then copies
+// count accumulation-type elements from `from` to `to` in that space.
+dctResult_t copyResidual(dctCompressor_t c, const void* buffer, void* to, const void* from, void* stream,
+                         const char* fn) {
+  dctComm_t comm = c->comm;
+  const size_t bytes = c->count * dtypeSize(c->accType);
+  DCTCHECK(checkBuffer(comm, buffer, c->count, dtypeSize(c->accType), "residual", fn));
+  if (c->count == 0) return dctSuccess;
+  DCTCHECK(bindTwin(c, buffer, fn));
+  dctResult_t res = c->ops->copy(c->kernels, to ? to : c->residual(), from ? from : c->residual(), bytes, stream);
+  if (res == dctSuccess) res = c->ops->synchronize(c->kernels, stream);
+  return res == dctSuccess ? res : fail(comm, res, "%s: copying the residual failed", fn);
+}
+
+bool allFinite(const void* p, size_t n, dctDataType_t type) {
+  for (size_t i = 0; i < n; i++) {
+    const double v = type == dctFloat64 ? static_cast<const double*>(p)[i] : static_cast<const float*>(p)[i];
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+extern "C" dctResult_t dctCompressorGetResidual(dctCompressor_t c, void* residual, void* stream) {
+  const char* fn = "dctCompressorGetResidual";
+  if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
+  return guarded(c->comm, fn, [&] { return copyResidual(c, residual, residual, nullptr, stream, fn); });
+}
+
+extern "C" dctResult_t dctCompressorSetResidual(dctCompressor_t c, const void* residual, void* stream) {
+  const char* fn = "dctCompressorSetResidual";
+  if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
+  return guarded(c->comm, fn, [&] {
+    DCTCHECK(checkBuffer(c->comm, residual, c->count, dtypeSize(c->accType), "residual", fn));
+    if (c->count > 0 && !twinFor(residual).device && !allFinite(residual, c->count, c->accType))
+      return fail(c->comm, dctInvalidArgument, "%s: the residual holds NaN or Inf", fn);
+    DCTCHECK(copyResidual(c, residual, nullptr, residual, stream, fn));
+    c->residualZero = c->count == 0;
+    return dctSuccess;
+  });
 }
 
 extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void* indices,
