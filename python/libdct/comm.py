@@ -1,0 +1,86 @@
+"""libdct.Comm: a dctComm_t over a torch.distributed process group or an mpi4py
+communicator."""
+import ctypes
+
+from . import _native
+from .compressor import Compressor
+from .config import Config
+from .errors import check
+
+
+class Comm:
+    """Create with Comm.from_torch(group) or Comm.from_mpi(comm); collective
+    over the group's ranks. Close it (or use `with`) before the group goes."""
+
+    def __init__(self, handle, transport=None, device_buffers=False, on_close=None):
+        self.handle = handle
+        self.transport = transport  # keeps the callbacks alive while the comm lives
+        self.device_buffers = device_buffers
+        self._on_close = on_close
+        lib = _native.lib()
+        rank, size = ctypes.c_int(), ctypes.c_int()
+        check(lib.dctCommRank(handle, ctypes.byref(rank)), handle)
+        check(lib.dctCommSize(handle, ctypes.byref(size)), handle)
+        self.rank, self.size = rank.value, size.value
+
+    @classmethod
+    def from_torch(cls, group=None):
+        """Over a torch.distributed group (None: the default group). gloo (and
+        any CPU backend): libdct's collectives run as the group's own
+        all_gather / all_to_all_single / all_reduce. nccl: a libdct NCCL comm
+        whose unique id is broadcast over the group (device buffers)."""
+        import torch.distributed as dist
+        if dist.get_backend(group) == "nccl":
+            from .nccl import nccl_comm
+            return nccl_comm(cls, group)
+        from .torch_transport import TorchTransport
+        transport = TorchTransport(group)
+        return cls(cls._init_callbacks(transport), transport)
+
+    @classmethod
+    def from_mpi(cls, comm=None):
+        """Over an mpi4py communicator (None: COMM_WORLD), through
+        dctCommInitMpi: the MPI transport with its pipelining."""
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD if comm is None else comm
+        handle = ctypes.c_void_p()
+        lib = _native.lib()
+        check(lib.dctCommInitMpi(ctypes.c_void_p(MPI._handleof(comm)), ctypes.byref(handle)))
+        return cls(handle.value)
+
+    @staticmethod
+    def _init_callbacks(transport):
+        handle = ctypes.c_void_p()
+        table = transport.table()
+        res = _native.lib().dctCommInitCallbacks(ctypes.byref(table), ctypes.byref(handle))
+        check(res, None, transport.take_error())
+        return handle.value
+
+    def compressor(self, count, dtype="fp32", config=None, **fields):
+        """A Compressor for count elements; config fields as keywords
+        (density=0.01, algorithm="split", compressor="onebit", ...)."""
+        if fields:
+            config = Config(**{**(vars(config) if config else {}), **fields})
+        return Compressor(self, count, dtype, config)
+
+    def _call(self, fn, *args):
+        """A collective C call: a failure raises DctError, chained to the
+        exception a callback raised on this rank, if any."""
+        if self.handle is None:
+            raise ValueError("this Comm is closed")
+        res = fn(*args)
+        cause = self.transport.take_error() if self.transport is not None else None
+        check(res, self.handle, cause)
+
+    def close(self):
+        if self.handle is not None:
+            _native.lib().dctCommDestroy(self.handle)
+            self.handle = None
+            if self._on_close:
+                self._on_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

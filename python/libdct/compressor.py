@@ -1,0 +1,87 @@
+"""A compressor: one tensor's (or DDP bucket's) error-feedback state and its
+compressed allreduce."""
+import ctypes
+
+from . import _native
+from .buffers import describe
+from .config import Config, Stats
+from .enums import DATATYPE_NAMES, OPS, datatype_from, enum_value
+from .errors import check
+
+
+class Compressor:
+    def __init__(self, comm, count, dtype, config=None):
+        """count elements of dtype ("fp32", "fp64", "fp16", "bf16" or a torch
+        dtype); config a Config (None: environment and defaults)."""
+        self.comm = comm
+        self.count = int(count)
+        self.dtype = datatype_from(dtype)
+        native = (config or Config()).to_native()
+        handle = ctypes.c_void_p()
+        comm._call(_native.lib().dctCompressorCreate, comm.handle, self.count, self.dtype,
+                   ctypes.byref(native), ctypes.byref(handle))
+        self.handle = handle.value
+
+    def allreduce(self, send, out=None, op="avg"):
+        """out = sum or mean over ranks of compress(send + residual); in place
+        when out is None or send itself. Collective; identical bits on every
+        rank. Returns out."""
+        out = send if out is None else out
+        sp, n, dtype, stream = describe(send, "send")
+        rp, rn, rdtype, _ = describe(out, "out", writable=True)
+        if (rn, rdtype) != (n, dtype):
+            raise ValueError(f"out ({rn} x {DATATYPE_NAMES[rdtype]}) must match send ({n} x {DATATYPE_NAMES[dtype]})")
+        self.comm._call(_native.lib().dctSparseAllreduce, sp, rp, n, dtype, enum_value(OPS, op, "op"),
+                        self._live(), self.comm.handle, stream)
+        return out
+
+    @property
+    def stats(self):
+        s = _native.Stats()
+        check(_native.lib().dctCompressorGetStats(self._live(), ctypes.byref(s)), self.comm.handle)
+        return Stats.from_native(s)
+
+    @property
+    def config(self):
+        c = _native.Config()
+        check(_native.lib().dctCompressorGetConfig(self._live(), ctypes.byref(c)), self.comm.handle)
+        return Config.from_native(c)
+
+    def get_residual(self, out):
+        """Copies the committed residual (count elements: fp64 for fp64
+        tensors, else fp32) into out, a tensor or array where the steps run."""
+        ptr, n, _, stream = describe(out, "out", writable=True)
+        self._expect_residual(out, n)
+        check(_native.lib().dctCompressorGetResidual(self._live(), ptr, stream), self.comm.handle)
+        return out
+
+    def set_residual(self, residual):
+        """Replaces the residual (a checkpoint's, or a rebuilt bucket's)."""
+        ptr, n, _, stream = describe(residual, "residual")
+        self._expect_residual(residual, n)
+        check(_native.lib().dctCompressorSetResidual(self._live(), ptr, stream), self.comm.handle)
+
+    @property
+    def residual_dtype(self):
+        return "fp64" if self.dtype == 1 else "fp32"
+
+    def _expect_residual(self, buf, n):
+        want = "float64" if self.dtype == 1 else "float32"
+        if n != self.count or not str(buf.dtype).endswith(want):
+            raise ValueError(f"the residual is {self.count} x {want}, not {n} x {buf.dtype}")
+
+    def _live(self):
+        if self.handle is None:
+            raise ValueError("this Compressor is closed")
+        return self.handle
+
+    def close(self):
+        if self.handle is not None:
+            _native.lib().dctCompressorDestroy(self.handle)
+            self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
