@@ -1,0 +1,226 @@
+"""libdct.torch.dct_hook under DDP (gloo) at 1-4 ranks: identical replicas,
+density 1 equals allreduce_hook up to summation order, no gradient mass lost
+(applied + residuals = gradient sum, across DDP's re-bucketing), fp16 and
+bf16 buckets, small buckets and start_iter pass through, and a rank whose
+settings differ, or whose callback fails, fails every rank. Launched by
+mpirun, or with --spawn N through torch.multiprocessing."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from libdct.torch import DctState, dct_hook
+
+
+class Net(torch.nn.Module):
+    """Small MLP; with bucket_cap_mb tiny, DDP makes several buckets."""
+
+    def __init__(self, dtype=torch.float32):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(32, 96).to(dtype)
+        self.fc2 = torch.nn.Linear(96, 64).to(dtype)
+        self.fc3 = torch.nn.Linear(64, 10).to(dtype)
+
+    def forward(self, x):
+        # Computed in fp32 whatever the parameters' type (CPU torch has no
+        # half matmul); the gradients come back in the parameters' type.
+        for fc in (self.fc1, self.fc2):
+            x = torch.relu(F.linear(x, fc.weight.float(), fc.bias.float()))
+        return F.linear(x, self.fc3.weight.float(), self.fc3.bias.float())
+
+
+def model(dtype=torch.float32, hook_state=None, hook=dct_hook):
+    torch.manual_seed(7)
+    ddp = DDP(Net(dtype), bucket_cap_mb=0.01)
+    if hook_state is not None:
+        ddp.register_comm_hook(hook_state, hook)
+    return ddp
+
+
+def train(ddp, steps, lr=0.05):
+    opt = torch.optim.SGD(ddp.parameters(), lr=lr)
+    g = torch.Generator().manual_seed(1 + dist.get_rank())
+    for _ in range(steps):
+        x, y = torch.randn(16, 32, generator=g), torch.randint(0, 10, (16,), generator=g)
+        opt.zero_grad()
+        F.cross_entropy(ddp(x), y).backward()
+        opt.step()
+    return torch.cat([p.detach().float().flatten() for p in ddp.parameters()])
+
+
+def case_replicas_stay_identical():
+    for compressor in ("topk", "onebit"):
+        state = DctState(density=0.05, min_compression_bytes=0, compressor=compressor)
+        params = train(model(hook_state=state), 8)
+        assert same_on_all_ranks(params), compressor
+        assert torch.isfinite(params).all() and state._buckets
+        assert state.bytes_sent < state.dense_bytes or SIZE == 1
+        state.close()
+
+
+def case_density_one_equals_allreduce_hook():
+    dense = train(model(hook_state=dist.group.WORLD, hook=default_hooks.allreduce_hook), 6)
+    state = DctState(density=1.0, min_compression_bytes=0)
+    ours = train(model(hook_state=state), 6)
+    assert torch.allclose(ours, dense, rtol=1e-5, atol=1e-6), (ours - dense).abs().max()
+    state.close()
+
+
+def recording(state, record):
+    """dct_hook, noting each parameter's local gradient and the applied mean."""
+    def hook(st, bucket):
+        params = bucket.parameters()
+        pieces = bucket.buffer().clone().split([p.numel() for p in params])
+        for p, g in zip(params, pieces):
+            record.setdefault(id(p), [torch.zeros(p.numel(), dtype=torch.float64)] * 2)
+            record[id(p)][0] = record[id(p)][0] + g.double()
+
+        def applied(fut):
+            out = fut.value()
+            for p, a in zip(params, out.split([p.numel() for p in params])):
+                record[id(p)][1] = record[id(p)][1] + a.double()
+            return out
+        return dct_hook(st, bucket).then(applied)
+    return hook
+
+
+def assert_nothing_lost(state, record):
+    residuals = state.residuals()
+    for pid, (grads, applied) in record.items():
+        r = residuals.get(pid, torch.zeros(1)).double()
+        total = sum_over_ranks(grads)
+        balance = SIZE * applied + sum_over_ranks(r.expand_as(grads).contiguous() if r.numel() == 1 else r)
+        assert torch.allclose(balance, total, rtol=1e-5, atol=1e-5), (balance - total).abs().max()
+
+
+def case_no_gradient_mass_is_lost_through_ddp():
+    state, record = DctState(density=0.02, min_compression_bytes=0), {}
+    ddp = model(hook_state=state, hook=recording(state, record))
+    train(ddp, 7)  # DDP re-buckets after the first step: residuals move along
+    assert_nothing_lost(state, record)
+    state.close()
+
+
+class FakeBucket:
+    """What dct_hook reads of a torch GradBucket."""
+
+    def __init__(self, index, params, last):
+        self._index, self._params, self._last = index, params, last
+        self._buf = torch.cat([p.grad.flatten() for p in params])
+
+    def buffer(self):
+        return self._buf
+
+    def parameters(self):
+        return self._params
+
+    def index(self):
+        return self._index
+
+    def is_last(self):
+        return self._last
+
+
+def drive(state, layout, params, step, dtype):
+    """One iteration of hand-made buckets: layout lists parameter indices per bucket."""
+    g = torch.Generator().manual_seed(step * 10 + RANK)
+    for p in params:
+        p.grad = torch.randn(p.numel(), generator=g).to(dtype)
+    futures = [dct_hook(state, FakeBucket(i, [params[j] for j in b], i == len(layout) - 1))
+               for i, b in enumerate(layout)]
+    return [f.wait() for f in futures]
+
+
+def case_rebuckets_move_residuals_and_half_buckets():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        params = [torch.nn.Parameter(torch.zeros(n, dtype=dtype)) for n in (300, 77, 1000, 5)]
+        state, record = DctState(density=0.05, min_compression_bytes=0), {}
+        before, after = [[0, 1], [2, 3]], [[3, 2], [0], [1]]
+        for step in range(6):
+            layout = before if step < 3 else after
+            outs = drive(state, layout, params, step, dtype)
+            for b, out in zip(layout, outs):
+                assert out.dtype == dtype and same_on_all_ranks(out)
+                for j, a in zip(b, out.split([params[j].numel() for j in b])):
+                    entry = record.setdefault(id(params[j]), [torch.zeros(params[j].numel(), dtype=torch.float64)] * 2)
+                    entry[0] = entry[0] + params[j].grad.double()
+                    entry[1] = entry[1] + a.double()
+        assert state.rebuilds == 3, state.rebuilds
+        if dtype == torch.float32:  # half inputs: the rounding of the output is not in the residual
+            assert_nothing_lost(state, record)
+        state.close()
+
+
+def case_small_buckets_and_start_iter_pass_through():
+    dense = train(model(hook_state=dist.group.WORLD, hook=default_hooks.allreduce_hook), 4)
+    state = DctState(density=0.01, min_compression_bytes=1 << 30)
+    ours = train(model(hook_state=state), 4)
+    assert torch.allclose(ours, dense, rtol=1e-5, atol=1e-6) and not state._buckets
+    assert state.bytes_sent == state.dense_bytes
+    state.close()
+    state = DctState(density=0.01, min_compression_bytes=0, start_iter=3)
+    train(model(hook_state=state), 3)
+    assert not state._buckets and state.iter == 3
+    train(model(hook_state=state), 1)
+    assert state._buckets
+    state.close()
+
+
+def backward_error(state):
+    try:
+        train(model(hook_state=state), 2)
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+def case_a_rank_that_differs_fails_every_rank():
+    if SIZE == 1:
+        return
+    for fields in ({"density": 0.01 if RANK else 0.02}, {"wire_type": "fp16" if RANK else None}):
+        state = DctState(min_compression_bytes=0, **fields)
+        err = backward_error(state)
+        assert err is not None and "libdct" in err and "invalid usage" in err, err
+        state.close()
+
+
+def case_a_failed_callback_reaches_every_rank():
+    if SIZE == 1:
+        return
+    state = DctState(density=0.05, min_compression_bytes=0, algorithm="allgather")
+    if RANK == 0:
+        state.comm.transport.inject_failure("allgatherv", after=1)
+    err = backward_error(state)
+    assert err is not None and "libdct" in err, err
+    state.close()
+
+
+def main():
+    global RANK, SIZE, same_on_all_ranks, sum_over_ranks
+    from harness import run_cases, same_on_all_ranks, start
+    RANK, SIZE = start()
+
+    def sum_over_ranks(t):
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+    run_cases(globals())
+    dist.destroy_process_group()
+
+
+def spawned(rank, size):
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(size))
+    main()
+
+
+if __name__ == "__main__":
+    if "--spawn" in sys.argv:  # the torch.multiprocessing launcher
+        import torch.multiprocessing as mp
+        n = int(sys.argv[sys.argv.index("--spawn") + 1])
+        mp.spawn(spawned, args=(n,), nprocs=n)
+    else:
+        main()
