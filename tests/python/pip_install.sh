@@ -5,7 +5,9 @@
 set -euo pipefail
 python="$1" src="$2" lib="$3" target="$4"
 rm -rf "$target"
-"$python" -m pip install --quiet --no-build-isolation --no-deps --target "$target/site" "$src"
+mkdir -p "$target"
+cp -r "$src" "$target/src"  # setuptools builds in the source folder: keep the checkout clean
+"$python" -m pip install --quiet --no-build-isolation --no-deps --target "$target/site" "$target/src"
 probe='import libdct, libdct._native as n; print(libdct.__version__, n.lib().version_code, n.lib().dll._name)'
 cd "$target"
 unset PYTHONPATH
