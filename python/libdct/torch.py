@@ -67,6 +67,7 @@ class DctState:
         self.algorithm = algorithm
         self.wire_type = wire_type
         self.config = config or Config()
+        self.compressor_config().to_native()  # a bad name fails here, not in the first backward
         self.iter = 0
         self.rebuilds = 0  # compressors made afresh because DDP re-bucketed
         self.bytes_sent = 0  # payload bytes this rank put on the wire, all buckets
