@@ -18,7 +18,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from libdct.launch import init_process_group
-from libdct.torch import DctState, dct_hook
+from libdct.torch import Bucket, DctState, dct_hook
 
 
 def net(width):
@@ -31,26 +31,6 @@ def silent_hook(_, bucket):
     done = torch.futures.Future()
     done.set_result(bucket.buffer())
     return done
-
-
-class Recorded:
-    """A bucket kept from a real step, replayed through a hook (GradBucket's interface)."""
-
-    def __init__(self, bucket):
-        self._buf, self._params = bucket.buffer().clone(), bucket.parameters()
-        self._index, self._last = bucket.index(), bucket.is_last()
-
-    def buffer(self):
-        return self._buf
-
-    def parameters(self):
-        return self._params
-
-    def index(self):
-        return self._index
-
-    def is_last(self):
-        return self._last
 
 
 def step_times(ddp, steps, batch, rank):
@@ -95,7 +75,7 @@ def main():
     probe = DDP(net(a.width), bucket_cap_mb=a.bucket_mb)
 
     def keeping(_, bucket):
-        kept.append(Recorded(bucket))
+        kept.append(Bucket(bucket.index(), bucket.buffer().clone(), bucket.parameters(), bucket.is_last()))
         return silent_hook(_, bucket)
     probe.register_comm_hook(None, keeping)
     step_times(probe, 2, a.batch, rank)  # DDP re-buckets after its first step: keep the second's

@@ -174,6 +174,27 @@ class DctState:
         return out
 
 
+class Bucket:
+    """What dct_hook reads of DDP's GradBucket, to run the hook without DDP
+    (a training loop of one's own, replaying buckets in benchmarks and tests):
+    buffer is the flat gradient, parameters the tensors it concatenates."""
+
+    def __init__(self, index, buffer, parameters, is_last):
+        self._index, self._buffer, self._parameters, self._last = index, buffer, list(parameters), is_last
+
+    def index(self):
+        return self._index
+
+    def buffer(self):
+        return self._buffer
+
+    def parameters(self):
+        return self._parameters
+
+    def is_last(self):
+        return self._last
+
+
 def dct_hook(state, bucket):
     """The DDP communication hook: bucket gradients in, a future of their
     compressed mean out (see DctState)."""

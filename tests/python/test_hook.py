@@ -13,11 +13,11 @@ import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from libdct.torch import DctState, dct_hook
+from libdct.torch import Bucket, DctState, dct_hook
 
 
 class Net(torch.nn.Module):
-    """Small MLP; with bucket_cap_mb tiny, DDP makes several buckets."""
+    """Small MLP in a few DDP buckets."""
 
     def __init__(self, dtype=torch.float32):
         super().__init__()
@@ -105,33 +105,14 @@ def case_no_gradient_mass_is_lost_through_ddp():
     state.close()
 
 
-class FakeBucket:
-    """What dct_hook reads of a torch GradBucket."""
-
-    def __init__(self, index, params, last):
-        self._index, self._params, self._last = index, params, last
-        self._buf = torch.cat([p.grad.flatten() for p in params])
-
-    def buffer(self):
-        return self._buf
-
-    def parameters(self):
-        return self._params
-
-    def index(self):
-        return self._index
-
-    def is_last(self):
-        return self._last
-
-
 def drive(state, layout, params, step, dtype):
     """One iteration of hand-made buckets: layout lists parameter indices per bucket."""
     g = torch.Generator().manual_seed(step * 10 + RANK)
     for p in params:
         p.grad = torch.randn(p.numel(), generator=g).to(dtype)
-    futures = [dct_hook(state, FakeBucket(i, [params[j] for j in b], i == len(layout) - 1))
-               for i, b in enumerate(layout)]
+    buckets = [[params[j] for j in b] for b in layout]
+    futures = [dct_hook(state, Bucket(i, torch.cat([p.grad for p in b]), b, i == len(layout) - 1))
+               for i, b in enumerate(buckets)]
     return [f.wait() for f in futures]
 
 
