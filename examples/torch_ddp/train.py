@@ -1,0 +1,317 @@
+"""Fashion-MNIST CNN under PyTorch DDP (gloo), one run per gradient hook:
+PyTorch's allreduce / fp16 / PowerSGD hooks against libdct's dct_hook
+(top-K with error feedback, or 1-bit). See README.md.
+
+    mpirun -np 4 --oversubscribe -x LIBDCT_LIBRARY=build/src/libdct.so -x PYTHONPATH=python \\
+        /usr/bin/python3 examples/torch_ddp/train.py --hook dct --density 0.01 --out r.json
+
+Every run starts from the same weights (seed), sees the same global batches
+in the same order (each rank a disjoint slice of each one) and follows the
+same learning-rate schedule, so only the hook differs between runs.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hook", choices=["allreduce", "fp16", "powersgd", "dct", "onebit"], default="dct")
+    p.add_argument("--density", type=float, default=0.01, help="dct: fraction of each bucket sent")
+    p.add_argument("--start-iter", type=int, default=0,
+                   help="dct/onebit: dense allreduce steps before compression")
+    p.add_argument("--algorithm", default="auto", help="dct: auto | allgather | split | dense")
+    p.add_argument("--wire-type", default=None, help="dct: fp16 | bf16 values on the wire (default fp32)")
+    p.add_argument("--rank-approx", type=int, default=1, help="powersgd: matrix_approximation_rank")
+    p.add_argument("--start-powersgd-iter", type=int, default=None,
+                   help="powersgd: dense steps first (default: 10%% of the run's steps, PowerSGD's "
+                        "documented starting point; at least 2, its minimum with error feedback)")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in all (smoke)")
+    p.add_argument("--batch", type=int, default=64, help="per rank")
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--train", type=int, default=60000, help="use the first N training images")
+    p.add_argument("--test", type=int, default=10000, help="use the first N test images")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per rank (4 ranks share 2 cores)")
+    p.add_argument("--data", default=DATA)
+    p.add_argument("--out", default=None, help="JSON of the run; a CSV of its epochs goes beside it")
+    p.add_argument("--check-accuracy", type=float, default=None,
+                   help="exit 1 unless the final test accuracy reaches this fraction")
+    return p.parse_args()
+
+
+def read_idx(path, magic):
+    """An idx file as a numpy array (gzip, big-endian header; checked)."""
+    if not os.path.exists(path):
+        sys.exit(f"{path} missing: install the Debian package dataset-fashion-mnist")
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    dims = raw[3]
+    head = np.frombuffer(raw, ">u4", 1 + dims)
+    if head[0] != magic:
+        sys.exit(f"{path}: bad magic {head[0]:#x}")
+    shape = tuple(int(d) for d in head[1:])
+    data = np.frombuffer(raw, np.uint8, offset=4 * (1 + dims))
+    if data.size != np.prod(shape):
+        sys.exit(f"{path}: {data.size} bytes of data, header says {shape}")
+    return data.reshape(shape)
+
+
+def load(data, split, n):
+    # Kept as uint8 (47 MB, not 188 MB per rank): batches are scaled on the fly.
+    x = read_idx(f"{data}/{split}-images-idx3-ubyte.gz", 0x803)[:n]
+    y = read_idx(f"{data}/{split}-labels-idx1-ubyte.gz", 0x801)[:n]
+    return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
+
+
+def as_input(images):
+    return images.unsqueeze(1).float().div_(255.0).sub_(0.2860).div_(0.3530)  # Fashion-MNIST mean/std
+
+
+class Net(nn.Module):
+    """Two small convolutions (cheap on 2 shared cores) feeding a wide fully
+    connected layer that holds 98% of the 0.8M parameters: the gradient is
+    3.3 MB per step, which a 1 Gbit/s link feels."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 5, padding=2)    # 28x28 -> pool -> 14x14x8
+        self.conv2 = nn.Conv2d(8, 16, 5, padding=2)   # 14x14 -> pool -> 7x7x16
+        self.fc1 = nn.Linear(7 * 7 * 16, 1024)
+        self.fc2 = nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+class Counted:
+    """Wraps a hook to count, the same way for every hook, the payload bytes
+    this rank contributes to the gradient collectives: PyTorch's hooks by
+    every dist.all_reduce they issue on the DDP group (bucket, fp16 copy,
+    PowerSGD's P, Q and uncompressed tensors, each as allreduced); libdct's
+    by its own count (DctState.bytes_sent: its messages, or the bucket when
+    it falls back to allreduce). `dense` is the buckets' size: what
+    allreduce_hook would contribute."""
+
+    def __init__(self, hook, state, libdct):
+        self.hook, self.state, self.libdct = hook, state, libdct
+        self.sent = 0
+        self.dense = 0
+        self.active = False  # on only while training: evaluation's collectives are not gradients
+        if not libdct:
+            real = dist.all_reduce
+
+            def counting_all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
+                if self.active and (group is None or group == dist.group.WORLD):  # not libdct's own group
+                    self.sent += tensor.numel() * tensor.element_size()
+                return real(tensor, op=op, group=group, async_op=async_op)
+            dist.all_reduce = counting_all_reduce  # the hooks look it up at call time
+
+    def as_hook(self):
+        def counted_hook(state, bucket):  # DDP wants a named function
+            self.dense += bucket.buffer().numel() * bucket.buffer().element_size()
+            return self.hook(state, bucket)
+        return counted_hook
+
+    def bytes_sent(self):
+        return self.state.bytes_sent if self.libdct else self.sent
+
+
+def make_hook(args, total_steps):
+    """(state, hook, description) for DDP.register_comm_hook."""
+    if args.hook == "allreduce":
+        return None, default_hooks.allreduce_hook, "allreduce_hook"
+    if args.hook == "fp16":
+        return None, default_hooks.fp16_compress_hook, "fp16_compress_hook"
+    if args.hook == "powersgd":
+        start = args.start_powersgd_iter
+        if start is None:
+            start = max(2, total_steps // 10)
+        args.start_powersgd_iter = start
+        # The rest at PowerSGDState's defaults: error feedback, warm start,
+        # min_compression_rate 2 (tensors that would not shrink 2x, such as
+        # the biases, are allreduced as they are).
+        state = powersgd.PowerSGDState(process_group=None, matrix_approximation_rank=args.rank_approx,
+                                       start_powerSGD_iter=start, random_seed=args.seed)
+        return state, powersgd.powerSGD_hook, f"powerSGD_hook rank {args.rank_approx}, start {start}"
+    from libdct.torch import DctState, dct_hook
+    compressor = "onebit" if args.hook == "onebit" else "topk"
+    state = DctState(process_group=None, density=args.density if compressor == "topk" else 1.0,
+                     start_iter=args.start_iter, compressor=compressor, algorithm=args.algorithm,
+                     wire_type=args.wire_type)
+    what = f"dct_hook topk density {args.density}" if compressor == "topk" else "dct_hook onebit"
+    return state, dct_hook, f"{what}, start_iter {args.start_iter}, algorithm {args.algorithm}"
+
+
+def evaluate(model, x, y, rank, size):
+    """Test accuracy: each rank scores a slice, the counts are summed."""
+    model.eval()
+    part = slice(rank * len(x) // size, (rank + 1) * len(x) // size)
+    correct = torch.zeros(2, dtype=torch.float64)
+    with torch.no_grad():
+        for xb, yb in zip(x[part].split(1000), y[part].split(1000)):
+            correct[0] += (model(as_input(xb)).argmax(1) == yb).sum()
+            correct[1] += len(yb)
+    dist.all_reduce(correct)
+    model.train()
+    return (correct[0] / correct[1]).item()
+
+
+def replicas_identical(model):
+    """Every rank's parameters, flattened, gathered and compared bit for bit."""
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    everyone = [torch.empty_like(flat) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, flat)
+    bits = [t.view(torch.int32) for t in everyone]
+    return all(torch.equal(bits[0], b) for b in bits[1:])
+
+
+def main():
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    from libdct.launch import init_process_group
+    rank, size = init_process_group("gloo")
+
+    train_x, train_y = load(args.data, "train", args.train)
+    test_x, test_y = load(args.data, "t10k", args.test)
+    global_batch = args.batch * size
+    steps_per_epoch = len(train_x) // global_batch  # the tail that does not fill a global batch is dropped
+    total_steps = steps_per_epoch * args.epochs
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+
+    torch.manual_seed(args.seed)  # the same initial weights on every rank and in every run
+    # One bucket for the whole gradient (3.3 MB), for every hook: DDP's
+    # rebuilt buckets would split off a 1 MB first bucket (here the conv
+    # layers' 14 KB), and PowerSGD's chained allreduces of two buckets then
+    # interleave in a different order on different gloo ranks (a crash:
+    # "op.preamble.length <= op.nbytes"). DDP documents this knob.
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 25 * 1024 * 1024  # = bucket_cap_mb's default
+    model = DDP(Net())
+    state, hook, described = make_hook(args, total_steps)
+    counter = Counted(hook, state, args.hook in ("dct", "onebit"))
+    model.register_comm_hook(state, counter.as_hook())
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    # Cosine decay over the planned steps, the same for every hook.
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / total_steps)))
+    params = sum(p.numel() for p in model.parameters())
+    if rank == 0:
+        print(f"{size} ranks, {params} parameters, batch {args.batch}/rank, {steps_per_epoch} steps/epoch, "
+              f"{total_steps} steps; hook: {described}", flush=True)
+
+    epochs, step = [], 0
+    for epoch in range(1, args.epochs + 1):
+        if step >= total_steps:
+            break
+        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
+        sent0, dense0, loss_sum, n = counter.bytes_sent(), counter.dense, 0.0, 0
+        dist.barrier()  # every rank starts the clock together
+        t0 = time.perf_counter()
+        counter.active = True
+        for b in range(steps_per_epoch):
+            if step >= total_steps:
+                break
+            mine = order[b * global_batch + rank * args.batch:b * global_batch + (rank + 1) * args.batch]
+            loss = F.cross_entropy(model(as_input(train_x[mine])), train_y[mine])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()  # DDP waits here for every bucket's hook future
+            opt.step()
+            sched.step()
+            loss_sum += loss.item()
+            n += 1
+            step += 1
+        dist.barrier()
+        seconds = time.perf_counter() - t0
+        counter.active = False
+        sent, dense = counter.bytes_sent() - sent0, counter.dense - dense0
+        acc = evaluate(model, test_x, test_y, rank, size)
+        # libdct's messages differ in size between ranks: the byte figure is
+        # the mean over ranks (the max is kept too); the rest is the same everywhere.
+        sums = torch.tensor([loss_sum, n, sent / n], dtype=torch.float64)
+        dist.all_reduce(sums)
+        peak = torch.tensor([sent / n], dtype=torch.float64)
+        dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+        per_rank = sums[2].item() / size
+        row = {"epoch": epoch, "steps": n, "train_loss": sums[0].item() / sums[1].item(),
+               "test_accuracy": acc, "seconds": seconds, "bytes_per_step_per_rank": per_rank,
+               "bytes_per_step_max_rank": peak.item(), "dense_bytes_per_step": dense / n,
+               "reduction_vs_allreduce": dense / n / per_rank if per_rank else None}
+        epochs.append(row)
+        if rank == 0:
+            print(f"epoch {epoch:2d}  loss {row['train_loss']:.4f}  test acc {100 * acc:.2f}%  "
+                  f"{seconds:6.1f} s  {per_rank / 1e3:9.1f} KB/step/rank sent  "
+                  f"({row['reduction_vs_allreduce']:.1f}x less than allreduce)", flush=True)
+
+    identical = replicas_identical(model)
+    result = {"hook": args.hook, "described": described, "ranks": size, "parameters": params,
+              "batch_per_rank": args.batch, "steps_per_epoch": steps_per_epoch, "steps": step,
+              "lr": args.lr, "momentum": args.momentum, "seed": args.seed, "threads": args.threads,
+              "density": args.density, "start_iter": args.start_iter, "algorithm": args.algorithm,
+              "wire_type": args.wire_type, "rank_approx": args.rank_approx,
+              "start_powersgd_iter": args.start_powersgd_iter,
+              "train_images": len(train_x), "test_images": len(test_x),
+              "bytes_sent_total": counter.bytes_sent(), "dense_bytes_total": counter.dense,
+              "replicas_identical": identical, "epochs": epochs}
+    if args.hook == "powersgd":
+        # Cross-check of the count: PowerSGD's own statistics (elements
+        # allreduced once it compresses) plus its dense warm-up steps.
+        rate, before, after = state.compression_stats()
+        warm = min(state.start_powerSGD_iter, step)
+        from_stats = warm * counter.dense / step + after * 4
+        result["powersgd_compression_stats"] = [rate, before, after]
+        result["powersgd_bytes_from_stats"] = from_stats
+        if from_stats != counter.bytes_sent():
+            print(f"rank {rank}: counted {counter.bytes_sent()} bytes, PowerSGD's stats say {from_stats}",
+                  file=sys.stderr)
+    if args.hook in ("dct", "onebit"):
+        st = state.stats(0)
+        result["libdct_last_algorithm"] = st.algorithm if st is not None else None
+        result["libdct_rebuilds"] = state.rebuilds
+        state.close()
+    if rank == 0:
+        print(f"replicas bit-identical across {size} ranks: {identical}", flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
+            with open(os.path.splitext(args.out)[0] + ".csv", "w") as f:
+                f.write("epoch,test_accuracy,train_loss,seconds,bytes_per_step_per_rank,reduction_vs_allreduce\n")
+                for r in epochs:
+                    f.write(f"{r['epoch']},{r['test_accuracy']:.6f},{r['train_loss']:.6f},{r['seconds']:.3f},"
+                            f"{r['bytes_per_step_per_rank']:.1f},{r['reduction_vs_allreduce'] or 0:.3f}\n")
+    ok = identical and (args.check_accuracy is None or (epochs and epochs[-1]["test_accuracy"] >= args.check_accuracy))
+    if not identical:
+        print(f"rank {rank}: replicas differ", file=sys.stderr)
+    elif not ok and rank == 0:
+        print(f"test accuracy {epochs[-1]['test_accuracy'] if epochs else 'none'} below {args.check_accuracy}",
+              file=sys.stderr)
+    dist.barrier()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # No interpreter teardown: in torch 1.13 ~ProcessGroupGloo (freed with
+    # DDP's reducer) joins its worker threads while holding the GIL, and a
+    # worker still dropping the last tensor of a finished collective waits
+    # for the GIL: a deadlock at exit, seen under bench/netem (pytorch#56297).
+    os._exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
