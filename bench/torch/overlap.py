@@ -21,10 +21,14 @@ from libdct.launch import init_process_group
 from libdct.torch import Bucket, DctState, dct_hook
 
 
-def net(width):
+def net(width, depth):
+    """depth layers of width x width: most of the backward runs after the
+    first buckets are ready, so there is something to overlap."""
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(784, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
-                               torch.nn.ReLU(), torch.nn.Linear(width, 10))
+    layers = [torch.nn.Linear(784, width), torch.nn.ReLU()]
+    for _ in range(depth - 1):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
 
 
 def silent_hook(_, bucket):
@@ -55,7 +59,8 @@ def main():
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--bucket-mb", type=float, default=2)
+    ap.add_argument("--depth", type=int, default=6)
+    ap.add_argument("--bucket-mb", type=float, default=4)
     a = ap.parse_args()
     rank, size = init_process_group("gloo")
     if a.hook == "dct":
@@ -63,16 +68,16 @@ def main():
     else:
         state, hook = dist.new_group(), default_hooks.allreduce_hook
 
-    compute = DDP(net(a.width), bucket_cap_mb=a.bucket_mb)
+    compute = DDP(net(a.width, a.depth), bucket_cap_mb=a.bucket_mb)
     compute.register_comm_hook(None, silent_hook)
     t_compute = step_times(compute, a.steps, a.batch, rank)
 
-    full = DDP(net(a.width), bucket_cap_mb=a.bucket_mb)
+    full = DDP(net(a.width, a.depth), bucket_cap_mb=a.bucket_mb)
     full.register_comm_hook(state, hook)
     t_full = step_times(full, a.steps, a.batch, rank)
 
     kept = []
-    probe = DDP(net(a.width), bucket_cap_mb=a.bucket_mb)
+    probe = DDP(net(a.width, a.depth), bucket_cap_mb=a.bucket_mb)
 
     def keeping(_, bucket):
         kept.append(Bucket(bucket.index(), bucket.buffer().clone(), bucket.parameters(), bucket.is_last()))
@@ -94,6 +99,7 @@ def main():
     if rank == 0:
         params = sum(p.numel() for p in full.parameters())
         print(f"hook={a.hook} density={a.density} ranks={size} params={params} buckets={len(kept)} "
+              f"threads={torch.get_num_threads()} "
               f"batch={a.batch}: compute {c:.1f} ms, comm {m:.1f} ms, step {s:.1f} ms, "
               f"hidden {hidden:.1f} ms ({100 * hidden / m if m > 0 else 0:.0f}% of comm)", flush=True)
     if a.hook == "dct":

@@ -123,7 +123,12 @@ class DctState:
 
     def _reduce(self, buf, index, layout, compress, stream):
         if buf.is_cuda and not self.comm.device_buffers:  # a gloo group: through host memory
-            buf.copy_(self._reduce(buf.cpu(), index, layout, compress, None))
+            with torch.cuda.stream(stream):
+                host = buf.cpu()  # after the gradients, on their stream
+            self._reduce(host, index, layout, compress, None)
+            with torch.cuda.stream(stream):
+                buf.copy_(host)
+            stream.synchronize()
             return buf
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
             if compress:
