@@ -37,6 +37,9 @@ def parse_args():
                    help="dct/onebit: dense allreduce steps before compression")
     p.add_argument("--algorithm", default="auto", help="dct: auto | allgather | split | dense")
     p.add_argument("--wire-type", default=None, help="dct: fp16 | bf16 values on the wire (default fp32)")
+    p.add_argument("--per-tensor-buckets", action="store_true",
+                   help="dct/onebit: one DDP bucket per parameter tensor, so one compressor (and one "
+                        "1-bit scale) each, instead of one bucket for the whole model")
     p.add_argument("--rank-approx", type=int, default=1, help="powersgd: matrix_approximation_rank")
     p.add_argument("--start-powersgd-iter", type=int, default=None,
                    help="powersgd: dense steps first (default: 10%% of the run's steps, PowerSGD's "
@@ -158,8 +161,11 @@ def make_hook(args, total_steps):
     state = DctState(process_group=None, density=args.density if compressor == "topk" else 1.0,
                      start_iter=args.start_iter, compressor=compressor, algorithm=args.algorithm,
                      wire_type=args.wire_type)
-    what = f"dct_hook topk density {args.density}" if compressor == "topk" else "dct_hook onebit"
-    return state, dct_hook, f"{what}, start_iter {args.start_iter}, algorithm {args.algorithm}"
+    what = f"dct_hook topk density {args.density}, algorithm {args.algorithm}" if compressor == "topk" \
+        else "dct_hook onebit"
+    wire = f", wire {args.wire_type}" if args.wire_type else ""
+    buckets = ", a bucket per tensor" if args.per_tensor_buckets else ""
+    return state, dct_hook, f"{what}, start_iter {args.start_iter}{wire}{buckets}"
 
 
 def evaluate(model, x, y, rank, size):
@@ -205,8 +211,12 @@ def main():
     # layers' 14 KB), and PowerSGD's chained allreduces of two buckets then
     # interleave in a different order on different gloo ranks (a crash:
     # "op.preamble.length <= op.nbytes"). DDP documents this knob.
-    dist._DEFAULT_FIRST_BUCKET_BYTES = 25 * 1024 * 1024  # = bucket_cap_mb's default
-    model = DDP(Net())
+    # --per-tensor-buckets (libdct's hook only: it reduces its buckets in
+    # order on its own group) gives every tensor its own bucket instead.
+    if args.per_tensor_buckets and args.hook not in ("dct", "onebit"):
+        sys.exit("--per-tensor-buckets is for --hook dct or onebit")
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 1 if args.per_tensor_buckets else 25 * 1024 * 1024  # = bucket_cap_mb's default
+    model = DDP(Net(), bucket_cap_mb=1e-6 if args.per_tensor_buckets else 25)
     state, hook, described = make_hook(args, total_steps)
     counter = Counted(hook, state, args.hook in ("dct", "onebit"))
     model.register_comm_hook(state, counter.as_hook())
@@ -266,7 +276,8 @@ def main():
               "batch_per_rank": args.batch, "steps_per_epoch": steps_per_epoch, "steps": step,
               "lr": args.lr, "momentum": args.momentum, "seed": args.seed, "threads": args.threads,
               "density": args.density, "start_iter": args.start_iter, "algorithm": args.algorithm,
-              "wire_type": args.wire_type, "rank_approx": args.rank_approx,
+              "wire_type": args.wire_type, "per_tensor_buckets": args.per_tensor_buckets,
+              "rank_approx": args.rank_approx,
               "start_powersgd_iter": args.start_powersgd_iter,
               "train_images": len(train_x), "test_images": len(test_x),
               "bytes_sent_total": counter.bytes_sent(), "dense_bytes_total": counter.dense,
@@ -283,7 +294,7 @@ def main():
             print(f"rank {rank}: counted {counter.bytes_sent()} bytes, PowerSGD's stats say {from_stats}",
                   file=sys.stderr)
     if args.hook in ("dct", "onebit"):
-        st = state.stats(0)
+        st = state.stats(0)  # bucket 0: the whole gradient, or (per tensor) the first one reduced
         result["libdct_last_algorithm"] = st.algorithm if st is not None else None
         result["libdct_rebuilds"] = state.rebuilds
         state.close()
