@@ -56,6 +56,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hook", choices=("dct", "allreduce"), default="dct")
     ap.add_argument("--density", type=float, default=0.01)
+    ap.add_argument("--algorithm", default="allgather", help="dct: libdct's exchange (dense: wire-bound)")
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=30)
@@ -64,7 +65,7 @@ def main():
     a = ap.parse_args()
     rank, size = init_process_group("gloo")
     if a.hook == "dct":
-        state, hook = DctState(density=a.density), dct_hook
+        state, hook = DctState(density=a.density, algorithm=a.algorithm), dct_hook
     else:
         state, hook = dist.new_group(), default_hooks.allreduce_hook
 
@@ -98,7 +99,7 @@ def main():
     hidden = c + m - s
     if rank == 0:
         params = sum(p.numel() for p in full.parameters())
-        print(f"hook={a.hook} density={a.density} ranks={size} params={params} buckets={len(kept)} "
+        print(f"hook={a.hook} density={a.density} algorithm={a.algorithm} ranks={size} params={params} buckets={len(kept)} "
               f"threads={torch.get_num_threads()} "
               f"batch={a.batch}: compute {c:.1f} ms, comm {m:.1f} ms, step {s:.1f} ms, "
               f"hidden {hidden:.1f} ms ({100 * hidden / m if m > 0 else 0:.0f}% of comm)", flush=True)
