@@ -46,7 +46,8 @@ class DctState:
     start_iter: iterations of plain allreduce before compression (like
         start_powerSGD_iter); 0 compresses from the first.
     min_compression_bytes: buckets smaller than this go through allreduce.
-    compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce).
+    compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce, one
+        compressor and scale per parameter).
     algorithm: "allgather" (default), "split", "dense" or "auto" (top-K's
         exchange). Not auto by default: its tuner times whole steps, and
         under DDP those are dominated by ranks waiting for each other's
@@ -79,6 +80,7 @@ class DctState:
         self.world_size = dist.get_world_size(self.group)
         self.comm = Comm.from_torch(self.group)
         self._buckets = {}
+        self._per_parameter = {}  # 1-bit: param id -> _Bucket of that parameter alone
         self._orphans = {}  # param id -> residual slice waiting for its new bucket
         self._jobs = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="libdct-comm", daemon=True)
@@ -97,7 +99,8 @@ class DctState:
         return self._on_thread(self._collect_residuals)
 
     def stats(self, bucket_index):
-        """libdct.Stats of a bucket's compressor (None while it has none)."""
+        """libdct.Stats of a bucket's top-K compressor (None while it has none;
+        1-bit compressors are per parameter)."""
         return self._on_thread(lambda: (b := self._buckets.get(bucket_index)) and b.compressor.stats)
 
     def close(self):
@@ -105,9 +108,10 @@ class DctState:
         if self._thread.is_alive():
             self._jobs.put(None)
             self._thread.join()
-        for b in self._buckets.values():
+        for b in [*self._buckets.values(), *self._per_parameter.values()]:
             b.compressor.close()
         self._buckets.clear()
+        self._per_parameter.clear()
         self.comm.close()
 
     # --- the communication thread ---
@@ -135,9 +139,9 @@ class DctState:
             return buf
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
             if compress:
-                bucket = self._bucket_for(index, layout, buf)
-                bucket.compressor.allreduce(buf, op="avg")
-                self.bytes_sent += bucket.compressor.stats.bytes_sent
+                for bucket, piece in self._compressed_pieces(index, layout, buf):
+                    bucket.compressor.allreduce(piece, op="avg")
+                    self.bytes_sent += bucket.compressor.stats.bytes_sent
             else:
                 _dense_allreduce(buf, self.group, self.world_size)
                 self.bytes_sent += buf.numel() * buf.element_size()
@@ -145,6 +149,24 @@ class DctState:
         if stream is not None:
             stream.synchronize()
         return buf
+
+    def _compressed_pieces(self, index, layout, buf):
+        """(state, slice of buf) pairs to reduce. Top-K: the whole bucket.
+        1-bit: each parameter alone, so that each gets its own scale (one
+        scale over a bucket of conv and dense layers drove a CNN to chance
+        accuracy: examples/torch_ddp); keyed by parameter, re-bucketing
+        leaves them be."""
+        if self.compressor != "onebit":
+            return [(self._bucket_for(index, layout, buf), buf)]
+        pieces = []
+        for pid, offset, n in _Bucket(None, layout, buf.device).params():
+            one = self._per_parameter.get(pid)
+            if one is None:
+                piece_layout = (n, layout[1], ((pid, n),))
+                one = _Bucket(self.comm.compressor(n, buf.dtype, self.compressor_config()), piece_layout, buf.device)
+                self._per_parameter[pid] = one
+            pieces.append((one, buf[offset:offset + n]))
+        return pieces
 
     def _bucket_for(self, index, layout, buf):
         """The bucket's compressor; a fresh one when DDP re-bucketed, which
@@ -175,7 +197,7 @@ class DctState:
 
     def _collect_residuals(self):
         out = {pid: piece.clone() for pid, piece in self._orphans.items()}
-        for b in self._buckets.values():
+        for b in [*self._buckets.values(), *self._per_parameter.values()]:
             residual = _residual_of(b).cpu()
             for pid, offset, n in b.params():
                 out[pid] = residual[offset:offset + n]
