@@ -40,11 +40,10 @@ declare -A runs=(
   [dct-0.001]="--hook dct --density 0.001 --algorithm allgather"
   [dct-0.001-warm]="--hook dct --density 0.001 --algorithm allgather --start-iter $warm"
   [onebit]="--hook onebit"
-  [onebit-warm]="--hook onebit --start-iter $warm"
-  [onebit-tensors]="--hook onebit --per-tensor-buckets"  # a 1-bit scale per tensor, not one for the model
+  [onebit-tensors]="--hook onebit --per-tensor-buckets"  # DDP's buckets per tensor (the hook's compressors are already)
 )
 order=(allreduce fp16 powersgd-r1 powersgd-r4 dct-0.01 dct-0.01-warm dct-0.01-fp16 dct-0.001 dct-0.001-warm onebit
-       onebit-warm onebit-tensors)
+       onebit-tensors)
 read -r -a selected <<<"${ONLY:-${order[*]}}"
 
 if [ "${REPORT_ONLY:-0}" != 1 ]; then
@@ -111,7 +110,7 @@ declare -A style=(
   [powersgd-r1]="lc rgb '#74a9cf' dt 2" [powersgd-r4]="lc rgb '#08519c' dt 2"
   [dct-0.01]="lc rgb '#e31a1c' lw 2" [dct-0.01-warm]="lc rgb '#fb9a99'" [dct-0.01-fp16]="lc rgb '#ff7f00'"
   [dct-0.001]="lc rgb '#33a02c'" [dct-0.001-warm]="lc rgb '#b2df8a'"
-  [onebit]="lc rgb '#6a3d9a' dt 3" [onebit-warm]="lc rgb '#cab2d6' dt 3" [onebit-tensors]="lc rgb '#b15928' dt 3"
+  [onebit]="lc rgb '#6a3d9a' dt 3" [onebit-tensors]="lc rgb '#b15928' dt 3"
 )
 plot="set datafile separator ','; set terminal pngcairo size 1100,620; set output '$out/accuracy.png';"
 plot+="set title 'Fashion-MNIST CNN, DDP over gloo, $ranks ranks: test accuracy per epoch'; set xlabel 'epoch';"

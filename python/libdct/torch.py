@@ -47,7 +47,7 @@ class DctState:
         start_powerSGD_iter); 0 compresses from the first.
     min_compression_bytes: buckets smaller than this go through allreduce.
     compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce, one
-        compressor and scale per parameter).
+        compressor and scale per parameter of min_compression_bytes or more).
     algorithm: "allgather" (default), "split", "dense" or "auto" (top-K's
         exchange). Not auto by default: its tuner times whole steps, and
         under DDP those are dominated by ranks waiting for each other's
@@ -138,35 +138,44 @@ class DctState:
             stream.synchronize()
             return buf
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-            if compress:
-                for bucket, piece in self._compressed_pieces(index, layout, buf):
-                    bucket.compressor.allreduce(piece, op="avg")
-                    self.bytes_sent += bucket.compressor.stats.bytes_sent
-            else:
-                _dense_allreduce(buf, self.group, self.world_size)
-                self.bytes_sent += buf.numel() * buf.element_size()
+            pieces, plain = self._compressed_pieces(index, layout, buf) if compress else ([], [buf])
+            for bucket, piece in pieces:
+                bucket.compressor.allreduce(piece, op="avg")
+                self.bytes_sent += bucket.compressor.stats.bytes_sent
+            if plain:  # one dense allreduce for whatever is not compressed
+                joined = plain[0] if len(plain) == 1 else torch.cat(plain)
+                _dense_allreduce(joined, self.group, self.world_size)
+                if joined is not plain[0]:
+                    for piece, part in zip(plain, joined.split([p.numel() for p in plain])):
+                        piece.copy_(part)
+                self.bytes_sent += joined.numel() * joined.element_size()
         self.dense_bytes += buf.numel() * buf.element_size()
         if stream is not None:
             stream.synchronize()
         return buf
 
     def _compressed_pieces(self, index, layout, buf):
-        """(state, slice of buf) pairs to reduce. Top-K: the whole bucket.
-        1-bit: each parameter alone, so that each gets its own scale (one
-        scale over a bucket of conv and dense layers drove a CNN to chance
-        accuracy: examples/torch_ddp); keyed by parameter, re-bucketing
-        leaves them be."""
+        """([(state, slice of buf)] to compress, [slices to allreduce]).
+        Top-K: the whole bucket. 1-bit: each parameter alone, so that each
+        gets its own scale (one scale over a bucket of conv and dense layers
+        drove a CNN to chance accuracy: examples/torch_ddp), those under
+        min_compression_bytes allreduced together; keyed by parameter, so
+        re-bucketing leaves them be."""
         if self.compressor != "onebit":
-            return [(self._bucket_for(index, layout, buf), buf)]
-        pieces = []
+            return [(self._bucket_for(index, layout, buf), buf)], []
+        pieces, plain = [], []
         for pid, offset, n in _Bucket(None, layout, buf.device).params():
+            piece = buf[offset:offset + n]
+            if n * buf.element_size() < self.min_compression_bytes:
+                plain.append(piece)
+                continue
             one = self._per_parameter.get(pid)
             if one is None:
                 piece_layout = (n, layout[1], ((pid, n),))
                 one = _Bucket(self.comm.compressor(n, buf.dtype, self.compressor_config()), piece_layout, buf.device)
                 self._per_parameter[pid] = one
-            pieces.append((one, buf[offset:offset + n]))
-        return pieces
+            pieces.append((one, piece))
+        return pieces, plain
 
     def _bucket_for(self, index, layout, buf):
         """The bucket's compressor; a fresh one when DDP re-bucketed, which

@@ -64,6 +64,11 @@ def case_replicas_stay_identical():
             assert state._buckets
         assert state.bytes_sent < state.dense_bytes or SIZE == 1
         state.close()
+    # 1-bit: parameters under min_compression_bytes (the biases) go dense, together.
+    state = DctState(min_compression_bytes=1024, compressor="onebit")
+    params = train(model(hook_state=state), 3)
+    assert same_on_all_ranks(params) and len(state._per_parameter) == 3  # the three weights
+    state.close()
 
 
 def case_density_one_equals_allreduce_hook():
