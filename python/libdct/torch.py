@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from .comm import Comm
 from .config import Config
+from .torch_transport import sum_in_place
 
 _DENSE = "dense"
 
@@ -30,10 +31,15 @@ class _Bucket:
         self.device = device
 
     def params(self):
-        offset = 0
-        for pid, n in self.layout[2]:
-            yield pid, offset, n
-            offset += n
+        return _params(self.layout)
+
+
+def _params(layout):
+    """(param id, offset, numel) of each parameter in a bucket layout."""
+    offset = 0
+    for pid, n in layout[2]:
+        yield pid, offset, n
+        offset += n
 
 
 class DctState:
@@ -164,7 +170,7 @@ class DctState:
         if self.compressor != "onebit":
             return [(self._bucket_for(index, layout, buf), buf)], []
         pieces, plain = [], []
-        for pid, offset, n in _Bucket(None, layout, buf.device).params():
+        for pid, offset, n in _params(layout):
             piece = buf[offset:offset + n]
             if n * buf.element_size() < self.min_compression_bytes:
                 plain.append(piece)
@@ -258,12 +264,7 @@ def _settle(future, fn):
 
 
 def _dense_allreduce(buf, group, world_size):
-    if buf.dtype == torch.bfloat16 and dist.get_backend(group) == "gloo":
-        wide = buf.float()  # gloo has no bf16 sum
-        dist.all_reduce(wide, group=group)
-        buf.copy_(wide)
-    else:
-        dist.all_reduce(buf, group=group)
+    sum_in_place(buf, group)
     buf.div_(world_size)
 
 

@@ -19,6 +19,17 @@ def _view(ptr, nbytes, dtype=torch.uint8):
     return torch.frombuffer((ctypes.c_char * nbytes).from_address(ptr), dtype=dtype)
 
 
+def sum_in_place(t, group):
+    """dist.all_reduce(t) (sum); bf16 on gloo, which has no bf16 sum, in fp32
+    with one rounding."""
+    if t.dtype == torch.bfloat16 and dist.get_backend(group) == "gloo":
+        wide = t.float()
+        dist.all_reduce(wide, group=group)
+        t.copy_(wide)
+    else:
+        dist.all_reduce(t, group=group)
+
+
 def _packed(offsets, sizes):
     return all(offsets[q] == offsets[0] + sum(sizes[:q]) for q in range(len(sizes)))
 
@@ -113,12 +124,7 @@ class TorchTransport:
             out.copy_(_view(send, nbytes, dtype))
         if count == 0:
             return
-        if dtype == torch.bfloat16 and dist.get_backend(self.group) == "gloo":
-            wide = out.float()  # gloo has no bf16 sum: fp32, one rounding
-            dist.all_reduce(wide, group=self.group)
-            out.copy_(wide)
-        else:
-            dist.all_reduce(out, group=self.group)
+        sum_in_place(out, self.group)
 
     def _vote_max(self, mine, result, context):
         try:

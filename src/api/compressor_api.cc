@@ -48,16 +48,17 @@ extern "C" dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctCon
 }
 
 namespace {
-// Binds c to residual's memory space when it has not run yet, then copies
-// count accumulation-type elements from `from` to `to` in that space.
-dctResult_t copyResidual(dctCompressor_t c, const void* buffer, void* to, const void* from, void* stream,
-                         const char* fn) {
+// Binds c to buffer's memory space when it has not run yet, then copies the
+// committed residual into buffer, or (restore) buffer into the residual.
+dctResult_t copyResidual(dctCompressor_t c, const void* buffer, bool restore, void* stream, const char* fn) {
   dctComm_t comm = c->comm;
-  const size_t bytes = c->count * dtypeSize(c->accType);
   DCTCHECK(checkBuffer(comm, buffer, c->count, dtypeSize(c->accType), "residual", fn));
   if (c->count == 0) return dctSuccess;
   DCTCHECK(bindTwin(c, buffer, fn));
-  dctResult_t res = c->ops->copy(c->kernels, to ? to : c->residual(), from ? from : c->residual(), bytes, stream);
+  void* mine = c->residual();
+  const size_t bytes = c->count * dtypeSize(c->accType);
+  dctResult_t res = restore ? c->ops->copy(c->kernels, mine, buffer, bytes, stream)
+                            : c->ops->copy(c->kernels, const_cast<void*>(buffer), mine, bytes, stream);
   if (res == dctSuccess) res = c->ops->synchronize(c->kernels, stream);
   return res == dctSuccess ? res : fail(comm, res, "%s: copying the residual failed", fn);
 }
@@ -74,7 +75,7 @@ bool allFinite(const void* p, size_t n, dctDataType_t type) {
 extern "C" dctResult_t dctCompressorGetResidual(dctCompressor_t c, void* residual, void* stream) {
   const char* fn = "dctCompressorGetResidual";
   if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
-  return guarded(c->comm, fn, [&] { return copyResidual(c, residual, residual, nullptr, stream, fn); });
+  return guarded(c->comm, fn, [&] { return copyResidual(c, residual, false, stream, fn); });
 }
 
 extern "C" dctResult_t dctCompressorSetResidual(dctCompressor_t c, const void* residual, void* stream) {
@@ -84,7 +85,7 @@ extern "C" dctResult_t dctCompressorSetResidual(dctCompressor_t c, const void* r
     DCTCHECK(checkBuffer(c->comm, residual, c->count, dtypeSize(c->accType), "residual", fn));
     if (c->count > 0 && !twinFor(residual).device && !allFinite(residual, c->count, c->accType))
       return fail(c->comm, dctInvalidArgument, "%s: the residual holds NaN or Inf", fn);
-    DCTCHECK(copyResidual(c, residual, nullptr, residual, stream, fn));
+    DCTCHECK(copyResidual(c, residual, true, stream, fn));
     c->residualZero = c->count == 0;
     return dctSuccess;
   });

@@ -79,20 +79,23 @@ def case_density_one_equals_allreduce_hook():
     state.close()
 
 
+def note(record, params, flat, which):
+    """Adds each parameter's slice of flat to record[id(p)][which] (0:
+    local gradients, 1: applied means), in fp64."""
+    for p, piece in zip(params, flat.split([p.numel() for p in params])):
+        entry = record.setdefault(id(p), [torch.zeros(p.numel(), dtype=torch.float64)] * 2)
+        entry[which] = entry[which] + piece.double()
+
+
 def recording(state, record):
     """dct_hook, noting each parameter's local gradient and the applied mean."""
     def hook(st, bucket):
         params = bucket.parameters()
-        pieces = bucket.buffer().clone().split([p.numel() for p in params])
-        for p, g in zip(params, pieces):
-            record.setdefault(id(p), [torch.zeros(p.numel(), dtype=torch.float64)] * 2)
-            record[id(p)][0] = record[id(p)][0] + g.double()
+        note(record, params, bucket.buffer(), 0)
 
         def applied(fut):
-            out = fut.value()
-            for p, a in zip(params, out.split([p.numel() for p in params])):
-                record[id(p)][1] = record[id(p)][1] + a.double()
-            return out
+            note(record, params, fut.value(), 1)
+            return fut.value()
         return dct_hook(st, bucket).then(applied)
     return hook
 
@@ -100,9 +103,10 @@ def recording(state, record):
 def assert_nothing_lost(state, record):
     residuals = state.residuals()
     for pid, (grads, applied) in record.items():
-        r = residuals.get(pid, torch.zeros(1)).double()
+        r = residuals.get(pid)
+        r = torch.zeros_like(grads) if r is None else r.double()
         total = sum_over_ranks(grads)
-        balance = SIZE * applied + sum_over_ranks(r.expand_as(grads).contiguous() if r.numel() == 1 else r)
+        balance = SIZE * applied + sum_over_ranks(r)
         assert torch.allclose(balance, total, rtol=1e-5, atol=1e-5), (balance - total).abs().max()
 
 
@@ -135,10 +139,9 @@ def case_rebuckets_move_residuals_and_half_buckets():
             outs = drive(state, layout, params, step, dtype)
             for b, out in zip(layout, outs):
                 assert out.dtype == dtype and same_on_all_ranks(out)
-                for j, a in zip(b, out.split([params[j].numel() for j in b])):
-                    entry = record.setdefault(id(params[j]), [torch.zeros(params[j].numel(), dtype=torch.float64)] * 2)
-                    entry[0] = entry[0] + params[j].grad.double()
-                    entry[1] = entry[1] + a.double()
+                held = [params[j] for j in b]
+                note(record, held, torch.cat([p.grad for p in held]), 0)
+                note(record, held, out, 1)
         assert state.rebuilds == 3, state.rebuilds
         if dtype == torch.float32:  # half inputs: the rounding of the output is not in the residual
             assert_nothing_lost(state, record)
