@@ -357,6 +357,83 @@ DCT_EXPORT dctResult_t dctSparseAlltoall(dctAlltoallPlan_t plan, const void* sen
 DCT_EXPORT dctResult_t dctSparseAlltoallBackward(dctAlltoallPlan_t plan, const void* gradSendbuf,
                                       void* gradRecvbuf, void* stream);
 
+/* --- collectives for data that is already sparse --- */
+
+/* What a dctSparseInputAllreduce call did on this rank. */
+typedef struct {
+  int algorithm;          /* dctAlgorithm_t that ran (auto resolved) */
+  uint64_t inputNnz;      /* sum over ranks of the input nnz */
+  uint64_t resultNnz;     /* nonzero entries of the sum (the COO's length);
+                             a size query: its bound, min(count, inputNnz) */
+  uint64_t bytesSent;     /* payload bytes this rank put on the wire */
+  uint64_t bytesReceived; /* and took off it */
+  uint64_t denseBytes;    /* count * sizeof(datatype): what dense would send */
+} dctSparseInputInfo_t;
+
+/* Lossless sparse-input allreduce (SparCML's primitive): each rank gives
+ * nnz (index, value) pairs, indices strictly ascending and < count, uint32_t
+ * (uint64_t when count >= 2^32); every rank gets their exact sum (dctAvg:
+ * divided by the rank count). No threshold, no residual: nothing is
+ * dropped. The result comes as:
+ *  * dense (count elements of datatype, zeros off the sum's support), and/or
+ *  * COO: the sum's nonzero entries (NaN/Inf included; entries that cancel
+ *    to 0 are left out), ascending, at most outCapacity, in outIndices
+ *    (index width as the input's) and outValues; *outNnz = their number.
+ * Size query: dense, outIndices and outValues all NULL: *outNnz = an upper
+ * bound on the COO's length, min(count, sum of the ranks' nnz), from one
+ * small allgather (the exact length needs the exchange itself). A fetch
+ * whose COO would pass outCapacity fails on every rank.
+ * algorithm: dctAlgoAllgather (every rank merges every message in rank
+ * order), dctAlgoSplit (reduce-scatter of index ranges + allgather of the
+ * summed ranges, each sparse or dense), dctAlgoDense (scatter into zeros +
+ * dense allreduce), or dctAlgoAuto: the alpha-beta cost model over the
+ * exact counts, the same choice on every rank. Sums: rank order from +0 in
+ * fp32 for half types (fp64 for fp64), rounded once (allgather, split);
+ * the dense algorithm reduces in the datatype as the transport's allreduce
+ * does. Every rank ends with bit-identical results. Unsorted or duplicate
+ * indices, an index >= count, NULL or misaligned buffers with entries, or
+ * arguments that differ across ranks (count, datatype, op, algorithm) fail
+ * every rank with nothing written. info may be NULL. Collective. */
+DCT_EXPORT dctResult_t dctSparseInputAllreduce(const void* indices, const void* values, size_t nnz,
+                                               size_t count, dctDataType_t datatype, dctRedOp_t op,
+                                               dctAlgorithm_t algorithm, void* dense, void* outIndices,
+                                               void* outValues, size_t outCapacity, size_t* outNnz,
+                                               dctSparseInputInfo_t* info, dctComm_t comm, void* stream);
+
+/* DES (Distributed Equivalent Substitution) partial-result aggregation: a
+ * sparse reduce-scatter of rows. Every rank holds one partial row (rowLength
+ * elements) for every sample of the global batch, laid out by owner: the
+ * rowsPerRank[0] rows of rank 0's samples, then rank 1's, ...; the forward
+ * gives rank q the sum over ranks of the partials of its rowsPerRank[q]
+ * rows, sending only non-zero rows (a row bitmap plus their values): exact
+ * and lossless. The backward sends the gradient of the summed rows back to
+ * exactly the ranks whose partial row was non-zero (values only, the
+ * forward's row masks); rows whose partial was zero get zeros. For a
+ * sum-pooled embedding bag sharded by rows this is the forward and backward
+ * of the pooling. rowsPerRank (comm size entries, zeros allowed) must be the
+ * same on every rank. config may be NULL (exact). With config->density < 1
+ * the non-zero rows also keep only their top-K entries (config.rowSelection,
+ * as dctSparseAlltoall; lossy, off by default). Plan creation and both
+ * calls are collective; a failed call changes nothing; host buffers use the
+ * CPU kernels, device buffers (stream = cudaStream_t) the CUDA ones.
+ * dctAlltoallStats_t reports the traffic (keptEntries: entries of the
+ * non-zero rows this rank sent; maskFormat: -1 exact rows, else as the
+ * all-to-all's). */
+typedef struct dctDesPlan* dctDesPlan_t;
+DCT_EXPORT dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength,
+                                        dctDataType_t datatype, const dctConfig_t* config, dctDesPlan_t* plan);
+DCT_EXPORT dctResult_t dctDesPlanDestroy(dctDesPlan_t plan);
+DCT_EXPORT dctResult_t dctDesPlanGetStats(dctDesPlan_t plan, dctAlltoallStats_t* stats);
+/* Forward: summed = the sum over ranks of their partial rows of this rank's
+ * samples (rowsPerRank[me] rows). Sums as dctSparseInputAllreduce's: rank
+ * order from +0, fp32 for half types, rounded once. Not in place. */
+DCT_EXPORT dctResult_t dctDesReduceScatter(dctDesPlan_t plan, const void* partials, void* summed, void* stream);
+/* Backward, once per forward: gradSummed is shaped like summed, gradPartials
+ * like partials (the gradient rows, zeros where this rank's forward partial
+ * row was zero). Before any forward, or a second time: dctInvalidUsage. */
+DCT_EXPORT dctResult_t dctDesReduceScatterBackward(dctDesPlan_t plan, const void* gradSummed, void* gradPartials,
+                                                   void* stream);
+
 #ifdef __cplusplus
 }
 #endif
