@@ -9,6 +9,7 @@
 
 #include "base/phase_timer.h"
 #include "core/compressor.h"
+#include "core/cost_model.h"
 #include "dct/dct.h"
 
 namespace dct {
@@ -58,6 +59,42 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,
                             size_t valueBytes, const std::vector<uint64_t>& nnz,
                             void* recvValues, uint32_t* recvIndices, void* stream);
+
+// The cheapest plan for counts every rank knows exactly (no compressor
+// pass, no forecast): the sparse-input allreduce's auto. The same cost
+// model and link fit as planAlgorithm's; split only past two ranks.
+dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in);
+
+// dctSparseInputAllreduce's arguments, checked locally by api/.
+struct SparseInput {
+  const void* indices;
+  const void* values;
+  size_t nnz;
+  size_t count;
+  dctDataType_t dtype;
+  dctRedOp_t op;
+  int algorithm;  // raw dctAlgorithm_t
+  void* dense;
+  void* outIndices;
+  void* outValues;
+  size_t outCapacity;
+  size_t* outNnz;
+  dctSparseInputInfo_t* info;
+  void* stream;
+  const char* fn;
+  bool wantsCoo() const { return outIndices != nullptr; }
+  bool query() const { return dense == nullptr && outIndices == nullptr && outValues == nullptr; }
+};
+
+// The comm's scratch for the sparse-input allreduce (comm->sparseInput): a
+// compressor of this count and type without a residual, bound to the twin
+// of `in`'s buffers, kept across calls so that its buffers are reused.
+dctResult_t sparseInputScratch(dctComm_t comm, const SparseInput& in, dctCompressor_t& c);
+
+// The lossless sparse-input allreduce (sparse_input_allreduce.cc) as one
+// transaction: any failure on any rank fails every rank; bad arguments
+// (localError on some rank) fail before anything is written.
+dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResult_t localError);
 
 // DCT-MP sparse all-to-all (sparse_alltoall.cc), transactions like the
 // allreduce: on any failure on any rank every rank returns an error and the

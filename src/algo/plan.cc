@@ -65,4 +65,19 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   return p;
 }
 
+dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
+  if (comm->size == 1) return dctAlgoAllgather;  // no wire: the own message only
+  const bool covered = comm->link.covers(in.count * in.valueBytes);
+  const CostParams fitted = costParams(comm->settings.cost, comm->link, comm->size);
+  const CostParams params = sparseCostParams(comm->settings.cost, fitted, covered, comm->size);
+  const double allgather = allgatherCostUs(params, in);
+  // Dense past the probe's sizes: its fit extrapolated (planAlgorithm says why).
+  const double dense = !covered && comm->link.measured() ? denseCostUs(fitted, in) : denseCostUs(params, in);
+  if (comm->size > 2) {
+    const double split = splitCostUs(params, in);
+    if (split < allgather && split <= dense) return dctAlgoSplit;
+  }
+  return allgather <= dense ? dctAlgoAllgather : dctAlgoDense;
+}
+
 }  // namespace dct

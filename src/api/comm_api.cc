@@ -1,5 +1,6 @@
 // Communicator entry points.
 #include "api/validate.h"
+#include "core/compressor.h"
 #include "transport/comm.h"
 #include "transport/hierarchy.h"
 #include "transport/link_probe.h"
@@ -65,6 +66,7 @@ extern "C" dctResult_t dctCommDestroy(dctComm_t comm) {
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommDestroy: not a dctComm_t");
   return guarded(nullptr, "dctCommDestroy", [&] {
     destroyHierarchy(comm);
+    if (comm->sparseInput) compressorDestroy(comm->sparseInput);
     comm->transport->destroy(comm);
     comm->magic = 0;
     delete comm;

@@ -98,33 +98,47 @@ dctResult_t withLocalContext(const KernelOps& twin, Fn&& fn) {
   return fn(slot->ctx);
 }
 
-// Range check of uint32 indices; *ascending (when given) tells whether they
-// are strictly ascending, which lets scatter-add split them in parallel.
+// Range check of indices `indexBytes` (4 or 8) wide; *ascending (when
+// given) tells whether they are strictly ascending, which lets scatter-add
+// split them in parallel, and `strict` makes anything else an error.
 // Device-resident indices are copied to the host (after the caller's stream)
-// to be checked there; a device-side check would save the copy, but these
-// entry points are not on the DCT-DP fast path.
-inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz, size_t count,
-                                const char* fn, void* stream, bool* ascending = nullptr) {
-  std::vector<uint32_t> staged;
-  const KernelOps& twin = twinFor(idx);
+// to be checked there; a device-side check would save the copy.
+inline dctResult_t checkIndexList(dctComm_t comm, const void* indices, size_t nnz, int indexBytes, size_t count,
+                                  const char* fn, void* stream, bool* ascending = nullptr, bool strict = false) {
+  std::vector<char> staged;
+  const KernelOps& twin = twinFor(indices);
   if (twin.device && nnz > 0) {
-    staged.resize(nnz);
+    staged.resize(nnz * indexBytes);
     dctResult_t res = withLocalContext(twin, [&](KernelContext* ctx) {
-      dctResult_t r = twin.copy(ctx, staged.data(), idx, nnz * sizeof(uint32_t), stream);
+      dctResult_t r = twin.copy(ctx, staged.data(), indices, staged.size(), stream);
       return r == dctSuccess ? twin.synchronize(ctx, stream) : r;
     });
     if (res != dctSuccess) return fail(comm, res, "%s: cannot read the device indices to check them", fn);
-    idx = staged.data();
+    indices = staged.data();
   }
+  auto at = [&](size_t j) -> uint64_t {
+    if (indexBytes == 8) return static_cast<const uint64_t*>(indices)[j];
+    return static_cast<const uint32_t*>(indices)[j];
+  };
   bool up = true;
   for (size_t j = 0; j < nnz; j++) {
-    if (idx[j] >= count)
-      return fail(comm, dctInvalidArgument, "%s: indices[%zu] = %u is out of range (count %zu)", fn, j,
-                  idx[j], count);
-    if (j > 0 && idx[j] <= idx[j - 1]) up = false;
+    const uint64_t i = at(j);
+    if (i >= count)
+      return fail(comm, dctInvalidArgument, "%s: indices[%zu] = %llu is out of range (count %zu)", fn, j,
+                  static_cast<unsigned long long>(i), count);
+    if (j == 0 || i > at(j - 1)) continue;
+    if (strict)
+      return fail(comm, dctInvalidArgument, "%s: indices[%zu] = %llu follows %llu: not strictly ascending", fn, j,
+                  static_cast<unsigned long long>(i), static_cast<unsigned long long>(at(j - 1)));
+    up = false;
   }
   if (ascending) *ascending = up;
   return dctSuccess;
+}
+
+inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz, size_t count, const char* fn,
+                                void* stream, bool* ascending = nullptr) {
+  return checkIndexList(comm, idx, nnz, sizeof(uint32_t), count, fn, stream, ascending);
 }
 
 // Runs local work that may throw (allocations, checks) as an error code, in

@@ -341,11 +341,12 @@ const KernelOps& twinFor(const void* ptr) {
   return cpuKernelOps();
 }
 
-dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn) {
+dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bool withResidual) {
   dctResult_t res = twin.createContext(&c->kernels);
   if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
   c->ops = &twin;
   for (TwinBuffer* b : twinBuffers(c)) b->bind(c->ops, c->kernels);
+  if (!withResidual) return dctSuccess;
   const size_t bytes = c->count * dtypeSize(c->accType);
   res = c->residuals[0].reserve(bytes);
   if (res == dctSuccess) res = c->residuals[1].reserve(bytes);

@@ -132,7 +132,9 @@ void compressorDestroy(dctCompressor_t c);
 // zeroes the residual there); dctInvalidArgument if buf lives elsewhere.
 dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn);
 // Binds to an explicit ops table (tests: fault-injecting twins).
-dctResult_t bindOps(dctCompressor_t c, const KernelOps& ops, const char* fn);
+// withResidual false: buffers only, no residual allocated (the sparse-input
+// allreduce's scratch, which has none).
+dctResult_t bindOps(dctCompressor_t c, const KernelOps& ops, const char* fn, bool withResidual = true);
 // The twin that owns ptr's memory: CUDA for device pointers, else CPU.
 const KernelOps& twinFor(const void* ptr);
 

@@ -25,6 +25,9 @@ struct dctComm {
   // node, and the node leaders (null on the other ranks). Owned.
   dctComm* node = nullptr;
   dctComm* leaders = nullptr;
+  // dctSparseInputAllreduce's buffers and kernel context, kept across calls
+  // (algo/algorithms.h: sparseInputScratch). Owned.
+  dctCompressor* sparseInput = nullptr;
 
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next
