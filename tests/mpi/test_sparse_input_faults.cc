@@ -1,0 +1,124 @@
+// dctSparseInputAllreduce under injected faults: whatever transport
+// operation fails, on one rank or on all, and whichever scratch allocation
+// fails on one rank, every rank returns an error, the caller's buffers are
+// untouched, and the retry gives exactly the clean result.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/compressor.h"
+#include "fault_util.h"
+#include "mpi_util.h"
+#include "transport/comm.h"
+#include "transport/fault_injection.h"
+
+using namespace dcttest;
+
+namespace {
+
+constexpr size_t kCount = 2003;
+
+struct Result {
+  std::vector<float> dense;
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  size_t nnz = 0;
+  int failedCalls = 0;
+};
+
+// Rank 1 (if any) gives nothing; the others a few hundred entries.
+void input(int rank, std::vector<uint32_t>& idx, std::vector<float>& val) {
+  idx.clear();
+  val.clear();
+  if (rank == 1) return;
+  std::mt19937 rng(99 + rank);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (uint32_t i = rank; i < kCount; i += 7 + rank) {
+    idx.push_back(i);
+    val.push_back(dist(rng));
+  }
+}
+
+// One call with dense and COO results, retried until it succeeds; every
+// failed attempt fails every rank and leaves the caller's buffers as they were.
+Result run(dctComm_t comm, dctAlgorithm_t algo) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  input(rank, idx, val);
+  Result r;
+  r.dense.assign(kCount, 3.0f);
+  r.idx.assign(kCount, 7u);
+  r.val.assign(kCount, 3.0f);
+  for (int attempt = 0;; attempt++) {
+    REQUIRE(attempt < 4);  // one armed fault: at most one retry
+    const dctResult_t res = dctSparseInputAllreduce(idx.data(), val.data(), idx.size(), kCount, dctFloat32, dctSum, algo,
+                                                    r.dense.data(), r.idx.data(), r.val.data(), kCount, &r.nnz, nullptr,
+                                                    comm, nullptr);
+    REQUIRE(allRanksAgree(res == dctSuccess));
+    if (res == dctSuccess) break;
+    CHECK(std::strlen(dctGetLastError(comm)) > 0);
+    CHECK(std::count(r.dense.begin(), r.dense.end(), 3.0f) == static_cast<long>(kCount));
+    CHECK(std::count(r.idx.begin(), r.idx.end(), 7u) == static_cast<long>(kCount));
+    r.failedCalls++;
+  }
+  return r;
+}
+
+void requireSame(const Result& a, const Result& b) {
+  REQUIRE(a.nnz == b.nnz);
+  REQUIRE(std::memcmp(a.dense.data(), b.dense.data(), kCount * sizeof(float)) == 0);
+  REQUIRE(std::memcmp(a.idx.data(), b.idx.data(), a.nnz * sizeof(uint32_t)) == 0);
+  REQUIRE(std::memcmp(a.val.data(), b.val.data(), a.nnz * sizeof(float)) == 0);
+}
+
+const dctAlgorithm_t kAlgorithms[] = {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense};
+
+}  // namespace
+
+TEST_CASE("a transport fault at any operation, on any rank or all, fails every rank and a retry is exact") {
+  World w;
+  REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
+  for (dctAlgorithm_t algo : kAlgorithms) {
+    const uint64_t before = dct::transportOps(w.comm);
+    const Result clean = run(w.comm, algo);
+    const uint64_t ops = dct::transportOps(w.comm) - before;
+    REQUIRE(clean.failedCalls == 0);
+    for (uint64_t n = 0; n < ops; n++)
+      for (int victim = -1; victim < w.size; victim++) {
+        CAPTURE(static_cast<int>(algo));
+        CAPTURE(n);
+        CAPTURE(victim);
+        dct::armFault(w.comm, n, victim);
+        const Result faulty = run(w.comm, algo);
+        dct::disarmFault(w.comm);
+        CHECK(faulty.failedCalls == 1);
+        requireSame(clean, faulty);
+      }
+  }
+}
+
+TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
+  World w;
+  for (dctAlgorithm_t algo : kAlgorithms) {
+    const Result clean = run(w.comm, algo);
+    for (int victim = 0; victim < w.size; victim++)
+      for (int n = 0; n < 8; n++) {
+        CAPTURE(static_cast<int>(algo));
+        CAPTURE(victim);
+        CAPTURE(n);
+        // Fresh buffers from a twin whose n-th allocation fails on the victim.
+        REQUIRE(dct::bindOps(w.comm->sparseInput, failingOps(), "test", false) == dctSuccess);
+        allocationsLeft = w.rank == victim ? n : -1;
+        const Result faulty = run(w.comm, algo);
+        allocationsLeft = -1;
+        if (n == 0) CHECK(faulty.failedCalls == 1);  // fresh buffers: the first allocation always comes
+        requireSame(clean, faulty);
+      }
+  }
+}
