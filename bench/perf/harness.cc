@@ -20,10 +20,12 @@ double median(std::vector<double> v) {
 
 // One timed call. The failure flag rides along with the time in a single
 // reduction, so every rank stops together without an extra round.
-bool timeCall(PerfCase& pc, bool dense, MPI_Comm mpi, double& localUs, double& maxUs) {
+enum Side { kDct = 0, kDense = 1, kPeer = 2 };
+
+bool timeCall(PerfCase& pc, Side side, MPI_Comm mpi, double& localUs, double& maxUs) {
   MPI_Barrier(mpi);
   double t0 = MPI_Wtime();
-  bool ok = dense ? pc.runDense() : pc.runDct();
+  bool ok = side == kDense ? pc.runDense() : side == kDct ? pc.runDct() : pc.runPeer();
   localUs = (MPI_Wtime() - t0) * 1e6;
   double mine[2] = {localUs, ok ? 0.0 : 1.0}, all[2];
   MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, mpi);
@@ -32,7 +34,7 @@ bool timeCall(PerfCase& pc, bool dense, MPI_Comm mpi, double& localUs, double& m
 }
 
 struct Samples {
-  std::vector<double> dense, dct, dctLocal;
+  std::vector<double> dense, dct, dctLocal, peer;
   double bytesSent = 0, denseBytes = 0;
   std::map<std::string, int> algorithms;
   uint64_t thresholdEstimates = 0;
@@ -43,17 +45,18 @@ struct Samples {
 bool runIterations(const Options& opt, PerfCase& pc, MPI_Comm mpi, Samples& s) {
   for (int it = 0; it < opt.warmups + opt.iters; it++) {
     if (!allOk(pc.prepare(), mpi)) return false;
-    double local[2], worst[2];
-    // Alternate the order so neither side always runs on a warmer cache.
-    bool denseFirst = it % 2 == 0;
-    for (int k = 0; k < 2; k++) {
-      bool dense = (k == 0) == denseFirst;
-      if (!timeCall(pc, dense, mpi, local[dense], worst[dense])) return false;
+    double local[3], worst[3];
+    // Rotate the order so no side always runs on a warmer cache.
+    const int sides = pc.peerName() ? 3 : 2;
+    for (int k = 0; k < sides; k++) {
+      const Side side = static_cast<Side>((k + it) % sides);
+      if (!timeCall(pc, side, mpi, local[side], worst[side])) return false;
     }
     if (it < opt.warmups) continue;
-    s.dense.push_back(worst[1]);
-    s.dct.push_back(worst[0]);
-    s.dctLocal.push_back(local[0]);
+    s.dense.push_back(worst[kDense]);
+    s.dct.push_back(worst[kDct]);
+    s.dctLocal.push_back(local[kDct]);
+    if (sides == 3) s.peer.push_back(worst[kPeer]);
     StepInfo info = pc.lastStep();
     s.bytesSent += static_cast<double>(info.bytesSent);
     s.denseBytes = static_cast<double>(info.denseBytes);
@@ -74,6 +77,7 @@ Row summarize(const Options& opt, const PerfCase& pc, size_t count, const Sample
   row.bytes = count * (opt.dtype == dctFloat64 ? 8 : 4);
   row.denseUs = median(s.dense);
   row.dctUs = median(s.dct);
+  row.peerUs = median(s.peer);
   row.denseMinUs = *std::min_element(s.dense.begin(), s.dense.end());
   row.denseMaxUs = *std::max_element(s.dense.begin(), s.dense.end());
   row.dctMinUs = *std::min_element(s.dct.begin(), s.dct.end());

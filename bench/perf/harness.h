@@ -16,7 +16,7 @@
 namespace dctbench {
 
 struct Options {
-  std::string collective = "allreduce";  // -C allreduce|allgather|alltoall|onebit
+  std::string collective = "allreduce";  // -C allreduce|allgather|alltoall|onebit|coo
   size_t minBytes = 1 << 20;             // -b
   size_t maxBytes = 16 << 20;            // -e
   double stepFactor = 2.0;               // -f
@@ -35,6 +35,7 @@ struct Options {
   bool phases = false;                   // -p: per-phase time columns
   double linkGbps = 0;                   // -l: link rate for the wire bound (0: none)
   double copyGBps = 0;                   // -M: copy rate for the memory bound (0: measured)
+  bool zipfIndices = false;              // -I zipf: coo input indices Zipf(1.1)-drawn (default uniform)
 };
 
 // Parses argv. Returns 0 to run, 1 when help was printed, -1 on a bad flag
@@ -71,6 +72,9 @@ class PerfCase {
   virtual bool prepare() = 0;
   virtual bool runDense() = 0;  // the MPI baseline
   virtual bool runDct() = 0;    // the libdct call
+  // A second reference timed beside them (a column of its own), if any.
+  virtual const char* peerName() const { return nullptr; }
+  virtual bool runPeer() { return true; }
   virtual StepInfo lastStep() = 0;  // local
   // The least memory traffic one call needs, in tensor-sized memcpys (one
   // memcpy reads and writes the tensor once); 0: no memory bound printed.
@@ -85,6 +89,9 @@ std::unique_ptr<PerfCase> makeAllreduceCase(const Options& opt, dctComm_t comm, 
 std::unique_ptr<PerfCase> makeAllgatherCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
 // -C onebit: the 1-bit compressed allreduce (a dctCompressorOnebit compressor).
 std::unique_ptr<PerfCase> makeOnebitCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
+// -C coo: dctSparseInputAllreduce of each rank's COO (dense result) vs
+// MPI_Allreduce of the densified input, and libdct's allgather + scatter-add.
+std::unique_ptr<PerfCase> makeCooCase(const Options& opt, dctComm_t comm, MPI_Comm mpi);
 
 // -C alltoall runs its own loop (three timed calls per iteration: dense
 // MPI_Alltoallv, DCT-MP forward, backward; see alltoall.cc). Returns the
@@ -96,6 +103,7 @@ struct Row {
   size_t bytes = 0, count = 0;
   std::string algorithm;
   double denseUs = 0, dctUs = 0;        // medians of per-iteration max over ranks
+  double peerUs = 0;                    // the case's second reference (0: none)
   double denseMinUs = 0, denseMaxUs = 0, dctMinUs = 0, dctMaxUs = 0;  // spread
   double dctRankMeanUs = 0, dctRankMinUs = 0;  // each rank's own median: mean, min
   double wireBytes = 0, ratio = 0, algbw = 0, busbw = 0;

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     } else {
       if (opt.collective == "onebit") opt.density = 1.0;  // every entry goes, as one bit
       auto pc = opt.collective == "allgather" ? dctbench::makeAllgatherCase(opt, comm, MPI_COMM_WORLD)
+                : opt.collective == "coo"     ? dctbench::makeCooCase(opt, comm, MPI_COMM_WORLD)
                 : opt.collective == "onebit"  ? dctbench::makeOnebitCase(opt, comm, MPI_COMM_WORLD)
                                               : dctbench::makeAllreduceCase(opt, comm, MPI_COMM_WORLD);
       rc = dctbench::runHarness(opt, *pc, MPI_COMM_WORLD);

@@ -16,7 +16,7 @@ namespace {
 
 const char* kHelp =
     "usage: dct_perf [flags]   (run under mpirun; rank 0 prints)\n"
-    "  -C allreduce|allgather|alltoall|onebit  collective (default allreduce):\n"
+    "  -C allreduce|allgather|alltoall|onebit|coo  collective (default allreduce):\n"
     "       allreduce: dctSparseAllreduce (DCT-DP: EF + threshold + compaction +\n"
     "                  exchange) vs dense MPI_Allreduce of the same input\n"
     "       allgather: dctSparseAllgather of each rank's COO message vs\n"
@@ -30,6 +30,10 @@ const char* kHelp =
     "                  do not apply (density prints 1); dctAvg is not applied to\n"
     "                  the dense side (1-bit averages by construction); the check\n"
     "                  replays the algorithm with plain MPI, bit for bit\n"
+    "       coo:       dctSparseInputAllreduce (lossless, dense result) of each\n"
+    "                  rank's COO (density -D, values uniform in [-1,1)) vs\n"
+    "                  MPI_Allreduce of the densified input; peer_us: libdct's\n"
+    "                  dctSparseAllgather + zero + dctScatterAdd; -a picks the plan\n"
     "  -b minbytes  -e maxbytes   dense tensor size range, K/M/G = 2^10/2^20/2^30\n"
     "                             (default 1M .. 16M)\n"
     "  -f stepfactor              size multiplier between rows (default 2)\n"
@@ -48,6 +52,8 @@ const char* kHelp =
     "                             1000, as the library's; passed in dctConfig_t)\n"
     "  -J file                    append one JSON object per row (JSON lines)\n"
     "  -u                         uniform input in [-1,1) instead of gradient-like\n"
+    "  -I uniform|zipf            coo: index distribution (default uniform; zipf:\n"
+    "                             density*count Zipf(1.1) draws, distinct kept)\n"
     "  -s seed                    input seed (default 1; each rank derives its own)\n"
     "  -R, --row-length D         alltoall: elements per row (default 64); each row\n"
     "                             keeps K = ceil(density * D) entries\n"
@@ -156,12 +162,12 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
   static const struct option kLong[] = {{"row-length", required_argument, nullptr, 'R'},
                                         {"help", no_argument, nullptr, 'h'},
                                         {nullptr, 0, nullptr, 0}};
-  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:pl:M:h", kLong,
+  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:pl:M:I:h", kLong,
                                 nullptr)) != -1) {
     switch (c) {
       case 'C': opt.collective = optarg;
         ok = opt.collective == "allreduce" || opt.collective == "allgather" ||
-             opt.collective == "alltoall" || opt.collective == "onebit";
+             opt.collective == "alltoall" || opt.collective == "onebit" || opt.collective == "coo";
         break;
       case 'b': ok = parseSize(optarg, opt.minBytes); break;
       case 'e': ok = parseSize(optarg, opt.maxBytes); break;
@@ -190,6 +196,11 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'L': ok = parseInt(optarg, opt.thresholdInterval) && opt.thresholdInterval >= 1; break;
       case 'J': opt.jsonPath = optarg; break;
       case 'u': opt.uniform = true; break;
+      case 'I':
+        if (!std::strcmp(optarg, "uniform")) opt.zipfIndices = false;
+        else if (!std::strcmp(optarg, "zipf")) opt.zipfIndices = true;
+        else ok = false;
+        break;
       case 'p': opt.phases = true; break;
       case 'l': ok = parseDouble(optarg, opt.linkGbps) && opt.linkGbps >= 0; break;
       case 'M': ok = parseDouble(optarg, opt.copyGBps) && opt.copyGBps >= 0; break;

@@ -34,9 +34,11 @@ void printHeader(const Options& opt, const PerfCase& pc, int nranks) {
               " copies at the rate all ranks copy at together, memcpy or streaming stores%s);"
               " x_bound = dct_us / bound_us\n",
               opt.linkGbps, pc.copiesPerCall(), opt.copyGBps > 0 ? " (-M)" : "");
+  if (pc.peerName()) std::printf("# peer_us: %s\n", pc.peerName());
   std::printf("#%11s %11s %6s %8s %9s %11s %11s %8s %12s %8s %7s %7s %7s %10s %7s", "size", "count",
               "type", "density", "algo", "dense_us", "dct_us", "speedup", "wire_bytes", "ratio",
               "algbw", "busbw", "#wrong", "bound_us", "x_bound");
+  if (pc.peerName()) std::printf(" %11s", "peer_us");
   if (opt.phases)
     std::printf(" %9s %9s %9s %9s %9s", "compr_us", "agree_us", "exch_us", "reduce_us", "other_us");
   std::printf("\n");
@@ -48,6 +50,7 @@ void printRow(const Row& r, const Options& opt) {
               r.bytes, r.count, dtypeName(opt.dtype), opt.density, r.algorithm.c_str(), r.denseUs,
               r.dctUs, r.dctUs > 0 ? r.denseUs / r.dctUs : 0.0, r.wireBytes, r.ratio, r.algbw,
               r.busbw, r.wrong, r.boundUs, r.boundUs > 0 ? r.dctUs / r.boundUs : 0.0);
+  if (r.peerUs > 0) std::printf(" %11.1f", r.peerUs);
   if (opt.phases)
     for (double us : r.phaseUs) std::printf(" %9.1f", us);
   std::printf("\n");
@@ -103,10 +106,10 @@ bool appendJsonRow(const Options& opt, const PerfCase& pc, int nranks, const Row
                static_cast<unsigned long long>(r.thresholdEstimates), r.wrong,
                envOr("GLIBC_TUNABLES", ""));
   std::fprintf(f,
-               "\"link_gbps\":%g,\"copy_us\":%.3f,\"wire_bound_us\":%.3f,\"memory_bound_us\":%.3f,"
+               "\"peer_us\":%.3f,\"indices\":\"%s\",\"link_gbps\":%g,\"copy_us\":%.3f,\"wire_bound_us\":%.3f,\"memory_bound_us\":%.3f,"
                "\"bound_us\":%.3f,\"phase_us\":{\"compress\":%.3f,\"agree\":%.3f,\"exchange\":%.3f,"
                "\"reduce\":%.3f,\"other\":%.3f}}\n",
-               opt.linkGbps, r.copyUs, r.wireBoundUs, r.memoryBoundUs, r.boundUs, r.phaseUs[dctPhaseCompress],
+               r.peerUs, opt.zipfIndices ? "zipf" : "uniform", opt.linkGbps, r.copyUs, r.wireBoundUs, r.memoryBoundUs, r.boundUs, r.phaseUs[dctPhaseCompress],
                r.phaseUs[dctPhaseAgree], r.phaseUs[dctPhaseExchange], r.phaseUs[dctPhaseReduce],
                r.phaseUs[dctPhaseOther]);
   return std::fclose(f) == 0;
