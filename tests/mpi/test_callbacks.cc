@@ -173,6 +173,34 @@ TEST_CASE("callbacks over MPI give dctCommInitMpi's results and statistics, bit 
   }
 }
 
+TEST_CASE("the sparse-input allreduce over callbacks gives dctCommInitMpi's result, bit for bit") {
+  World w;
+  CallbackComm cb(true);
+  const size_t n = 20011;
+  std::mt19937 rng(5 + w.rank);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  for (uint32_t i = w.rank; i < n; i += 3 + w.rank) {
+    idx.push_back(i);
+    val.push_back(dist(rng));
+  }
+  // (auto may differ: each comm priced its links with its own probe)
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoDense}) {
+    CAPTURE(static_cast<int>(algo));
+    std::vector<float> viaMpi(n), viaCallbacks(n);
+    size_t nnz = 0;
+    dctSparseInputInfo_t a{}, b{};
+    REQUIRE(dctSparseInputAllreduce(idx.data(), val.data(), idx.size(), n, dctFloat32, dctSum, algo, viaMpi.data(),
+                                    nullptr, nullptr, 0, &nnz, &a, w.comm, nullptr) == dctSuccess);
+    REQUIRE(dctSparseInputAllreduce(idx.data(), val.data(), idx.size(), n, dctFloat32, dctSum, algo,
+                                    viaCallbacks.data(), nullptr, nullptr, 0, &nnz, &b, cb.comm, nullptr) == dctSuccess);
+    CHECK(a.algorithm == b.algorithm);
+    CHECK(a.bytesSent == b.bytesSent);
+    CHECK(std::memcmp(viaMpi.data(), viaCallbacks.data(), n * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("a callback that fails on one rank fails the call on every rank, and the retry is exact") {
   World w;
   CallbackComm cb(true);
