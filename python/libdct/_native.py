@@ -94,6 +94,13 @@ class Callbacks(ctypes.Structure):
                 ("allreduceSum", ALLREDUCE_SUM), ("voteMax", VOTE_MAX)]
 
 
+class SparseInputInfo(ctypes.Structure):
+    """dctSparseInputInfo_t."""
+    _fields_ = [("algorithm", _int), ("inputNnz", ctypes.c_uint64), ("resultNnz", ctypes.c_uint64),
+                ("bytesSent", ctypes.c_uint64), ("bytesReceived", ctypes.c_uint64),
+                ("denseBytes", ctypes.c_uint64)]
+
+
 _PROTOTYPES = {
     "dctGetErrorString": (ctypes.c_char_p, [_int]),
     "dctGetLastError": (ctypes.c_char_p, [_vp]),
@@ -111,6 +118,8 @@ _PROTOTYPES = {
     "dctCompressorGetResidual": (_int, [_vp, _vp, _vp]),
     "dctCompressorSetResidual": (_int, [_vp, _vp, _vp]),
     "dctSparseAllreduce": (_int, [_vp, _vp, _sz, _int, _int, _vp, _vp, _vp]),
+    "dctSparseInputAllreduce": (_int, [_vp, _vp, _sz, _sz, _int, _int, _int, _vp, _vp, _vp, _sz,
+                                       ctypes.POINTER(_sz), ctypes.POINTER(SparseInputInfo), _vp, _vp]),
 }
 
 

@@ -63,6 +63,11 @@ class Comm:
             config = Config(**{**(vars(config) if config else {}), **fields})
         return Compressor(self, count, dtype, config)
 
+    def sparse_allreduce(self, indices, values, count, out=None, op="sum", algorithm="auto", coo=False):
+        """The exact sum of every rank's COO (libdct.sparse.sparse_allreduce)."""
+        from .sparse import sparse_allreduce
+        return sparse_allreduce(self, indices, values, count, out, op, algorithm, coo)
+
     def _call(self, fn, *args):
         """A collective C call: a failure raises DctError, chained to the
         exception a callback raised on this rank, if any."""

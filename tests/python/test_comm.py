@@ -123,6 +123,33 @@ def case_a_failed_callback_fails_every_rank_and_commits_nothing():
                 assert all(torch.equal(x, y) for x, y in zip(out, clean)), (algorithm, op)
 
 
+def case_sparse_allreduce_of_torch_embedding_gradients():
+    # torch's own sparse gradient (nn.Embedding(sparse=True)), rows flattened
+    # to element indices, summed exactly: gloo's all_reduce of the densified
+    # gradients, bit for bit (counts of ids: exact in any order).
+    emb = torch.nn.Embedding(1000, 8, sparse=True)
+    ids = torch.randint(0, 1000, (50,), generator=torch.Generator().manual_seed(RANK))
+    emb(ids).sum().backward()
+    grad = emb.weight.grad.coalesce()
+    idx = (grad.indices()[0][:, None] * 8 + torch.arange(8)).reshape(-1)
+    want = grad.to_dense()
+    dist.all_reduce(want)
+    with libdct.Comm.from_torch() as comm:
+        for algorithm in ("auto", "allgather", "split", "dense"):
+            out = comm.sparse_allreduce(idx, grad.values().reshape(-1), 8000, algorithm=algorithm)
+            assert torch.equal(out.view(1000, 8), want), algorithm
+            assert comm.sparse_info["algorithm"] == algorithm or algorithm == "auto"
+            got_idx, got_val = comm.sparse_allreduce(idx, grad.values().reshape(-1), 8000, coo=True)
+            assert torch.equal(got_idx.long(), want.reshape(-1).nonzero().reshape(-1))
+            assert torch.equal(got_val, want.reshape(-1)[got_idx.long()])
+    with mpi_comm() as comm:  # numpy over the MPI transport
+        out = comm.sparse_allreduce(idx.numpy(), grad.values().reshape(-1).numpy(), 8000)
+        assert np.array_equal(out.reshape(1000, 8), want.numpy())
+        unsorted = np.array([5, 3], dtype=np.uint32)
+        err = raises(lambda: comm.sparse_allreduce(unsorted, np.ones(2, np.float32), 10), libdct.DctError)
+        assert err is not None and "ascending" in err.message, err
+
+
 def case_residual_round_trip():
     with libdct.Comm.from_torch() as comm, comm.compressor(333, density=0.05) as c:
         c.allreduce(gradient(333, 0))
