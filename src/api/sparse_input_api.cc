@@ -1,6 +1,8 @@
 // dctSparseInputAllreduce: local checks, then the transaction
 // (algo/sparse_input_allreduce.cc). A rank with a bad argument still takes
 // part in the agreement so that no other rank is left waiting.
+#include <cstring>
+
 #include "algo/algorithms.h"
 #include "api/validate.h"
 #include "transport/comm.h"
@@ -62,8 +64,12 @@ extern "C" dctResult_t dctSparseInputAllreduce(const void* indices, const void* 
   const char* fn = "dctSparseInputAllreduce";
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
   return guarded(comm, fn, [&] {
-    const SparseInput in{indices,    values,     nnz,         count,  datatype, op,   rawEnum(algorithm), dense,
-                         outIndices, outValues, outCapacity, outNnz, info,     stream, fn};
+    SparseInput in{indices,   values,    nnz,         count,  dctFloat32, dctSum, rawEnum(algorithm), dense,
+                   outIndices, outValues, outCapacity, outNnz, info,       stream, fn};
+    // The enums' raw bits: a C caller may pass any int (loading one as the
+    // enum type is undefined); checkInput reads them raw too.
+    std::memcpy(&in.dtype, &datatype, sizeof(in.dtype));
+    std::memcpy(&in.op, &op, sizeof(in.op));
     // An exception in the checks still goes on to the agreement.
     const dctResult_t local = caught(comm, fn, [&] { return checkInput(comm, in); });
     return sparseInputAllreduce(comm, in, local);
