@@ -411,14 +411,20 @@ DCT_EXPORT dctResult_t dctSparseInputAllreduce(const void* indices, const void* 
  * forward's row masks); rows whose partial was zero get zeros. For a
  * sum-pooled embedding bag sharded by rows this is the forward and backward
  * of the pooling. rowsPerRank (comm size entries, zeros allowed) must be the
- * same on every rank. config may be NULL (exact). With config->density < 1
- * the non-zero rows also keep only their top-K entries (config.rowSelection,
- * as dctSparseAlltoall; lossy, off by default). Plan creation and both
- * calls are collective; a failed call changes nothing; host buffers use the
- * CPU kernels, device buffers (stream = cudaStream_t) the CUDA ones.
- * dctAlltoallStats_t reports the traffic (keptEntries: entries of the
- * non-zero rows this rank sent; maskFormat: -1 exact rows, else as the
- * all-to-all's). */
+ * same on every rank. A row is non-zero when any entry is other than +-0
+ * (NaN and Inf count); a rank's own rows never go on the wire, and a peer
+ * with no non-zero row for an owner sends it nothing. config may be NULL
+ * (exact); an explicit config->density < 1 (per-row top-K of the non-zero
+ * rows, lossy) is reserved and returns dctNotSupported in this version.
+ * Plan creation and both calls are collective: a rank whose arguments are
+ * bad returns dctInvalidArgument and every other rank dctInvalidUsage
+ * (arguments that disagree across ranks: dctInvalidUsage everywhere), with
+ * nothing written; a failed call changes nothing (the previous forward's
+ * row flags stay in effect); host buffers use the CPU kernels, device
+ * buffers (stream = cudaStream_t) the CUDA ones. dctAlltoallStats_t
+ * reports the traffic (keptEntries: entries of the non-zero rows this rank
+ * sent; nonFinite: NaN/Inf among them; maskFormat: -1; dense bytes: what a
+ * dense reduce-scatter of the same rows would move). */
 typedef struct dctDesPlan* dctDesPlan_t;
 DCT_EXPORT dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength,
                                         dctDataType_t datatype, const dctConfig_t* config, dctDesPlan_t* plan);
