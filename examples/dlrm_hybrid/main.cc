@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     EmbeddingExchange trainExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
     EmbeddingExchange evalExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
     EmbeddingExchange evalFullExchange(layout, D, 0, comm);
-    RowExchange trainRows(split, T, D, comm), evalRows(split, T, D, comm);
+    RowExchange trainRows(split, T, D, row && mp, comm), evalRows(split, T, D, row && mp, comm);
     const auto trainForward = [&](const Batch& b) {
       return row ? model.forward(b, split, trainRows) : model.forward(b, split, layout, trainExchange);
     };
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
       std::printf("# dlrm_hybrid mode=%s sharding=%s (MP exchange: %s) np=%d batch=%d (rank 0 slice %d) D=%d "
                   "tables=%d dp_params=%zu mp_density=%g (K=%d of %d) dp_density=%g\n",
                   modeName(opt.mode), shardingName(opt.sharding),
-                  row ? "MPI_Alltoallv + sum" : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
+                  row ? (mp ? "DES reduce-scatter" : "MPI_Alltoallv + sum") : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
                   P, B, split.counts[0], D, T, model.params().size(), dctMp ? opt.mpDensity : 1.0,
                   dctMp ? static_cast<int>(std::ceil(opt.mpDensity * D - 1e-9)) : D, D, dp ? opt.dpDensity : 1.0);
       std::printf("# held-out %d samples; teacher (Bayes) logloss %.4f auc %.4f\n", opt.heldOut, bayes.logLoss,
@@ -188,6 +188,13 @@ int main(int argc, char** argv) {
         std::printf("# DCT-MP rank 0: kept %llu entries (density %.4f), mask format %d, total sent %llu B\n",
                     static_cast<unsigned long long>(s.keptEntries), s.density, s.maskFormat,
                     static_cast<unsigned long long>(s.totalBytesSent));
+    }
+    if (trainRows.des() && rank == 0) {
+      const dctAlltoallStats_t s = trainRows.stats();
+      std::printf("# DES rank 0: last forward sent %llu entries (%llu B), last backward %llu B, total sent %llu B\n",
+                  static_cast<unsigned long long>(s.keptEntries), static_cast<unsigned long long>(s.forwardBytesSent),
+                  static_cast<unsigned long long>(s.backwardBytesSent),
+                  static_cast<unsigned long long>(s.totalBytesSent));
     }
     if (sync.compressed() && rank == 0) {
       const dctStats_t s = sync.stats();

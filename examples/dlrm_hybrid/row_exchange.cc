@@ -8,7 +8,7 @@
 
 namespace dlrm {
 
-RowExchange::RowExchange(const Split& split, int tables, int dim, dctComm_t comm)
+RowExchange::RowExchange(const Split& split, int tables, int dim, bool des, dctComm_t comm)
     : split_(split), row_(static_cast<size_t>(tables) * dim), dim_(dim), rank_([comm] {
         int r = 0;
         DLRM_DCT_CHECK(comm, dctCommRank(comm, &r));
@@ -20,12 +20,25 @@ RowExchange::RowExchange(const Split& split, int tables, int dim, dctComm_t comm
   // gradients to every other rank.
   denseForward_ = static_cast<uint64_t>(split_.total() - b) * row_ * sizeof(float);
   denseBackward_ = static_cast<uint64_t>(P - 1) * b * row_ * sizeof(float);
+  if (!des) return;
+  std::vector<size_t> rowsPerRank(P);
+  for (int q = 0; q < P; q++) rowsPerRank[q] = static_cast<size_t>(split_.counts[q]) * tables;
+  DLRM_DCT_CHECK(comm_, dctDesPlanCreate(comm_, rowsPerRank.data(), static_cast<size_t>(dim_), dctFloat32, nullptr,
+                                         &plan_));
+}
+
+RowExchange::~RowExchange() {
+  if (plan_) DLRM_DCT_CHECK(comm_, dctDesPlanDestroy(plan_));
 }
 
 void RowExchange::forward(const float* partials, float* summed) {
   const double start = MPI_Wtime();
   const int P = split_.ranks(), b = split_.counts[rank_];
-  {
+  uint64_t bytes = 0;
+  if (plan_) {
+    DLRM_DCT_CHECK(comm_, dctDesReduceScatter(plan_, partials, summed, nullptr));
+    bytes = stats().forwardBytesSent;
+  } else {
     // This example's sizes fit MPI's int counts.
     std::vector<int> sc(P), sd(P), rc(P, static_cast<int>(b * row_)), rd(P);
     for (int q = 0; q < P; q++) {
@@ -48,15 +61,20 @@ void RowExchange::forward(const float* partials, float* summed) {
       const float* p = partials + r * dim_;
       nonZero_[r] = std::any_of(p, p + dim_, [](float v) { return v != 0.f; });
     }
+    bytes = denseForward_;
   }
-  traffic_.add(start, denseForward_, denseForward_);
-  traffic_.forwardSent += denseForward_;
+  traffic_.add(start, bytes, denseForward_);
+  traffic_.forwardSent += bytes;
 }
 
 void RowExchange::backward(const float* gradSummed, float* gradPartials) {
   const double start = MPI_Wtime();
   const int P = split_.ranks(), b = split_.counts[rank_];
-  {
+  uint64_t bytes = 0;
+  if (plan_) {
+    DLRM_DCT_CHECK(comm_, dctDesReduceScatterBackward(plan_, gradSummed, gradPartials, nullptr));
+    bytes = stats().backwardBytesSent;
+  } else {
     std::vector<int> rc(P), rd(P);
     for (int q = 0; q < P; q++)
       rc[q] = static_cast<int>(split_.counts[q] * row_), rd[q] = static_cast<int>(split_.offsets[q] * row_);
@@ -64,8 +82,15 @@ void RowExchange::backward(const float* gradSummed, float* gradPartials) {
                                   rd.data(), MPI_FLOAT, MPI_COMM_WORLD));
     for (size_t r = 0; r < nonZero_.size(); r++)
       if (!nonZero_[r]) std::fill(gradPartials + r * dim_, gradPartials + (r + 1) * dim_, 0.f);
+    bytes = denseBackward_;
   }
-  traffic_.add(start, denseBackward_, denseBackward_);
+  traffic_.add(start, bytes, denseBackward_);
+}
+
+dctAlltoallStats_t RowExchange::stats() const {
+  dctAlltoallStats_t s{};
+  if (plan_) DLRM_DCT_CHECK(comm_, dctDesPlanGetStats(plan_, &s));
+  return s;
 }
 
 }  // namespace dlrm
