@@ -141,6 +141,11 @@ dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t rowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);
 dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream);
+// DES row blocks: cuda_des_rows.cu.
+dctResult_t rowFlags(KernelContext* ctx, RowBlockArgs* args, void* stream);
+dctResult_t rowGather(KernelContext* ctx, const RowBlockArgs* args, void* stream);
+dctResult_t rowScatter(KernelContext* ctx, const RowBlockArgs* args, void* stream);
+dctResult_t rowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void* stream);
 // 1-bit compressed allreduce: cuda_onebit.cu.
 dctResult_t onebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
 dctResult_t onebitAverage(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);

@@ -66,6 +66,11 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t plan, const void* send, void
                                   dctResult_t localError, const char* fn);
 dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t plan, const void* gradSend, void* gradRecv, void* stream,
                                    dctResult_t localError, const char* fn);
+// DES sparse reduce-scatter (des_reduce_scatter.cc); the plan is core/des_plan.h.
+dctResult_t desForward(dctDesPlan_t plan, const void* partials, void* summed, void* stream, dctResult_t localError,
+                       const char* fn);
+dctResult_t desBackward(dctDesPlan_t plan, const void* gradSummed, void* gradPartials, void* stream,
+                        dctResult_t localError, const char* fn);
 
 // The 1-bit compressed allreduce (onebit_allreduce.cc), for compressors with
 // config.compressor == dctCompressorOnebit: the same transaction contract

@@ -129,6 +129,11 @@ dctResult_t cpuRowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t cpuRowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t cpuRowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);
 dctResult_t cpuRowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream);
+// DES row blocks: cpu_des_rows.cc.
+dctResult_t cpuRowFlags(KernelContext* ctx, RowBlockArgs* args, void* stream);
+dctResult_t cpuRowGather(KernelContext* ctx, const RowBlockArgs* args, void* stream);
+dctResult_t cpuRowScatter(KernelContext* ctx, const RowBlockArgs* args, void* stream);
+dctResult_t cpuRowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void* stream);
 // 1-bit compressed allreduce: cpu_onebit.cc.
 dctResult_t cpuOnebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
 dctResult_t cpuOnebitAverage(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);

@@ -206,6 +206,33 @@ struct RowWireArgs {
   void* values;            // packed values (pack: written; unpack: read)
 };
 
+// DES rows (dctDesReduceScatter): a block of R rows of D entries and its
+// row flags, a bitmap of maskWords(R) uint32 words (bit r%32 of word r/32
+// set when row r is flagged; bits past R are zero). `packed` holds the
+// flagged rows back to back in row order, in dtype.
+//  * rowFlags:  flags = rows with any entry other than +-0 (NaN/Inf count,
+//               -0 does not: the magnitude's bits); count and nonFinite
+//               (NaN/Inf entries of flagged rows) come back to the host.
+//  * rowGather: packed = the flagged rows.
+//  * rowScatter: rows = the flagged rows from packed (denseSource: row r at
+//               packed + r * D), zeros elsewhere.
+//  * rowAccumulate: rows (accType) += the flagged rows of packed, each sum
+//               formed in accType; a null flags adds every row. Flags from
+//               the wire are checked first (popcount == count, no bit past
+//               R): malformed writes nothing and returns dctInternalError.
+struct RowBlockArgs {
+  void* rows;
+  size_t rowCount;
+  size_t rowLength;
+  dctDataType_t dtype;        // the packed rows' type (and the rows', but for rowAccumulate)
+  uint32_t* flags;
+  void* packed;
+  uint64_t count = 0;         // flagged rows (rowFlags: out, host)
+  uint64_t nonFinite = 0;     // rowFlags: out (host)
+  dctDataType_t accType = dctNumTypes;  // rowAccumulate: the rows' type
+  bool denseSource = false;   // rowScatter
+};
+
 // All pointers handed to one twin live in that twin's memory space (host for
 // the CPU twin, device for the CUDA twin); `stream` is a cudaStream_t for the
 // CUDA twin and ignored by the CPU twin. Every op is stream-ordered; results
@@ -277,6 +304,11 @@ struct KernelOps {
   // bitmaps with popcount = the row's count and no bit >= D): if any row is
   // malformed nothing is written and the op returns dctInternalError.
   dctResult_t (*rowUnpack)(KernelContext* ctx, const RowWireArgs* args, void* stream);
+  // DES rows (RowBlockArgs above).
+  dctResult_t (*rowFlags)(KernelContext* ctx, RowBlockArgs* args, void* stream);
+  dctResult_t (*rowGather)(KernelContext* ctx, const RowBlockArgs* args, void* stream);
+  dctResult_t (*rowScatter)(KernelContext* ctx, const RowBlockArgs* args, void* stream);
+  dctResult_t (*rowAccumulate)(KernelContext* ctx, const RowBlockArgs* args, void* stream);
   // --- 1-bit compressed allreduce (onebit_kernels.h: bit layout, the fixed
   // sum-of-squares order, the NaN rule) ---
   dctResult_t (*onebitCompress)(KernelContext* ctx, OnebitCompressArgs* args, void* stream);

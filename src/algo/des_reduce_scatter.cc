@@ -1,0 +1,302 @@
+// DES sparse reduce-scatter, forward and backward, each one transaction
+// like the DCT-MP all-to-all (sparse_alltoall.cc):
+//
+//   forward   flag the non-zero partial rows of every owner's block; pack
+//             each peer's block [row flags][flagged rows]; header agreement;
+//             allgather of the flagged-row counts (sizes every block) +
+//             vote; alltoallv; the owner adds its own rows and each peer's
+//             in rank order from +0 in the accumulation type, rounds once;
+//             vote; commit (flags swap in, backward due)
+//   backward  the owner gathers the gradient rows each peer flagged, the
+//             reverse alltoallv, each rank scatters them where its partial
+//             rows were flagged, zeros elsewhere; vote; commit
+//
+// A block with no flagged row is empty (the counts say so), and a rank's
+// own rows never go on the wire.
+#include "algo/agree.h"
+#include "algo/algorithms.h"
+#include "base/debug.h"
+#include "core/des_plan.h"
+#include "kernels/index_packing.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+constexpr int32_t kForward = 0, kBackward = 1;
+
+struct Blocks {
+  std::vector<size_t> bytes, offsets;
+  size_t total = 0;
+  void place() {
+    offsets.resize(bytes.size());
+    total = 0;
+    for (size_t q = 0; q < bytes.size(); q++) {
+      offsets[q] = total;
+      total += bytes[q];
+    }
+  }
+};
+
+struct Call {
+  Call(dctDesPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}
+  dctDesPlan_t p;
+  void* stream;
+  const char* fn;
+  Blocks out, in;
+  size_t allBytes = 0;  // what every rank sends together (agreed)
+};
+
+size_t rowBytes(const dctDesPlan_t p) { return p->rowLength * dtypeSize(p->dtype); }
+size_t flagBytes(size_t rows) { return packing::pad8(maskWords(rows) * sizeof(uint32_t)); }
+// A forward block: the flags of the owner's rows, then the flagged rows.
+size_t forwardBlock(const dctDesPlan_t p, size_t rows, uint64_t flagged) {
+  return flagged == 0 ? 0 : flagBytes(rows) + packing::pad8(flagged * rowBytes(p));
+}
+// Rows of owner q's block in a buffer of every rank's rows.
+void* blockOf(void* rows, const dctDesPlan_t p, int q) { return static_cast<char*>(rows) + p->rowStart[q] * rowBytes(p); }
+void* blockOf(const void* rows, const dctDesPlan_t p, int q) { return blockOf(const_cast<void*>(rows), p, q); }
+uint32_t* sentFlags(DesMasks& m, const dctDesPlan_t p, int q) { return m.sent.as<uint32_t>() + p->sentAt[q]; }
+uint32_t* receivedFlags(DesMasks& m, const dctDesPlan_t p, int q) {
+  return m.received.as<uint32_t>() + size_t(q) * maskWords(p->mine());
+}
+char* blockAt(TwinBuffer& wire, const Blocks& b, int q) {
+  return b.bytes[q] ? wire.as<char>() + b.offsets[q] : nullptr;
+}
+
+RowBlockArgs block(const dctDesPlan_t p, void* rows, size_t rowCount, uint32_t* flags, void* packed) {
+  RowBlockArgs a{};
+  a.rows = rows;
+  a.rowCount = rowCount;
+  a.rowLength = p->rowLength;
+  a.dtype = p->dtype;
+  a.flags = flags;
+  a.packed = packed;
+  a.accType = accumulationType(p->dtype);
+  return a;
+}
+
+dctResult_t reserveWire(Call& c) {
+  dctDesPlan_t p = c.p;
+  DCTCHECK(p->wireOut.reserve(c.out.total));
+  DCTCHECK(p->wireIn.reserve(c.in.total));
+  const size_t most = c.out.total > c.in.total ? c.out.total : c.in.total;
+  return p->comm->transport->prepare(p->comm, p->wireIn.as(), most, c.stream);
+}
+
+dctResult_t exchange(Call& c) {
+  dctDesPlan_t p = c.p;
+  return p->comm->transport->alltoallv(p->comm, p->wireOut.as(), c.out.bytes.data(), c.out.offsets.data(),
+                                       p->wireIn.as(), c.in.bytes.data(), c.in.offsets.data(), c.allBytes, c.stream);
+}
+
+void sumSent(Call& c, const std::vector<CallHeader>& all) {
+  c.allBytes = 0;
+  for (const CallHeader& h : all) c.allBytes += h.bytes;
+}
+
+CallHeader header(dctDesPlan_t p, int32_t direction, dctResult_t localError) {
+  CallHeader h;
+  h.localError = localError;
+  h.count = p->id;
+  h.datatype = p->dtype;
+  h.op = direction;
+  return h;
+}
+
+// --- forward -------------------------------------------------------------
+
+struct ForwardDraft {
+  uint64_t keptRows = 0, nonFinite = 0;  // rows (their NaN/Inf) sent to peers
+};
+
+// Flags of every owner's block of partials into the spare masks, and each
+// peer's packed block.
+dctResult_t packForward(Call& c, const void* partials, DesMasks& m, ForwardDraft& d) {
+  dctDesPlan_t p = c.p;
+  const int P = p->comm->size, me = p->comm->rank;
+  m.sentRows.assign(P, 0);
+  DCTCHECK(m.sent.reserve(p->sentAt[P] * sizeof(uint32_t)));
+  for (int q = 0; q < P; q++) {
+    if (p->rows[q] == 0) continue;
+    RowBlockArgs a = block(p, blockOf(partials, p, q), p->rows[q], sentFlags(m, p, q), nullptr);
+    DCTCHECK(p->ops->rowFlags(p->kernels, &a, c.stream));
+    m.sentRows[q] = a.count;
+    if (q != me) d.keptRows += a.count, d.nonFinite += a.nonFinite;
+  }
+  c.out.bytes.assign(P, 0);
+  for (int q = 0; q < P; q++)
+    if (q != me) c.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q]);
+  c.out.place();
+  DCTCHECK(p->wireOut.reserve(c.out.total));
+  DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), c.out.total, c.stream));  // padding included
+  for (int q = 0; q < P; q++) {
+    char* out = blockAt(p->wireOut, c.out, q);
+    if (out == nullptr) continue;
+    DCTCHECK(p->ops->copy(p->kernels, out, sentFlags(m, p, q), maskWords(p->rows[q]) * sizeof(uint32_t), c.stream));
+    RowBlockArgs a = block(p, blockOf(partials, p, q), p->rows[q], sentFlags(m, p, q),
+                           out + flagBytes(p->rows[q]));
+    DCTCHECK(p->ops->rowGather(p->kernels, &a, c.stream));
+  }
+  return dctSuccess;
+}
+
+// Every rank's flagged-row count per owner; sizes what arrives here.
+dctResult_t layoutIncoming(Call& c, const DesMasks& m, std::vector<uint64_t>& counts) {
+  dctDesPlan_t p = c.p;
+  dctComm_t comm = p->comm;
+  const int P = comm->size, me = comm->rank;
+  counts.assign(size_t(P) * P, 0);
+  DCTCHECK(comm->transport->allgather(comm, m.sentRows.data(), counts.data(), P * sizeof(uint64_t), c.stream));
+  c.in.bytes.assign(P, 0);
+  for (int q = 0; q < P; q++)
+    if (q != me) c.in.bytes[q] = forwardBlock(p, p->mine(), counts[size_t(q) * P + me]);
+  c.in.place();
+  return reserveWire(c);
+}
+
+dctResult_t reserveSums(dctDesPlan_t p, DesMasks& m) {
+  const size_t n = p->mine() * p->rowLength;
+  const dctDataType_t accType = accumulationType(p->dtype);
+  if (accType != p->dtype) DCTCHECK(p->acc.reserve(n * dtypeSize(accType)));
+  return m.received.reserve(size_t(p->comm->size) * maskWords(p->mine()) * sizeof(uint32_t));
+}
+
+dctResult_t malformed(Call& c, int q) {
+  return fail(c.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", c.fn, q, c.in.bytes[q]);
+}
+
+// summed = the rows of every rank in rank order, from +0 in the
+// accumulation type. A rank's own rows are added whole: a zero row changes
+// no sum that started from +0, so this equals adding its flagged rows.
+dctResult_t reduceForward(Call& c, const void* partials, void* summed, DesMasks& m, const std::vector<uint64_t>& counts) {
+  dctDesPlan_t p = c.p;
+  const int P = p->comm->size, me = p->comm->rank;
+  const size_t mine = p->mine(), n = mine * p->rowLength, W = maskWords(mine);
+  m.receivedRows.assign(P, 0);
+  if (mine == 0) return dctSuccess;
+  const dctDataType_t accType = accumulationType(p->dtype);
+  void* acc = accType == p->dtype ? summed : p->acc.as();
+  DCTCHECK(p->ops->zero(p->kernels, acc, n * dtypeSize(accType), c.stream));
+  for (int q = 0; q < P; q++) {
+    uint32_t* flags = receivedFlags(m, p, q);
+    const char* in = blockAt(p->wireIn, c.in, q);
+    m.receivedRows[q] = q == me ? 0 : counts[size_t(q) * P + me];
+    if (q == me) {
+      RowBlockArgs a = block(p, acc, mine, nullptr, blockOf(partials, p, me));
+      DCTCHECK(p->ops->rowAccumulate(p->kernels, &a, c.stream));
+    }
+    if (in == nullptr) {
+      DCTCHECK(p->ops->zero(p->kernels, flags, W * sizeof(uint32_t), c.stream));
+      continue;
+    }
+    DCTCHECK(p->ops->copy(p->kernels, flags, in, W * sizeof(uint32_t), c.stream));
+    RowBlockArgs a = block(p, acc, mine, flags, const_cast<char*>(in) + flagBytes(mine));
+    a.count = m.receivedRows[q];
+    if (p->ops->rowAccumulate(p->kernels, &a, c.stream) != dctSuccess) return malformed(c, q);
+  }
+  if (accType == p->dtype) return dctSuccess;
+  return p->ops->convert(p->kernels, summed, p->dtype, acc, accType, n, 1.0, c.stream);
+}
+
+void commitForward(Call& c, const ForwardDraft& d) {
+  dctDesPlan_t p = c.p;
+  dctAlltoallStats_t& s = p->stats;
+  p->committed = 1 - p->committed;
+  p->backwardDue = true;
+  s.forwardSteps++;
+  s.forwardBytesSent = c.out.total;
+  s.forwardBytesReceived = c.in.total;
+  s.keptEntries = d.keptRows * p->rowLength;
+  s.nonFinite = d.nonFinite;
+  const double cells = static_cast<double>((p->totalRows() - p->mine()) * p->rowLength);
+  s.density = cells > 0 ? static_cast<double>(s.keptEntries) / cells : 0;
+  s.totalBytesSent += s.forwardBytesSent;
+  s.totalBytesReceived += s.forwardBytesReceived;
+  s.totalDenseBytes += s.denseBytesSent;
+}
+
+}  // namespace
+
+dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void* stream, dctResult_t localError,
+                       const char* fn) {
+  Call c{p, stream, fn};
+  DesMasks& spare = p->masks[1 - p->committed];
+  ForwardDraft d;
+  CallHeader mine = header(p, kForward, localError);
+  if (mine.localError == dctSuccess) {
+    mine.localError = [&]() -> dctResult_t {
+      DCTCHECK(p->ops->streamBegin(p->kernels, stream));
+      DCTCHECK(packForward(c, partials, spare, d));
+      return reserveSums(p, spare);
+    }();
+  }
+  mine.bytes = c.out.total;
+  std::vector<CallHeader> all;
+  DCTCHECK(agree(p->comm, mine, all, stream, fn));
+  sumSent(c, all);
+  std::vector<uint64_t> counts;
+  DCTCHECK(vote(p->comm, layoutIncoming(c, spare, counts), stream, fn, "size exchange"));
+  dctResult_t res = exchange(c);
+  if (res == dctSuccess) res = reduceForward(c, partials, summed, spare, counts);
+  DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
+  commitForward(c, d);
+  return p->ops->streamEnd(p->kernels, stream);
+}
+
+dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartials, void* stream,
+                        dctResult_t localError, const char* fn) {
+  Call c{p, stream, fn};
+  const int P = p->comm->size, me = p->comm->rank;
+  if (localError == dctSuccess && !p->backwardDue)
+    localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
+  CallHeader mine = header(p, kBackward, localError);
+  DesMasks& m = p->masks[p->committed];
+  if (mine.localError == dctSuccess) {
+    mine.localError = [&]() -> dctResult_t {
+      c.out.bytes.assign(P, 0);
+      c.in.bytes.assign(P, 0);
+      for (int q = 0; q < P; q++) {
+        if (q == me) continue;
+        c.out.bytes[q] = packing::pad8(m.receivedRows[q] * rowBytes(p));
+        c.in.bytes[q] = packing::pad8(m.sentRows[q] * rowBytes(p));
+      }
+      c.out.place();
+      c.in.place();
+      DCTCHECK(p->ops->streamBegin(p->kernels, stream));
+      DCTCHECK(reserveWire(c));
+      for (int q = 0; q < P; q++) {
+        char* out = blockAt(p->wireOut, c.out, q);
+        if (out == nullptr) continue;
+        RowBlockArgs a = block(p, const_cast<void*>(gradSummed), p->mine(), receivedFlags(m, p, q), out);
+        DCTCHECK(p->ops->rowGather(p->kernels, &a, stream));
+      }
+      return dctSuccess;
+    }();
+  }
+  mine.bytes = c.out.total;
+  std::vector<CallHeader> all;
+  DCTCHECK(agree(p->comm, mine, all, stream, fn));
+  sumSent(c, all);
+  dctResult_t res = exchange(c);
+  for (int q = 0; q < P && res == dctSuccess; q++) {
+    if (p->rows[q] == 0) continue;
+    const bool own = q == me;
+    RowBlockArgs a = block(p, blockOf(gradPartials, p, q), p->rows[q], sentFlags(m, p, q),
+                           own ? const_cast<void*>(gradSummed) : blockAt(p->wireIn, c.in, q));
+    a.denseSource = own;
+    res = p->ops->rowScatter(p->kernels, &a, stream);
+  }
+  DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
+  dctAlltoallStats_t& s = p->stats;
+  p->backwardDue = false;
+  s.backwardSteps++;
+  s.backwardBytesSent = c.out.total;
+  s.backwardBytesReceived = c.in.total;
+  s.totalBytesSent += s.backwardBytesSent;
+  s.totalBytesReceived += s.backwardBytesReceived;
+  s.totalDenseBytes += s.denseBytesReceived;  // the backward's dense rows go the reverse way
+  return p->ops->streamEnd(p->kernels, stream);
+}
+
+}  // namespace dct

@@ -1,0 +1,63 @@
+// DES reduce-scatter plan: the agreed row split, and the row flags of the
+// last committed forward (which of this rank's partial rows went to each
+// owner, and which rows each peer sent this rank), which the backward uses
+// as its routes.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/twin_buffer.h"
+#include "dct/dct.h"
+#include "kernels/kernels.h"
+
+namespace dct {
+
+// One forward's row flags. sent: one block per owner q (its rows[q] rows of
+// this rank's partials) at word sentAt[q]; received: one block per peer of
+// this rank's own rows, maskWords(rows[me]) words each.
+struct DesMasks {
+  TwinBuffer sent, received;
+  std::vector<uint64_t> sentRows, receivedRows;  // flagged rows per peer (host)
+};
+
+}  // namespace dct
+
+struct dctDesPlan {
+  static constexpr unsigned kMagic = 0xdc7cde51u;
+  unsigned magic = kMagic;
+  dctComm_t comm = nullptr;
+  uint64_t id = 0;  // the same on every rank (plans are created collectively)
+  std::vector<size_t> rows, rowStart;  // P, P + 1
+  std::vector<size_t> sentAt;          // P + 1: word offsets of the sent blocks
+  size_t rowLength = 0;
+  dctDataType_t dtype = dctFloat32;
+  // Kernels: bound on the first call, from where the buffers live.
+  const dct::KernelOps* ops = nullptr;
+  dct::KernelContext* kernels = nullptr;
+  dct::DesMasks masks[2];  // committed, and the spare a forward builds
+  int committed = 0;
+  bool backwardDue = false;  // a forward committed and its backward has not run
+  dct::TwinBuffer wireOut, wireIn, acc;
+  dctAlltoallStats_t stats{};
+
+  size_t mine() const;  // rows[rank]
+  size_t totalRows() const { return rowStart.back(); }
+};
+
+namespace dct {
+
+inline bool validPlan(dctDesPlan_t p) { return p != nullptr && p->magic == dctDesPlan::kMagic; }
+
+// Collective: agrees on the split, rowLength and datatype, then builds the
+// plan (localError: this rank's own verdict on its arguments).
+dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength, const dctDataType_t& dtype,
+                          dctResult_t localError, dctDesPlan_t* out);
+void desPlanDestroy(dctDesPlan_t p);
+// Binds the plan's kernels to the twin owning buf (first call; later calls
+// must stay in that memory space).
+dctResult_t bindDesTwin(dctDesPlan_t p, const void* buf, const char* fn);
+// Binds to an explicit ops table before the first call (tests: failing twins).
+dctResult_t bindDesOps(dctDesPlan_t p, const KernelOps& ops, const char* fn);
+
+}  // namespace dct
