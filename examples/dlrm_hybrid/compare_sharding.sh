@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
 # Row sharding with an exact exchange computes the same model as table
 # sharding (the same initial rows, pooled sums and updates, only summed in a
-# different place): trains both with the same seed and flags and fails
-# unless their final held-out AUCs differ by less than TOL.
+# different place). Trains three runs with the same seed and flags: table
+# sharding with the dense all-to-all, row sharding with the dense
+# reduce-scatter and with DES. Fails unless the DES run's final held-out
+# AUC is within TOL of the table run's, and the two row runs end with
+# bit-identical MLP weights (the same FNV-1a hash).
 #
-#   compare_sharding.sh MPIEXEC NP BIN TOL ROW_MODE [flags for both runs...]
-#
-# The table run uses --mode dense (MPI_Alltoallv); the row run ROW_MODE
-# (dense: MPI_Alltoallv + sum; mp: DES).
+#   compare_sharding.sh MPIEXEC NP BIN TOL [flags for every run...]
 set -euo pipefail
-[ $# -ge 5 ] || { echo "usage: $0 MPIEXEC NP BIN TOL ROW_MODE [flags...]" >&2; exit 2; }
-MPIEXEC="$1" NP="$2" BIN="$3" TOL="$4" ROW_MODE="$5"
-shift 5
-auc() {  # final held-out AUC of one run; the run's own checks must pass
+[ $# -ge 4 ] || { echo "usage: $0 MPIEXEC NP BIN TOL [flags...]" >&2; exit 2; }
+MPIEXEC="$1" NP="$2" BIN="$3" TOL="$4"
+shift 4
+last() {  # "auc hash" of a run's last RESULT line; the run's own checks must pass
   local out
   out=$("$MPIEXEC" --oversubscribe --allow-run-as-root -np "$NP" "$BIN" "$@" < /dev/null) ||
     { echo "$out" >&2; echo "FAIL: $BIN $* exited nonzero" >&2; exit 1; }
-  echo "$out" | grep '^RESULT' | tail -1 | tr ' ' '\n' | sed -n 's/^auc=//p'
+  echo "$out" | grep '^RESULT' | tail -1 | tr ' ' '\n' |
+    awk -F= '$1 == "auc" { a = $2 } $1 == "mlp_hash" { h = $2 } END { if (a != "" && h != "") print a, h }'
 }
-table=$(auc --mode dense --sharding table --tag table "$@")
-row=$(auc --mode "$ROW_MODE" --sharding row --tag row "$@")
-[ -n "$table" ] && [ -n "$row" ] || { echo "FAIL: no RESULT line (table '$table', row '$row')" >&2; exit 1; }
-awk -v t="$table" -v r="$row" -v tol="$TOL" -v mode="$ROW_MODE" 'BEGIN {
-  d = r - t; ad = d < 0 ? -d : d
-  printf "held-out AUC: table (dense all-to-all) %s, row (%s) %s, difference %+.6f\n", t, mode, r, d
-  if (ad < tol) { printf "PASS: |difference| < %s\n", tol; exit 0 }
-  printf "FAIL: |difference| >= %s\n", tol; exit 1 }'
+table=$(last --mode dense --sharding table --tag table "$@")
+rowDense=$(last --mode dense --sharding row --tag row-dense "$@")
+rowDes=$(last --mode mp --sharding row --tag row-des "$@")
+awk -v t="$table" -v rd="$rowDense" -v rs="$rowDes" -v tol="$TOL" 'BEGIN {
+  if (split(t, T, " ") != 2 || split(rd, D, " ") != 2 || split(rs, S, " ") != 2) {
+    print "FAIL: a run printed no RESULT line with auc and mlp_hash"; exit 1 }
+  printf "held-out AUC / MLP hash: table (dense all-to-all) %s %s, row dense %s %s, row DES %s %s\n",
+         T[1], T[2], D[1], D[2], S[1], S[2]
+  d = S[1] - T[1]; ad = d < 0 ? -d : d; ok = 1
+  if (ad >= tol) { printf "FAIL: |AUC(row DES) - AUC(table)| = %.6f >= %s\n", ad, tol; ok = 0 }
+  if (D[2] != S[2]) { print "FAIL: row dense and row DES MLP weights differ"; ok = 0 }
+  if (!ok) exit 1
+  printf "PASS: |AUC(row DES) - AUC(table)| = %.6f < %s; row dense and DES bit-identical%s\n", ad, tol,
+         T[2] == S[2] ? " (and equal to table)" : "" }'

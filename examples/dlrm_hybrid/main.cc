@@ -169,11 +169,12 @@ int main(int argc, char** argv) {
         std::printf("RESULT tag=%s mode=%s sharding=%s np=%d epoch=%d samples=%llu train_logloss=%.6f "
                     "logloss=%.6f auc=%.6f auc_full=%.6f bayes_auc=%.6f mp_bytes=%.0f mp_dense=%.0f dp_bytes=%.0f "
                     "dp_dense=%.0f step_ms=%.2f mp_ms=%.2f dp_ms=%.2f identical=%d mp_fwd_bytes=%.0f "
-                    "mp_bwd_bytes=%.0f\n",
+                    "mp_bwd_bytes=%.0f mlp_hash=%016llx\n",
                     opt.tag.c_str(), modeName(opt.mode), shardingName(opt.sharding), P, epoch,
                     static_cast<unsigned long long>(step * B), trainLoss, last.logLoss, last.auc, full.auc, bayes.auc,
                     mpSent, mpDense, dpSent, dpDense, stepMs, mpMs, dpMs, identical ? 1 : 0, mpForward,
-                    mpSent - mpForward);
+                    mpSent - mpForward,
+                    static_cast<unsigned long long>(examples::checksum(model.params().data(), model.params().size())));
         std::fflush(stdout);
       }
       window = {m, d, 0};
