@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
       std::printf("# dlrm_hybrid mode=%s sharding=%s (MP exchange: %s) np=%d batch=%d (rank 0 slice %d) D=%d "
                   "tables=%d dp_params=%zu mp_density=%g (K=%d of %d) dp_density=%g\n",
                   modeName(opt.mode), shardingName(opt.sharding),
-                  row ? (mp ? "DES reduce-scatter" : "MPI_Alltoallv + sum") : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
+                  row ? (mp ? "DES reduce-scatter" : "MPI_Alltoallv + sum")
+                      : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
                   P, B, split.counts[0], D, T, model.params().size(), dctMp ? opt.mpDensity : 1.0,
                   dctMp ? static_cast<int>(std::ceil(opt.mpDensity * D - 1e-9)) : D, D, dp ? opt.dpDensity : 1.0);
       std::printf("# held-out %d samples; teacher (Bayes) logloss %.4f auc %.4f\n", opt.heldOut, bayes.logLoss,
@@ -164,8 +165,8 @@ int main(int argc, char** argv) {
         std::printf("%5d %8llu %8.4f %8.4f %7.4f %8.4f %10.0f %10.0f %10.0f %10.0f %6.1f %10.0f %10.0f %6.1f %7.1f "
                     "%6.1f %6.1f %s\n",
                     epoch, static_cast<unsigned long long>(step * B), trainLoss, last.logLoss, last.auc, full.auc,
-                    mpSent, mpForward, mpSent - mpForward, mpDense, reduction(mpDense, mpSent), dpSent, dpDense, reduction(dpDense, dpSent), stepMs,
-                    mpMs, dpMs, identical ? "identical" : "DIFFER");
+                    mpSent, mpForward, mpSent - mpForward, mpDense, reduction(mpDense, mpSent), dpSent, dpDense,
+                    reduction(dpDense, dpSent), stepMs, mpMs, dpMs, identical ? "identical" : "DIFFER");
         std::printf("RESULT tag=%s mode=%s sharding=%s np=%d epoch=%d samples=%llu train_logloss=%.6f "
                     "logloss=%.6f auc=%.6f auc_full=%.6f bayes_auc=%.6f mp_bytes=%.0f mp_dense=%.0f dp_bytes=%.0f "
                     "dp_dense=%.0f step_ms=%.2f mp_ms=%.2f dp_ms=%.2f identical=%d mp_fwd_bytes=%.0f "

@@ -20,7 +20,8 @@ const float* Dlrm::forward(const Batch& batch, const Split& split, RowExchange& 
   for (int t = 0; t < T; t++) {
     const int32_t* ids = batch.ids.data() + static_cast<size_t>(t) * B;
     for (int s = 0; s < B; s++)
-      if (embeddings_.owns(ids[s])) embeddings_.lookup(t, ids + s, 1, partials_.data() + (static_cast<size_t>(s) * T + t) * D);
+      if (embeddings_.owns(ids[s]))
+        embeddings_.lookup(t, ids + s, 1, partials_.data() + (static_cast<size_t>(s) * T + t) * D);
   }
   summed_.resize(static_cast<size_t>(b) * T * D);
   exchange.forward(partials_.data(), summed_.data());
@@ -40,8 +41,8 @@ void Dlrm::backward(const float* dlogits, const Batch& batch, const Split& split
   tail(dlogits, b);
   dSummed_.resize(summed_.size());
   for (int i = 0; i < b; i++)
-    std::memcpy(dSummed_.data() + static_cast<size_t>(i) * T * D, dFeatures_.data() + (static_cast<size_t>(i) * F + 1) * D,
-                T * D * sizeof(float));
+    std::memcpy(dSummed_.data() + static_cast<size_t>(i) * T * D,
+                dFeatures_.data() + (static_cast<size_t>(i) * F + 1) * D, T * D * sizeof(float));
   dPartials_.resize(partials_.size());
   exchange.backward(dSummed_.data(), dPartials_.data());
   // Per table, the owned ids and their gradient rows in batch order: the
@@ -55,8 +56,8 @@ void Dlrm::backward(const float* dlogits, const Batch& batch, const Split& split
     for (int s = 0; s < B; s++) {
       if (!embeddings_.owns(ids[s])) continue;
       ownedIds_[n] = ids[s];
-      std::memcpy(tableGrad_.data() + static_cast<size_t>(n) * D, dPartials_.data() + (static_cast<size_t>(s) * T + t) * D,
-                  D * sizeof(float));
+      std::memcpy(tableGrad_.data() + static_cast<size_t>(n) * D,
+                  dPartials_.data() + (static_cast<size_t>(s) * T + t) * D, D * sizeof(float));
       n++;
     }
     embeddings_.update(t, ownedIds_.data(), n, tableGrad_.data());
