@@ -27,6 +27,8 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t next() { return mix64(state_++); }  // splitmix64 sequence
+  // Jumps over n calls of next() (n uniform() draws) in O(1).
+  void skip(uint64_t n) { state_ += n; }
   // Uniform in (0, 1): never exactly 0 or 1.
   double uniform() { return ((next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }

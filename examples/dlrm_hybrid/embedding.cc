@@ -12,18 +12,26 @@ namespace dlrm {
 using namespace examples;  // Rng, mix64, streamSeed
 
 EmbeddingShard::EmbeddingShard(const std::vector<int>& tableSizes, const EmbeddingConfig& config, int rank,
-                               int ranks)
+                               int ranks, Sharding sharding)
     : config_(config) {
   const size_t D = config_.dim;
-  for (int t = rank; t < static_cast<int>(tableSizes.size()); t += ranks) {
+  const int T = static_cast<int>(tableSizes.size());
+  if (sharding == Sharding::kRow) rowStride_ = ranks, rowOffset_ = rank;
+  std::vector<float> scale(D);
+  for (size_t d = 0; d < D; d++) scale[d] = config_.initScale * std::pow(config_.initDecay, static_cast<float>(d));
+  for (int t = sharding == Sharding::kRow ? 0 : rank; t < T; t += sharding == Sharding::kRow ? 1 : ranks) {
     owned_.push_back(t);
-    std::vector<float> w(static_cast<size_t>(tableSizes[t]) * D);
+    const int rows = tableSizes[t] > rowOffset_ ? (tableSizes[t] - rowOffset_ + rowStride_ - 1) / rowStride_ : 0;
+    std::vector<float> w(static_cast<size_t>(rows) * D);
+    // Row id's entries are draws id D .. id D + D - 1 of table t's stream.
     Rng rng(streamSeed(config_.seed, 300, t));
-    std::vector<float> scale(D);
-    for (size_t d = 0; d < D; d++) scale[d] = config_.initScale * std::pow(config_.initDecay, static_cast<float>(d));
-    for (size_t i = 0; i < w.size(); i++) w[i] = static_cast<float>(scale[i % D] * rng.uniform(-1.0, 1.0));
+    rng.skip(static_cast<uint64_t>(rowOffset_) * D);
+    for (size_t i = 0; i < w.size(); i++) {
+      w[i] = static_cast<float>(scale[i % D] * rng.uniform(-1.0, 1.0));
+      if (i % D == D - 1) rng.skip(static_cast<uint64_t>(rowStride_ - 1) * D);
+    }
     weights_.push_back(std::move(w));
-    accumulator_.emplace_back(tableSizes[t], config_.initialAccumulator);
+    accumulator_.emplace_back(rows, config_.initialAccumulator);
   }
   rowGrad_.resize(D);
 }
@@ -31,7 +39,7 @@ EmbeddingShard::EmbeddingShard(const std::vector<int>& tableSizes, const Embeddi
 void EmbeddingShard::lookup(int j, const int32_t* ids, int n, float* out) const {
   const size_t D = config_.dim;
   const float* w = weights_[j].data();
-  for (int i = 0; i < n; i++) std::memcpy(out + i * D, w + static_cast<size_t>(ids[i]) * D, D * sizeof(float));
+  for (int i = 0; i < n; i++) std::memcpy(out + i * D, w + local(ids[i]) * D, D * sizeof(float));
 }
 
 void EmbeddingShard::update(int j, const int32_t* ids, int n, const float* grads) {
@@ -51,10 +59,11 @@ void EmbeddingShard::update(int j, const int32_t* ids, int n, const float* grads
     }
     float sq = 0;
     for (size_t d = 0; d < D; d++) sq += rowGrad_[d] * rowGrad_[d];
-    if (sq == 0.f) continue;  // masked out entirely (DCT-MP): nothing to learn from
-    acc[id] += sq / D;
-    const float step = config_.lr / (std::sqrt(acc[id]) + config_.eps);
-    float* row = w + static_cast<size_t>(id) * D;
+    if (sq == 0.f) continue;  // masked out (DCT-MP) or a zero partial (DES): nothing to learn
+    float& a = acc[local(id)];
+    a += sq / D;
+    const float step = config_.lr / (std::sqrt(a) + config_.eps);
+    float* row = w + local(id) * D;
     for (size_t d = 0; d < D; d++) row[d] -= step * rowGrad_[d];
   }
 }

@@ -38,11 +38,10 @@ HeldOut makeHeldOut(const Generator& generator, int samples, const Split& split,
   return h;
 }
 
-Metrics evaluate(Dlrm& model, const HeldOut& heldOut, const Split& split, const RowLayout& layout,
-                 EmbeddingExchange& exchange) {
+Metrics evaluate(const HeldOut& heldOut, const Forward& forward) {
   std::vector<float> scores, labels;
   for (const Batch& chunk : heldOut.chunks) {
-    const float* logits = model.forward(chunk, split, layout, exchange);
+    const float* logits = forward(chunk);
     scores.insert(scores.end(), logits, logits + (chunk.hi - chunk.lo));
     labels.insert(labels.end(), chunk.labels.begin(), chunk.labels.end());
   }

@@ -4,6 +4,7 @@
 // are then allgathered, so every rank computes the same log loss and AUC.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "data.h"
@@ -22,10 +23,11 @@ struct Metrics {
 };
 
 HeldOut makeHeldOut(const Generator& generator, int samples, const Split& split, int rank);
-// The model's held-out metrics, embedding rows exchanged through `exchange`
-// (forward only).
-Metrics evaluate(Dlrm& model, const HeldOut& heldOut, const Split& split, const RowLayout& layout,
-                 EmbeddingExchange& exchange);
+// The model's logits for this rank's slice of a chunk (a forward pass over
+// an exchange kept apart from training's, so its byte counts stay clean).
+using Forward = std::function<const float*(const Batch&)>;
+// The model's held-out metrics.
+Metrics evaluate(const HeldOut& heldOut, const Forward& forward);
 // The teacher's own logits as scores: the Bayes-optimal metrics, a ceiling.
 Metrics teacherMetrics(const HeldOut& heldOut);
 

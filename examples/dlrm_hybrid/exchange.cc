@@ -58,7 +58,9 @@ void EmbeddingExchange::forward(const float* send, float* recv) {
   const double start = MPI_Wtime();
   if (plan_) DLRM_DCT_CHECK(comm_, dctSparseAlltoall(plan_, send, recv, nullptr));
   else alltoallv(send, layout_.sendRows, layout_.sendOffsets, recv, layout_.recvRows, layout_.recvOffsets);
-  traffic_.add(start, plan_ ? stats().forwardBytesSent : denseForward_, denseForward_);
+  const uint64_t bytes = plan_ ? stats().forwardBytesSent : denseForward_;
+  traffic_.add(start, bytes, denseForward_);
+  traffic_.forwardSent += bytes;
 }
 
 void EmbeddingExchange::backward(const float* gradRecv, float* gradSend) {

@@ -22,6 +22,7 @@ namespace dlrm {
 
 struct Traffic {
   uint64_t sent = 0;   // payload bytes this rank sent, cumulative
+  uint64_t forwardSent = 0;  // the part of `sent` sent by forward calls (MP paths)
   uint64_t dense = 0;  // what the dense baseline sends for the same calls
   uint64_t calls = 0;
   double seconds = 0;  // wall time inside the calls (MPI_Wtime)

@@ -2,8 +2,10 @@
 // exchanged by all-to-all (DCT-MP: dctSparseAlltoall), data-parallel MLPs
 // synchronised by allreduce (DCT-DP: dctSparseAllreduce), against the dense
 // MPI baseline, on a synthetic click-through stream from a teacher DLRM.
+// With --sharding row the tables are split by rows instead and the pooled
+// partials are summed by a reduce-scatter (dense, or DES: dctDesReduceScatter).
 //
-//   mpirun -np 4 dlrm_hybrid --mode dense|mp|dp|mpdp [--mp-density 0.05] ...
+//   mpirun -np 4 dlrm_hybrid --mode dense|mp|dp|mpdp [--sharding table|row] [--mp-density 0.05] ...
 //
 // Prints one row per epoch (held-out log loss and AUC, bytes per step on
 // the MP and DP paths vs dense, whether the replicated MLP weights are
@@ -81,31 +83,49 @@ int main(int argc, char** argv) {
   {
     const bool mp = opt.mode == Mode::kMp || opt.mode == Mode::kMpDp;
     const bool dp = opt.mode == Mode::kDp || opt.mode == Mode::kMpDp;
+    const bool row = opt.sharding == Sharding::kRow;
+    const bool dctMp = mp && !row;  // row sharding's MP modes use DES (exact) instead
     const int B = opt.batch, T = static_cast<int>(opt.data.tableSizes.size()), D = opt.model.embedding.dim;
     Generator generator(opt.data);
     Split split(B, P);
     RowLayout layout(split, T, rank);
-    Dlrm model(opt.model, opt.data.tableSizes, rank, P);
-    EmbeddingExchange trainExchange(layout, D, mp ? opt.mpDensity : 0, comm);
-    EmbeddingExchange evalExchange(layout, D, mp ? opt.mpDensity : 0, comm);
+    Dlrm model(opt.model, opt.data.tableSizes, rank, P, opt.sharding);
+    EmbeddingExchange trainExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
+    EmbeddingExchange evalExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
     EmbeddingExchange evalFullExchange(layout, D, 0, comm);
+    RowExchange trainRows(split, T, D, row && mp, comm), evalRows(split, T, D, row && mp, comm);
+    const auto trainForward = [&](const Batch& b) {
+      return row ? model.forward(b, split, trainRows) : model.forward(b, split, layout, trainExchange);
+    };
+    const auto trainBackward = [&](const float* dlogits, const Batch& b) {
+      if (row) model.backward(dlogits, b, split, trainRows);
+      else model.backward(dlogits, b, split, layout, trainExchange);
+    };
+    const Forward evalForward = [&](const Batch& b) {
+      return row ? model.forward(b, split, evalRows) : model.forward(b, split, layout, evalExchange);
+    };
+    const Forward evalFullForward = [&](const Batch& b) { return model.forward(b, split, layout, evalFullExchange); };
+    const Traffic& mpTraffic = row ? trainRows.traffic() : trainExchange.traffic();
     GradientSync sync(model.params().size(), {dp ? opt.dpDensity : 0, opt.dpInterval, opt.dpWarmup, opt.dpAlgorithm},
                       comm);
     Optimizer optimizer(opt.sgd ? Optimizer::kSgd : Optimizer::kAdagrad, opt.lr, model.params().size(),
                         opt.adagradInit);
     HeldOut heldOut = makeHeldOut(generator, opt.heldOut, split, rank);
     const Metrics bayes = teacherMetrics(heldOut);
-    const bool evalFull = mp && opt.evalFull;
+    const bool evalFull = dctMp && opt.evalFull;
     if (rank == 0) {
-      std::printf("# dlrm_hybrid mode=%s np=%d batch=%d (rank 0 slice %d) D=%d tables=%d dp_params=%zu "
-                  "mp_density=%g (K=%d of %d) dp_density=%g\n",
-                  modeName(opt.mode), P, B, split.counts[0], D, T, model.params().size(), mp ? opt.mpDensity : 1.0,
-                  mp ? static_cast<int>(std::ceil(opt.mpDensity * D - 1e-9)) : D, D, dp ? opt.dpDensity : 1.0);
+      std::printf("# dlrm_hybrid mode=%s sharding=%s (MP exchange: %s) np=%d batch=%d (rank 0 slice %d) D=%d "
+                  "tables=%d dp_params=%zu mp_density=%g (K=%d of %d) dp_density=%g\n",
+                  modeName(opt.mode), shardingName(opt.sharding),
+                  row ? (mp ? "DES reduce-scatter" : "MPI_Alltoallv + sum")
+                      : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
+                  P, B, split.counts[0], D, T, model.params().size(), dctMp ? opt.mpDensity : 1.0,
+                  dctMp ? static_cast<int>(std::ceil(opt.mpDensity * D - 1e-9)) : D, D, dp ? opt.dpDensity : 1.0);
       std::printf("# held-out %d samples; teacher (Bayes) logloss %.4f auc %.4f\n", opt.heldOut, bayes.logLoss,
                   bayes.auc);
-      std::printf("%5s %8s %8s %8s %7s %8s %10s %10s %6s %10s %10s %6s %7s %6s %6s %s\n", "epoch", "samples",
-                  "trainLL", "heldLL", "AUC", "AUCfull", "mpB/step", "denseB", "mp_x", "dpB/step", "denseB", "dp_x",
-                  "ms/step", "mp_ms", "dp_ms", "replicas");
+      std::printf("%5s %8s %8s %8s %7s %8s %10s %10s %10s %10s %6s %10s %10s %6s %7s %6s %6s %s\n", "epoch",
+                  "samples", "trainLL", "heldLL", "AUC", "AUCfull", "mpB/step", "fwd", "bwd", "denseB", "mp_x",
+                  "dpB/step", "denseB", "dp_x", "ms/step", "mp_ms", "dp_ms", "replicas");
     }
     Batch batch;
     std::vector<float> dlogits;
@@ -118,22 +138,23 @@ int main(int argc, char** argv) {
       for (int s = 0; s < opt.stepsPerEpoch; s++, step++) {
         const double start = MPI_Wtime();
         generator.generate(kTrainStream, step * B, B, split.offsets[rank], split.offsets[rank + 1], &batch);
-        const float* logits = model.forward(batch, split, layout, trainExchange);
+        const float* logits = trainForward(batch);
         lossSum += lossAndGradient(logits, batch.labels, B, &dlogits);
-        model.backward(dlogits.data(), batch, split, layout, trainExchange);
+        trainBackward(dlogits.data(), batch);
         sync.sum(model.grads().data());
         optimizer.step(model.params().data(), model.grads().data());
         window.stepSeconds += MPI_Wtime() - start;
       }
-      last = evaluate(model, heldOut, split, layout, evalExchange);
-      const Metrics full = evalFull ? evaluate(model, heldOut, split, layout, evalFullExchange) : last;
+      last = evaluate(heldOut, evalForward);
+      const Metrics full = evalFull ? evaluate(heldOut, evalFullForward) : last;
       const bool identical = examples::replicasIdentical(model.params().data(), model.params().size(), MPI_COMM_WORLD);
       allIdentical = allIdentical && identical;
       const double n = opt.stepsPerEpoch;
-      const Traffic& m = trainExchange.traffic();
+      const Traffic& m = mpTraffic;
       const Traffic& d = sync.traffic();
       const double mpSent = sumOverRanks(m.sent - window.mp.sent) / n;
       const double mpDense = sumOverRanks(m.dense - window.mp.dense) / n;
+      const double mpForward = sumOverRanks(m.forwardSent - window.mp.forwardSent) / n;
       const double dpSent = sumOverRanks(d.sent - window.dp.sent) / n;
       const double dpDense = sumOverRanks(d.dense - window.dp.dense) / n;
       const double stepMs = 1e3 * maxOverRanks(window.stepSeconds) / n;
@@ -141,16 +162,20 @@ int main(int argc, char** argv) {
       const double dpMs = 1e3 * maxOverRanks(d.seconds - window.dp.seconds) / n;
       const double trainLoss = sumOverRanks(lossSum) / (n * B);
       if (rank == 0) {
-        std::printf("%5d %8llu %8.4f %8.4f %7.4f %8.4f %10.0f %10.0f %6.1f %10.0f %10.0f %6.1f %7.1f %6.1f %6.1f %s\n",
+        std::printf("%5d %8llu %8.4f %8.4f %7.4f %8.4f %10.0f %10.0f %10.0f %10.0f %6.1f %10.0f %10.0f %6.1f %7.1f "
+                    "%6.1f %6.1f %s\n",
                     epoch, static_cast<unsigned long long>(step * B), trainLoss, last.logLoss, last.auc, full.auc,
-                    mpSent, mpDense, reduction(mpDense, mpSent), dpSent, dpDense, reduction(dpDense, dpSent), stepMs,
-                    mpMs, dpMs, identical ? "identical" : "DIFFER");
-        std::printf("RESULT tag=%s mode=%s np=%d epoch=%d samples=%llu train_logloss=%.6f logloss=%.6f auc=%.6f "
-                    "auc_full=%.6f bayes_auc=%.6f mp_bytes=%.0f mp_dense=%.0f dp_bytes=%.0f dp_dense=%.0f "
-                    "step_ms=%.2f mp_ms=%.2f dp_ms=%.2f identical=%d\n",
-                    opt.tag.c_str(), modeName(opt.mode), P, epoch, static_cast<unsigned long long>(step * B),
-                    trainLoss, last.logLoss, last.auc, full.auc, bayes.auc, mpSent, mpDense, dpSent, dpDense, stepMs,
-                    mpMs, dpMs, identical ? 1 : 0);
+                    mpSent, mpForward, mpSent - mpForward, mpDense, reduction(mpDense, mpSent), dpSent, dpDense,
+                    reduction(dpDense, dpSent), stepMs, mpMs, dpMs, identical ? "identical" : "DIFFER");
+        std::printf("RESULT tag=%s mode=%s sharding=%s np=%d epoch=%d samples=%llu train_logloss=%.6f "
+                    "logloss=%.6f auc=%.6f auc_full=%.6f bayes_auc=%.6f mp_bytes=%.0f mp_dense=%.0f dp_bytes=%.0f "
+                    "dp_dense=%.0f step_ms=%.2f mp_ms=%.2f dp_ms=%.2f identical=%d mp_fwd_bytes=%.0f "
+                    "mp_bwd_bytes=%.0f mlp_hash=%016llx\n",
+                    opt.tag.c_str(), modeName(opt.mode), shardingName(opt.sharding), P, epoch,
+                    static_cast<unsigned long long>(step * B), trainLoss, last.logLoss, last.auc, full.auc, bayes.auc,
+                    mpSent, mpDense, dpSent, dpDense, stepMs, mpMs, dpMs, identical ? 1 : 0, mpForward,
+                    mpSent - mpForward,
+                    static_cast<unsigned long long>(examples::checksum(model.params().data(), model.params().size())));
         std::fflush(stdout);
       }
       window = {m, d, 0};
@@ -165,6 +190,13 @@ int main(int argc, char** argv) {
         std::printf("# DCT-MP rank 0: kept %llu entries (density %.4f), mask format %d, total sent %llu B\n",
                     static_cast<unsigned long long>(s.keptEntries), s.density, s.maskFormat,
                     static_cast<unsigned long long>(s.totalBytesSent));
+    }
+    if (trainRows.des() && rank == 0) {
+      const dctAlltoallStats_t s = trainRows.stats();
+      std::printf("# DES rank 0: last forward sent %llu entries (%llu B), last backward %llu B, total sent %llu B\n",
+                  static_cast<unsigned long long>(s.keptEntries), static_cast<unsigned long long>(s.forwardBytesSent),
+                  static_cast<unsigned long long>(s.backwardBytesSent),
+                  static_cast<unsigned long long>(s.totalBytesSent));
     }
     if (sync.compressed() && rank == 0) {
       const dctStats_t s = sync.stats();

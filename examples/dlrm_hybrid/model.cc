@@ -21,7 +21,7 @@ std::vector<int> concat(int in, const std::vector<int>& hidden, int out) {
 
 }  // namespace
 
-Dlrm::Dlrm(const ModelConfig& config, const std::vector<int>& tableSizes, int rank, int ranks)
+Dlrm::Dlrm(const ModelConfig& config, const std::vector<int>& tableSizes, int rank, int ranks, Sharding sharding)
     : rank_(rank),
       ranks_(ranks),
       tables_(static_cast<int>(tableSizes.size())),
@@ -29,7 +29,7 @@ Dlrm::Dlrm(const ModelConfig& config, const std::vector<int>& tableSizes, int ra
       bottom_(concat(config.denseFeatures, config.bottomHidden, config.embedding.dim), true),
       top_(concat(Interaction(tables_ + 1, dim_).outputs(), config.topHidden, 1), false),
       interaction_(tables_ + 1, dim_),
-      embeddings_(tableSizes, config.embedding, rank, ranks) {
+      embeddings_(tableSizes, config.embedding, rank, ranks, sharding) {
   params_.assign(bottom_.paramCount() + top_.paramCount(), 0.f);
   grads_.assign(params_.size(), 0.f);
   bottom_.bind(params_.data(), grads_.data());
@@ -64,14 +64,17 @@ const float* Dlrm::forward(const Batch& batch, const Split& split, const RowLayo
       std::memcpy(f + (t + 1) * D, recv_.data() + row * D, D * sizeof(float));
     }
   }
+  return head(b);
+}
+
+const float* Dlrm::head(int b) {
   interOut_.resize(static_cast<size_t>(b) * interaction_.outputs());
   interaction_.forward(features_.data(), b, interOut_.data());
   return top_.forward(interOut_.data(), b);
 }
 
-void Dlrm::backward(const float* dlogits, const Batch& batch, const Split& split, const RowLayout& layout,
-                    EmbeddingExchange& exchange) {
-  const int b = split.counts[rank_], F = tables_ + 1;
+void Dlrm::tail(const float* dlogits, int b) {
+  const int F = tables_ + 1;
   const size_t D = dim_;
   std::fill(grads_.begin(), grads_.end(), 0.f);
   dInter_.resize(static_cast<size_t>(b) * interaction_.outputs());
@@ -79,16 +82,24 @@ void Dlrm::backward(const float* dlogits, const Batch& batch, const Split& split
   dFeatures_.resize(features_.size());
   interaction_.backward(features_.data(), dInter_.data(), b, dFeatures_.data());
   dBottom_.resize(static_cast<size_t>(b) * D);
+  for (int i = 0; i < b; i++)
+    std::memcpy(dBottom_.data() + i * D, dFeatures_.data() + static_cast<size_t>(i) * F * D, D * sizeof(float));
+  bottom_.backward(dBottom_.data(), nullptr);
+}
+
+void Dlrm::backward(const float* dlogits, const Batch& batch, const Split& split, const RowLayout& layout,
+                    EmbeddingExchange& exchange) {
+  const int b = split.counts[rank_], F = tables_ + 1;
+  const size_t D = dim_;
+  tail(dlogits, b);
   dRecv_.resize(recv_.size());
   for (int i = 0; i < b; i++) {
     const float* df = dFeatures_.data() + static_cast<size_t>(i) * F * D;
-    std::memcpy(dBottom_.data() + i * D, df, D * sizeof(float));
     for (int t = 0; t < tables_; t++) {
       const size_t row = layout.recvOffsets[t % ranks_] + static_cast<size_t>(t / ranks_) * b + i;
       std::memcpy(dRecv_.data() + row * D, df + (t + 1) * D, D * sizeof(float));
     }
   }
-  bottom_.backward(dBottom_.data(), nullptr);
   dSend_.resize(send_.size());
   exchange.backward(dRecv_.data(), dSend_.data());
   // Each owned table's gradient rows, back in global sample order, then one

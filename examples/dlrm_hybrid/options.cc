@@ -20,6 +20,8 @@ const char* modeName(Mode mode) {
   return "?";
 }
 
+const char* shardingName(Sharding sharding) { return sharding == Sharding::kRow ? "row" : "table"; }
+
 namespace {
 
 constexpr double kTiny = 1e-300;  // "> 0" as an inclusive bound
@@ -55,7 +57,10 @@ void printUsage(const char* program) {
       "usage: mpirun -np P %s [flags]\n"
       "  --mode dense|mp|dp|mpdp  dense: MPI_Alltoallv + MPI_Allreduce; mp: DCT-MP + MPI_Allreduce;\n"
       "                         dp: MPI_Alltoallv + DCT-DP; mpdp: DCT-MP + DCT-DP (default mpdp)\n"
-      "  --mp-density X         DCT-MP fraction of each embedding row sent (0.05)\n"
+      "  --sharding table|row   table: table t on rank t %% P, rows exchanged by all-to-all (default);\n"
+      "                         row: every table split by rows (id %% P), pooled partials summed by a\n"
+      "                         reduce-scatter: MPI_Alltoallv + sum (dense, dp) or DES (mp, mpdp), exact\n"
+      "  --mp-density X         DCT-MP fraction of each embedding row sent (0.05; table sharding only)\n"
       "  --dp-density X         DCT-DP fraction of the MLP gradient sent (0.01)\n"
       "  --dp-interval L        DCT-DP steps between threshold estimates (library default)\n"
       "  --dp-warmup W          DCT-DP dense warm-up steps (library default)\n"
@@ -81,6 +86,7 @@ void printUsage(const char* program) {
 
 bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
   o->data.tableSizes = {100000, 80000, 60000, 40000, 30000, 20000, 15000, 10000};
+  bool mpDensityGiven = false;
   for (int i = 1; i < argc; i++) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") { error->clear(); return false; }
@@ -103,7 +109,14 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
       else if (a == "allgather") o->dpAlgorithm = dctAlgoAllgather;
       else if (a == "dense") o->dpAlgorithm = dctAlgoDense;
       else ok = false;
-    } else if (flag == "--mp-density") { ok = number(v, kTiny, 1, &o->mpDensity);
+    } else if (flag == "--sharding") {
+      const std::string m = v;
+      if (m == "table") o->sharding = Sharding::kTable;
+      else if (m == "row") o->sharding = Sharding::kRow;
+      else ok = false;
+    } else if (flag == "--mp-density") {
+      ok = number(v, kTiny, 1, &o->mpDensity);
+      mpDensityGiven = true;
     } else if (flag == "--dp-density") { ok = number(v, kTiny, 1, &o->dpDensity);
     } else if (flag == "--dp-interval") { ok = number(v, 1, kMaxInt, &o->dpInterval);
     } else if (flag == "--dp-warmup") { ok = number(v, 0, kMaxInt, &o->dpWarmup);
@@ -131,6 +144,11 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
       return false;
     }
     if (!ok) { *error = "bad value '" + std::string(v) + "' for " + flag; return false; }
+  }
+  // Silently ignoring it would label a lossless run as a top-K one.
+  if (mpDensityGiven && o->sharding == Sharding::kRow) {
+    *error = "--mp-density applies to --sharding table only (the row exchange is exact)";
+    return false;
   }
   o->heldOut = (o->heldOut + o->batch - 1) / o->batch * o->batch;
   if (o->tag.empty()) o->tag = modeName(o->mode);

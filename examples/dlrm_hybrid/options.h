@@ -12,9 +12,11 @@ namespace dlrm {
 
 enum class Mode { kDense, kMp, kDp, kMpDp };
 const char* modeName(Mode mode);
+const char* shardingName(Sharding sharding);
 
 struct Options {
   Mode mode = Mode::kMpDp;
+  Sharding sharding = Sharding::kTable;  // row: the MP modes use DES, exact
   double mpDensity = 0.05;     // DCT-MP: K = ceil(density D) entries per row
   double dpDensity = 0.01;     // DCT-DP (mpdp only)
   int dpInterval = 0;          // DCT-DP threshold interval L (0: library default)
