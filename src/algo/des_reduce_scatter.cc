@@ -14,6 +14,7 @@
 // A block with no flagged row is empty (the counts say so), and a rank's
 // own rows never go on the wire.
 #include "algo/agree.h"
+#include "algo/blocks.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
 #include "core/des_plan.h"
@@ -24,19 +25,6 @@ namespace dct {
 namespace {
 
 constexpr int32_t kForward = 0, kBackward = 1;
-
-struct Blocks {
-  std::vector<size_t> bytes, offsets;
-  size_t total = 0;
-  void place() {
-    offsets.resize(bytes.size());
-    total = 0;
-    for (size_t q = 0; q < bytes.size(); q++) {
-      offsets[q] = total;
-      total += bytes[q];
-    }
-  }
-};
 
 struct Call {
   Call(dctDesPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}

@@ -1,6 +1,7 @@
 #include "algo/packed_message.h"
 
 #include "base/debug.h"
+#include "transport/comm.h"
 
 namespace dct {
 
@@ -16,4 +17,32 @@ dctResult_t packMessage(dctCompressor_t c, const void* indices, const void* valu
   return dctSuccess;
 }
 
+dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
+                         void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
+  const int P = comm->size;
+  std::vector<size_t> sizes(P), offsets(P);
+  size_t total = 0;
+  for (int r = 0; r < P; r++) {
+    offsets[r] = total;
+    total += sizes[r] = all[r].bytes;
+  }
+  char* gathered = c->gathered.as<char>();
+  DCTCHECK(comm->transport->allgatherv(comm, c->wire.as(), sizes[comm->rank], gathered, sizes.data(), offsets.data(),
+                                       stream));
+  clock.lap(dctPhaseExchange);
+  std::vector<PackedMessage> messages(P);
+  for (int r = 0; r < P; r++) messages[r] = packedView(gathered + offsets[r], sizes[r], all[r].nnz, dtypeSize(c->wireType));
+  MergeArgs merge{target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
+  merge.stream = streamsTensor(c);
+  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream); res != dctSuccess) {
+    if (merge.malformed < 0) return res;
+    const int r = merge.malformed;
+    return fail(comm, res, "%s: malformed message from rank %d (%llu entries, %zu bytes)", fn, r,
+                static_cast<unsigned long long>(all[r].nnz), sizes[r]);
+  }
+  received = total - sizes[comm->rank];
+  return dctSuccess;
+}
+
 }  // namespace dct
+

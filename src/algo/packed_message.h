@@ -7,6 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "algo/agree.h"
+#include "base/phase_timer.h"
 
 #include "core/compressor.h"
 #include "kernels/index_packing.h"
@@ -35,4 +39,13 @@ inline bool plausibleMessage(uint64_t bytes, uint64_t nnz, size_t length, size_t
   return nnz <= length && bytes >= packing::pad8(nnz * valueBytes) && bytes % 8 == 0;
 }
 
+// The allgather plan's exchange: every rank's packed message from c->wire
+// gathered into c->gathered (reserved for them all), their sizes and counts
+// from the agreed headers, then summed in rank order into `target` (count
+// elements of c->accType; mergePacked): bit-identical on every rank.
+// `received`: bytes from the other ranks. The exchange's lap ends on clock.
+dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
+                         void* stream, PhaseTimer& clock, size_t& received, const char* fn);
+
 }  // namespace dct
+

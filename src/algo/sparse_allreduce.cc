@@ -87,41 +87,10 @@ dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
   return s.comm->transport->prepare(s.comm, s.c->gathered.as(), total, s.stream);
 }
 
-// Allgather exchange of every rank's packed message, then their rank-order
-// sum (mergePacked) into the target: bit-identical on every rank.
-dctResult_t exchangeAllgather(Step& s, const std::vector<CallHeader>& all) {
-  dctCompressor_t c = s.c;
-  const int P = s.comm->size;
-  std::vector<size_t> bytes(P), offsets(P);
-  size_t total = 0;
-  for (int r = 0; r < P; r++) {
-    offsets[r] = total;
-    bytes[r] = all[r].bytes;
-    total += bytes[r];
-  }
-  char* gathered = c->gathered.as<char>();
-  DCTCHECK(s.comm->transport->allgatherv(s.comm, c->wire.as(), s.bytes, gathered, bytes.data(), offsets.data(),
-                                         s.stream));
-  s.clock.lap(dctPhaseExchange);
-  std::vector<PackedMessage> messages(P);
-  for (int r = 0; r < P; r++) {
-    messages[r] = packedView(gathered + offsets[r], bytes[r], all[r].nnz, dtypeSize(c->wireType));
-  }
-  MergeArgs merge{s.target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
-  merge.stream = streamsTensor(c);
-  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess) {
-    if (merge.malformed < 0) return res;
-    const int r = merge.malformed;
-    return fail(s.comm, res, "dctSparseAllreduce: malformed message from rank %d (%llu entries, %zu bytes)", r,
-                static_cast<unsigned long long>(all[r].nnz), bytes[r]);
-  }
-  s.received = total - bytes[s.comm->rank];
-  return dctSuccess;
-}
-
 dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
-  if (s.plan.algorithm == dctAlgoAllgather) DCTCHECK(exchangeAllgather(s, all));
+  if (s.plan.algorithm == dctAlgoAllgather)
+    DCTCHECK(gatherMerged(c, s.comm, all, s.target, s.stream, s.clock, s.received, "dctSparseAllreduce"));
   else if (s.plan.algorithm == dctAlgoSplit)
     DCTCHECK(splitExchange(c, s.comm, s.pieces, s.target, s.stream, s.clock, s.bytes, s.received));
   else {

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "algo/agree.h"
+#include "algo/blocks.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
 #include "core/alltoall_plan.h"
@@ -23,19 +24,6 @@ namespace dct {
 namespace {
 
 constexpr int32_t kForward = 0, kBackward = 1;
-
-struct Blocks {
-  std::vector<size_t> bytes, offsets;
-  size_t total = 0;
-  void place() {
-    offsets.resize(bytes.size());
-    total = 0;
-    for (size_t q = 0; q < bytes.size(); q++) {
-      offsets[q] = total;
-      total += bytes[q];
-    }
-  }
-};
 
 struct Call {
   Call(dctAlltoallPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}

@@ -106,36 +106,13 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   return c->ops->scatterAdd(c->kernels, &scatter, in.stream);
 }
 
-dctResult_t exchangeAllgather(Call& k, const std::vector<CallHeader>& all) {
-  dctCompressor_t c = k.c;
-  const int P = k.comm->size;
-  std::vector<size_t> bytes(P), offsets(P);
-  size_t total = 0;
-  for (int r = 0; r < P; r++) {
-    offsets[r] = total;
-    total += bytes[r] = all[r].bytes;
-  }
-  char* gathered = c->gathered.as<char>();
-  DCTCHECK(k.comm->transport->allgatherv(k.comm, c->wire.as(), k.bytes, gathered, bytes.data(), offsets.data(),
-                                         k.in.stream));
-  k.clock.lap(dctPhaseExchange);
-  std::vector<PackedMessage> messages(P);
-  for (int r = 0; r < P; r++)
-    messages[r] = packedView(gathered + offsets[r], bytes[r], all[r].nnz, dtypeSize(k.in.dtype));
-  MergeArgs merge{k.sum, k.in.count, c->accType, k.in.dtype, c->indexBytes, messages.data(), P};
-  merge.stream = k.in.count * k.accBytes() >= kStreamBytes;
-  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, k.in.stream); res != dctSuccess)
-    return merge.malformed < 0 ? res
-                               : fail(k.comm, res, "%s: malformed message from rank %d", k.in.fn, merge.malformed);
-  k.sent = k.bytes;
-  k.received = total - k.bytes;
-  return dctSuccess;
-}
-
 dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  if (k.plan == dctAlgoAllgather) DCTCHECK(exchangeAllgather(k, all));
+  if (k.plan == dctAlgoAllgather) {
+    DCTCHECK(gatherMerged(c, k.comm, all, k.sum, in.stream, k.clock, k.received, in.fn));
+    k.sent = k.bytes;
+  }
   else if (k.plan == dctAlgoSplit)
     DCTCHECK(splitExchange(c, k.comm, k.pieces, k.sum, in.stream, k.clock, k.sent, k.received));
   else {
