@@ -3,7 +3,10 @@
 # n = 16M fp32 (64 MiB), uniform and Zipf indices, densities 0.1% - 50%,
 # auto and every forced plan, against dense MPI_Allreduce (ring, forced)
 # and libdct's allgather + scatter-add, on shared memory and on 1 Gbit/s
-# shaped links. DENSITIES="..." narrows the sweep.
+# shaped links. Open MPI's ring is forced for both MPI_Allreduce and
+# MPI_Allgatherv (its own choice of allgatherv ran at about half the link
+# rate there); netem-defaults repeats auto at 0.1-10% with Open MPI's own
+# choices. DENSITIES="..." narrows the sweep.
 #   bench/results/collect_coo.sh [build-dir] [out-dir]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -14,12 +17,13 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.json "$OUT"/*.log
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296
-export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
+RING=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
+      OMPI_MCA_coll_tuned_allgatherv_algorithm=3)
 DENSITIES="${DENSITIES:-0.001 0.01 0.1 0.3 0.5}"
 ITERS=(-n 7 -w 3)
 
-shm() { timeout 900 mpirun -np 4 --oversubscribe -x GLIBC_TUNABLES "$PERF" -C coo -b 64M -e 64M "${ITERS[@]}" "$@"; }
-netem() { timeout 1800 "$ROOT/bench/netem/run.sh" -np 4 --rate 1gbit --timeout 1700 -- "$PERF" -C coo -b 64M -e 64M -l 1 "${ITERS[@]}" "$@"; }
+shm() { env "${RING[@]}" timeout 900 mpirun -np 4 --oversubscribe -x GLIBC_TUNABLES "$PERF" -C coo -b 64M -e 64M "${ITERS[@]}" "$@"; }
+netem() { env "${RING[@]}" timeout 1800 "$ROOT/bench/netem/run.sh" -np 4 --rate 1gbit --timeout 1700 -- "$PERF" -C coo -b 64M -e 64M -l 1 "${ITERS[@]}" "$@"; }
 for where in netem shm; do
   for d in $DENSITIES; do
     for a in auto allgather split dense; do
@@ -27,6 +31,10 @@ for where in netem shm; do
     done
     "$where" -D "$d" -a auto -I zipf -J "$OUT/$where.json" | tee -a "$OUT/$where.log"
   done
+done
+for d in 0.001 0.01 0.1; do
+  timeout 1800 "$ROOT/bench/netem/run.sh" -np 4 --rate 1gbit --timeout 1700 -- "$PERF" -C coo -b 64M -e 64M -l 1 \
+    "${ITERS[@]}" -D "$d" -J "$OUT/netem-defaults.json" | tee -a "$OUT/netem-defaults.log"
 done
 python3 "$ROOT/bench/results/coo_report.py" "$OUT"
 gnuplot -e "dir='$OUT'" "$ROOT/bench/results/coo_plots.gp"

@@ -20,7 +20,7 @@ def table(where, data):
     for r in data:
         ms = r["dct_us"] / 1e3
         target = ""
-        if where == "netem" and r["indices"] == "uniform" and r["algo_requested"] == "auto":
+        if where.startswith("netem") and r["indices"] == "uniform" and r["algo_requested"] == "auto":
             goal = TARGETS.get(r["density"])
             slower = ms > r["dense_us"] / 1e3
             if goal:
@@ -37,7 +37,7 @@ def table(where, data):
 def main():
     out = Path(sys.argv[1])
     lines = ["# dct_perf -C coo: tables", ""]
-    for where in ("netem", "shm"):
+    for where in ("netem", "shm", "netem-defaults"):
         path = out / f"{where}.json"
         if not path.exists():
             continue

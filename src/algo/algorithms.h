@@ -62,7 +62,9 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
 
 // The cheapest plan for counts every rank knows exactly (no compressor
 // pass, no forecast): the sparse-input allreduce's auto. The same cost
-// model and link fit as planAlgorithm's; split only past two ranks.
+// model and link fit as planAlgorithm's; split only past two ranks; a
+// sparse plan only when it models under kSparseInputMargin of dense.
+constexpr double kSparseInputMargin = 0.6;
 dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in);
 
 // dctSparseInputAllreduce's arguments, checked locally by api/.

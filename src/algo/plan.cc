@@ -1,5 +1,7 @@
 // Planning: the configured algorithm, or auto's forecast. Pure: reads the
 // committed state only.
+#include <algorithm>
+
 #include "algo/algorithms.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
@@ -71,13 +73,16 @@ dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
   const CostParams fitted = costParams(comm->settings.cost, comm->link, comm->size);
   const CostParams params = sparseCostParams(comm->settings.cost, fitted, covered, comm->size);
   const double allgather = allgatherCostUs(params, in);
+  const double split = comm->size > 2 ? splitCostUs(params, in) : allgather;
   // Dense past the probe's sizes: its fit extrapolated (planAlgorithm says why).
   const double dense = !covered && comm->link.measured() ? denseCostUs(fitted, in) : denseCostUs(params, in);
-  if (comm->size > 2) {
-    const double split = splitCostUs(params, in);
-    if (split < allgather && split <= dense) return dctAlgoSplit;
-  }
-  return allgather <= dense ? dctAlgoAllgather : dctAlgoDense;
+  // With no tuner to learn how far each plan runs from its model, a sparse
+  // plan must model well under dense: on 1 Gbit/s links at 4 ranks the
+  // sparse plans took 1.4-1.8x their wire bound, the ring allreduce 1.1x,
+  // and split modelled at 0.77x dense (50% density) ran 1.2x slower
+  // (bench/results/2026-11-26-coo).
+  if (std::min(allgather, split) > kSparseInputMargin * dense) return dctAlgoDense;
+  return split < allgather ? dctAlgoSplit : dctAlgoAllgather;
 }
 
 }  // namespace dct
