@@ -406,24 +406,36 @@ DCT_EXPORT dctResult_t dctSparseInputAllreduce(const void* indices, const void* 
  * rowsPerRank[0] rows of rank 0's samples, then rank 1's, ...; the forward
  * gives rank q the sum over ranks of the partials of its rowsPerRank[q]
  * rows, sending only non-zero rows (a row bitmap plus their values): exact
- * and lossless. The backward sends the gradient of the summed rows back to
- * exactly the ranks whose partial row was non-zero (values only, the
- * forward's row masks); rows whose partial was zero get zeros. For a
+ * and lossless unless thinned (below). The backward sends the gradient of
+ * the summed rows back to exactly the ranks whose partial row was non-zero
+ * (values only, the forward's row masks); rows whose partial was zero get
+ * zeros. For a
  * sum-pooled embedding bag sharded by rows this is the forward and backward
  * of the pooling. rowsPerRank (comm size entries, zeros allowed) must be the
  * same on every rank. A row is non-zero when any entry is other than +-0
  * (NaN and Inf count); a rank's own rows never go on the wire, and a peer
- * with no non-zero row for an owner sends it nothing. config may be NULL
- * (exact); an explicit config->density < 1 (per-row top-K of the non-zero
- * rows, lossy) is reserved and returns dctNotSupported in this version.
+ * with no non-zero row for an owner sends it nothing. config may be NULL:
+ * exact. An explicit config->density < 1 (lossy, off by default;
+ * DCT_DENSITY does not apply) also thins every non-zero row sent to a peer
+ * to K = ceil(density * rowLength) entries chosen as dctSparseAlltoall
+ * chooses them (config.rowSelection: top-K, or tau re-estimated every
+ * thresholdInterval steps on the rows this rank sends; NaN/Inf always
+ * kept) and sends them in its wire format after the row bitmap (entry
+ * indices or a bitmap, per-row counts only when rows differ from K); the
+ * owner adds each peer's kept entries, zeros elsewhere, and its own rows
+ * whole (they never travel); the backward returns gradient values only at
+ * the kept entries. density and rowSelection must match on every rank.
  * Plan creation and both calls are collective: a rank whose arguments are
  * bad returns dctInvalidArgument and every other rank dctInvalidUsage
  * (arguments that disagree across ranks: dctInvalidUsage everywhere), with
  * nothing written; a failed call changes nothing (the previous forward's
  * row flags stay in effect); host buffers use the CPU kernels, device
  * buffers (stream = cudaStream_t) the CUDA ones. dctAlltoallStats_t
- * reports the traffic (keptEntries: entries of the non-zero rows this rank
- * sent; nonFinite: NaN/Inf among them; maskFormat: -1; dense bytes: what a
+ * reports the traffic (keptEntries: entries this rank sent to peers, whole
+ * non-zero rows or their kept entries; nonFinite: NaN/Inf among them;
+ * density: keptEntries over the entries of every row bound for a peer;
+ * threshold: tau in use (thinned dctRowThreshold), else 0; maskFormat: the
+ * entry mask format as the all-to-all's, -1 exact; dense bytes: what a
  * dense reduce-scatter of the same rows would move). */
 typedef struct dctDesPlan* dctDesPlan_t;
 DCT_EXPORT dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength,
@@ -436,7 +448,8 @@ DCT_EXPORT dctResult_t dctDesPlanGetStats(dctDesPlan_t plan, dctAlltoallStats_t*
 DCT_EXPORT dctResult_t dctDesReduceScatter(dctDesPlan_t plan, const void* partials, void* summed, void* stream);
 /* Backward, once per forward: gradSummed is shaped like summed, gradPartials
  * like partials (the gradient rows, zeros where this rank's forward partial
- * row was zero). Before any forward, or a second time: dctInvalidUsage. */
+ * row was zero, and for thinned rows off their kept entries). Before any
+ * forward, or a second time: dctInvalidUsage. */
 DCT_EXPORT dctResult_t dctDesReduceScatterBackward(dctDesPlan_t plan, const void* gradSummed, void* gradPartials,
                                                    void* stream);
 

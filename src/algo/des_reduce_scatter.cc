@@ -12,56 +12,26 @@
 //             rows were flagged, zeros elsewhere; vote; commit
 //
 // A block with no flagged row is empty (the counts say so), and a rank's
-// own rows never go on the wire.
+// own rows never go on the wire. A thinned plan (des_thin.cc) sends each
+// flagged row's kept entries instead of the whole row, publishes entry
+// counts beside the row counts, and returns gradient values only there.
 #include "algo/agree.h"
-#include "algo/blocks.h"
 #include "algo/algorithms.h"
+#include "algo/des_call.h"
 #include "base/debug.h"
-#include "core/des_plan.h"
-#include "kernels/index_packing.h"
 #include "transport/comm.h"
 
 namespace dct {
+using namespace des;
 namespace {
 
 constexpr int32_t kForward = 0, kBackward = 1;
 
-struct Call {
-  Call(dctDesPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}
-  dctDesPlan_t p;
-  void* stream;
-  const char* fn;
-  Blocks out, in;
-  size_t allBytes = 0;  // what every rank sends together (agreed)
-};
-
-size_t rowBytes(const dctDesPlan_t p) { return p->rowLength * dtypeSize(p->dtype); }
-size_t flagBytes(size_t rows) { return packing::pad8(maskWords(rows) * sizeof(uint32_t)); }
-// A forward block: the flags of the owner's rows, then the flagged rows.
-size_t forwardBlock(const dctDesPlan_t p, size_t rows, uint64_t flagged) {
+// A forward block: the flags of the owner's rows, then the flagged rows
+// (thinned: their kept entries).
+size_t forwardBlock(const dctDesPlan_t p, size_t rows, uint64_t flagged, uint64_t entries) {
+  if (p->thinned()) return thinBlock(p, rows, flagged, entries);
   return flagged == 0 ? 0 : flagBytes(rows) + packing::pad8(flagged * rowBytes(p));
-}
-// Rows of owner q's block in a buffer of every rank's rows.
-void* blockOf(void* rows, const dctDesPlan_t p, int q) { return static_cast<char*>(rows) + p->rowStart[q] * rowBytes(p); }
-void* blockOf(const void* rows, const dctDesPlan_t p, int q) { return blockOf(const_cast<void*>(rows), p, q); }
-uint32_t* sentFlags(DesMasks& m, const dctDesPlan_t p, int q) { return m.sent.as<uint32_t>() + p->sentAt[q]; }
-uint32_t* receivedFlags(DesMasks& m, const dctDesPlan_t p, int q) {
-  return m.received.as<uint32_t>() + size_t(q) * maskWords(p->mine());
-}
-char* blockAt(TwinBuffer& wire, const Blocks& b, int q) {
-  return b.bytes[q] ? wire.as<char>() + b.offsets[q] : nullptr;
-}
-
-RowBlockArgs block(const dctDesPlan_t p, void* rows, size_t rowCount, uint32_t* flags, void* packed) {
-  RowBlockArgs a{};
-  a.rows = rows;
-  a.rowCount = rowCount;
-  a.rowLength = p->rowLength;
-  a.dtype = p->dtype;
-  a.flags = flags;
-  a.packed = packed;
-  a.accType = accumulationType(p->dtype);
-  return a;
 }
 
 dctResult_t reserveWire(Call& c) {
@@ -92,11 +62,14 @@ CallHeader header(dctDesPlan_t p, int32_t direction, dctResult_t localError) {
   return h;
 }
 
-// --- forward -------------------------------------------------------------
+// A backward block: the gradient values of the flagged rows (thinned: at
+// the kept entries only).
+size_t backwardBlock(const dctDesPlan_t p, uint64_t flagged, const MaskSet& entries, int q) {
+  const uint64_t values = p->thinned() ? entries.entries[q] : flagged * p->rowLength;
+  return packing::pad8(values * dtypeSize(p->dtype));
+}
 
-struct ForwardDraft {
-  uint64_t keptRows = 0, nonFinite = 0;  // rows (their NaN/Inf) sent to peers
-};
+// --- forward -------------------------------------------------------------
 
 // Flags of every owner's block of partials into the spare masks, and each
 // peer's packed block.
@@ -112,9 +85,10 @@ dctResult_t packForward(Call& c, const void* partials, DesMasks& m, ForwardDraft
     m.sentRows[q] = a.count;
     if (q != me) d.keptRows += a.count, d.nonFinite += a.nonFinite;
   }
+  if (p->thinned()) DCTCHECK(thinSelect(c, partials, m, d));
   c.out.bytes.assign(P, 0);
   for (int q = 0; q < P; q++)
-    if (q != me) c.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q]);
+    if (q != me) c.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q], p->thinned() ? m.sentEntries.entries[q] : 0);
   c.out.place();
   DCTCHECK(p->wireOut.reserve(c.out.total));
   DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), c.out.total, c.stream));  // padding included
@@ -122,6 +96,10 @@ dctResult_t packForward(Call& c, const void* partials, DesMasks& m, ForwardDraft
     char* out = blockAt(p->wireOut, c.out, q);
     if (out == nullptr) continue;
     DCTCHECK(p->ops->copy(p->kernels, out, sentFlags(m, p, q), maskWords(p->rows[q]) * sizeof(uint32_t), c.stream));
+    if (p->thinned()) {
+      DCTCHECK(thinPack(c, m, q, out + flagBytes(p->rows[q])));
+      continue;
+    }
     RowBlockArgs a = block(p, blockOf(partials, p, q), p->rows[q], sentFlags(m, p, q),
                            out + flagBytes(p->rows[q]));
     DCTCHECK(p->ops->rowGather(p->kernels, &a, c.stream));
@@ -129,16 +107,26 @@ dctResult_t packForward(Call& c, const void* partials, DesMasks& m, ForwardDraft
   return dctSuccess;
 }
 
-// Every rank's flagged-row count per owner; sizes what arrives here.
-dctResult_t layoutIncoming(Call& c, const DesMasks& m, std::vector<uint64_t>& counts) {
+// Every rank's flagged-row counts per owner (thinned: then its kept-entry
+// counts); sizes what arrives here.
+dctResult_t layoutIncoming(Call& c, DesMasks& m) {
   dctDesPlan_t p = c.p;
   dctComm_t comm = p->comm;
   const int P = comm->size, me = comm->rank;
-  counts.assign(size_t(P) * P, 0);
-  DCTCHECK(comm->transport->allgather(comm, m.sentRows.data(), counts.data(), P * sizeof(uint64_t), c.stream));
+  std::vector<uint64_t> published = m.sentRows;
+  if (p->thinned()) published.insert(published.end(), m.sentEntries.entries.begin(), m.sentEntries.entries.end());
+  const size_t stride = published.size();
+  std::vector<uint64_t> counts(stride * P, 0);
+  DCTCHECK(comm->transport->allgather(comm, published.data(), counts.data(), stride * sizeof(uint64_t), c.stream));
+  m.receivedRows.assign(P, 0);
   c.in.bytes.assign(P, 0);
-  for (int q = 0; q < P; q++)
-    if (q != me) c.in.bytes[q] = forwardBlock(p, p->mine(), counts[size_t(q) * P + me]);
+  for (int q = 0; q < P; q++) {
+    if (q == me) continue;
+    m.receivedRows[q] = counts[q * stride + me];
+    const uint64_t entries = p->thinned() ? counts[q * stride + P + me] : 0;
+    if (p->thinned()) m.receivedEntries.entries[q] = entries;
+    c.in.bytes[q] = forwardBlock(p, p->mine(), m.receivedRows[q], entries);
+  }
   c.in.place();
   return reserveWire(c);
 }
@@ -147,6 +135,7 @@ dctResult_t reserveSums(dctDesPlan_t p, DesMasks& m) {
   const size_t n = p->mine() * p->rowLength;
   const dctDataType_t accType = accumulationType(p->dtype);
   if (accType != p->dtype) DCTCHECK(p->acc.reserve(n * dtypeSize(accType)));
+  if (p->thinned()) DCTCHECK(thinReserve(p, m));
   return m.received.reserve(size_t(p->comm->size) * maskWords(p->mine()) * sizeof(uint32_t));
 }
 
@@ -157,11 +146,10 @@ dctResult_t malformed(Call& c, int q) {
 // summed = the rows of every rank in rank order, from +0 in the
 // accumulation type. A rank's own rows are added whole: a zero row changes
 // no sum that started from +0, so this equals adding its flagged rows.
-dctResult_t reduceForward(Call& c, const void* partials, void* summed, DesMasks& m, const std::vector<uint64_t>& counts) {
+dctResult_t reduceForward(Call& c, const void* partials, void* summed, DesMasks& m) {
   dctDesPlan_t p = c.p;
   const int P = p->comm->size, me = p->comm->rank;
   const size_t mine = p->mine(), n = mine * p->rowLength, W = maskWords(mine);
-  m.receivedRows.assign(P, 0);
   if (mine == 0) return dctSuccess;
   const dctDataType_t accType = accumulationType(p->dtype);
   void* acc = accType == p->dtype ? summed : p->acc.as();
@@ -169,7 +157,6 @@ dctResult_t reduceForward(Call& c, const void* partials, void* summed, DesMasks&
   for (int q = 0; q < P; q++) {
     uint32_t* flags = receivedFlags(m, p, q);
     const char* in = blockAt(p->wireIn, c.in, q);
-    m.receivedRows[q] = q == me ? 0 : counts[size_t(q) * P + me];
     if (q == me) {
       RowBlockArgs a = block(p, acc, mine, nullptr, blockOf(partials, p, me));
       DCTCHECK(p->ops->rowAccumulate(p->kernels, &a, c.stream));
@@ -179,6 +166,10 @@ dctResult_t reduceForward(Call& c, const void* partials, void* summed, DesMasks&
       continue;
     }
     DCTCHECK(p->ops->copy(p->kernels, flags, in, W * sizeof(uint32_t), c.stream));
+    if (p->thinned()) {
+      DCTCHECK(thinAccumulate(c, m, q, in + flagBytes(mine), m.receivedEntries.entries[q], acc));
+      continue;
+    }
     RowBlockArgs a = block(p, acc, mine, flags, const_cast<char*>(in) + flagBytes(mine));
     a.count = m.receivedRows[q];
     if (p->ops->rowAccumulate(p->kernels, &a, c.stream) != dctSuccess) return malformed(c, q);
@@ -192,13 +183,19 @@ void commitForward(Call& c, const ForwardDraft& d) {
   dctAlltoallStats_t& s = p->stats;
   p->committed = 1 - p->committed;
   p->backwardDue = true;
+  if (d.estimated) {
+    p->tau = d.tau;
+    p->haveTau = true;
+    p->lastEstimate = s.forwardSteps;
+  }
   s.forwardSteps++;
   s.forwardBytesSent = c.out.total;
   s.forwardBytesReceived = c.in.total;
-  s.keptEntries = d.keptRows * p->rowLength;
+  s.keptEntries = p->thinned() ? d.keptEntries : d.keptRows * p->rowLength;
   s.nonFinite = d.nonFinite;
   const double cells = static_cast<double>((p->totalRows() - p->mine()) * p->rowLength);
   s.density = cells > 0 ? static_cast<double>(s.keptEntries) / cells : 0;
+  s.threshold = p->thinned() && p->config.rowSelection == dctRowThreshold ? p->tau : 0;
   s.totalBytesSent += s.forwardBytesSent;
   s.totalBytesReceived += s.forwardBytesReceived;
   s.totalDenseBytes += s.denseBytesSent;
@@ -223,10 +220,9 @@ dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void*
   std::vector<CallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
   sumSent(c, all);
-  std::vector<uint64_t> counts;
-  DCTCHECK(vote(p->comm, layoutIncoming(c, spare, counts), stream, fn, "size exchange"));
+  DCTCHECK(vote(p->comm, layoutIncoming(c, spare), stream, fn, "size exchange"));
   dctResult_t res = exchange(c);
-  if (res == dctSuccess) res = reduceForward(c, partials, summed, spare, counts);
+  if (res == dctSuccess) res = reduceForward(c, partials, summed, spare);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
   commitForward(c, d);
   return p->ops->streamEnd(p->kernels, stream);
@@ -246,8 +242,8 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
       c.in.bytes.assign(P, 0);
       for (int q = 0; q < P; q++) {
         if (q == me) continue;
-        c.out.bytes[q] = packing::pad8(m.receivedRows[q] * rowBytes(p));
-        c.in.bytes[q] = packing::pad8(m.sentRows[q] * rowBytes(p));
+        c.out.bytes[q] = backwardBlock(p, m.receivedRows[q], m.receivedEntries, q);
+        c.in.bytes[q] = backwardBlock(p, m.sentRows[q], m.sentEntries, q);
       }
       c.out.place();
       c.in.place();
@@ -256,6 +252,10 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
       for (int q = 0; q < P; q++) {
         char* out = blockAt(p->wireOut, c.out, q);
         if (out == nullptr) continue;
+        if (p->thinned()) {
+          DCTCHECK(thinPackGrad(c, m, q, gradSummed, out));
+          continue;
+        }
         RowBlockArgs a = block(p, const_cast<void*>(gradSummed), p->mine(), receivedFlags(m, p, q), out);
         DCTCHECK(p->ops->rowGather(p->kernels, &a, stream));
       }
@@ -270,6 +270,10 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
   for (int q = 0; q < P && res == dctSuccess; q++) {
     if (p->rows[q] == 0) continue;
     const bool own = q == me;
+    if (p->thinned() && !own) {
+      res = thinScatterGrad(c, m, q, blockAt(p->wireIn, c.in, q), gradPartials);
+      continue;
+    }
     RowBlockArgs a = block(p, blockOf(gradPartials, p, q), p->rows[q], sentFlags(m, p, q),
                            own ? const_cast<void*>(gradSummed) : blockAt(p->wireIn, c.in, q));
     a.denseSource = own;

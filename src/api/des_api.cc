@@ -11,22 +11,20 @@ using namespace dct;
 
 namespace {
 
-dctResult_t checkConfig(dctComm_t comm, const dctConfig_t* config, const char* fn) {
+// The plan's settings: env parameters and defaults as the all-to-all's, but
+// only an explicit density below 1 thins (DCT_DENSITY and the default
+// belong to DCT-DP); everything else is the exact plan, density 1.
+dctResult_t checkConfig(dctComm_t comm, const dctConfig_t* config, dctConfig_t& resolved) {
+  resolved.density = 1.0;
   if (config == nullptr) return dctSuccess;
-  dctConfig_t resolved{};
   DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
-  // Only an explicit density asks for the lossy mode: DCT_DENSITY and the
-  // default belong to DCT-DP.
-  if (config->density != DCT_CONFIG_UNDEF_DOUBLE && config->density < 1.0)
-    return fail(comm, dctNotSupported,
-                "%s: config->density %g < 1 (per-row top-K of the non-zero rows) is not supported yet; pass NULL "
-                "or density 1 for the exact reduce-scatter",
-                fn, config->density);
+  const bool thin = config->density != DCT_CONFIG_UNDEF_DOUBLE && config->density < 1.0;
+  if (!thin) resolved.density = 1.0;
   return dctSuccess;
 }
 
 dctResult_t checkCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength, const dctDataType_t& dtype,
-                        const dctConfig_t* config, dctDesPlan_t* plan, const char* fn) {
+                        const dctConfig_t* config, dctConfig_t& resolved, dctDesPlan_t* plan, const char* fn) {
   if (plan == nullptr) return fail(comm, dctInvalidArgument, "%s: plan is NULL", fn);
   *plan = nullptr;
   DCTCHECK(checkDatatype(comm, dtype, fn));
@@ -39,7 +37,7 @@ dctResult_t checkCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLen
       return fail(comm, dctInvalidArgument, "%s: rowsPerRank x rowLength overflows", fn);
     total += rowsPerRank[q];
   }
-  return checkConfig(comm, config, fn);
+  return checkConfig(comm, config, resolved);
 }
 
 // Buffers of one call: `rowsIn` rows readable at in, `rowsOut` writable at
@@ -65,8 +63,9 @@ extern "C" dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRan
   const char* fn = "dctDesPlanCreate";
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "%s: invalid comm", fn);
   return guarded(comm, fn, [&] {
+    dctConfig_t resolved{};
     const dctResult_t local = caught(comm, fn, [&] {
-      return checkCreate(comm, rowsPerRank, rowLength, datatype, config, plan, fn);
+      return checkCreate(comm, rowsPerRank, rowLength, datatype, config, resolved, plan, fn);
     });
     // A rank without a valid split still joins the split check, with zeros.
     std::vector<size_t> zeros;
@@ -75,7 +74,7 @@ extern "C" dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRan
       rowsPerRank = zeros.data();
     }
     dctDesPlan_t made = nullptr;
-    DCTCHECK(desPlanCreate(comm, rowsPerRank, rowLength, datatype, local, &made));
+    DCTCHECK(desPlanCreate(comm, rowsPerRank, rowLength, datatype, resolved, local, &made));
     *plan = made;
     return dctSuccess;
   });

@@ -64,16 +64,36 @@ int rowMaskFormat(size_t k, size_t rowLength) {
   return (rowLength + 7) / 8 < k * width ? 0 : width;
 }
 
-BlockLayout blockLayout(const dctAlltoallPlan& p, size_t rows, uint64_t entries, bool withCounts) {
+RowFormat rowFormat(double density, size_t rowLength, dctDataType_t dtype) {
+  RowFormat f;
+  f.rowLength = rowLength;
+  f.dtype = dtype;
+  f.k = rowKeep(density, rowLength);
+  f.maskFormat = rowMaskFormat(f.k, rowLength);
+  f.countBytes = countWidth(rowLength);
+  return f;
+}
+
+BlockLayout blockLayout(const RowFormat& f, size_t rows, uint64_t entries, bool withCounts) {
   using packing::pad8;
   BlockLayout b;
-  b.maskAt = withCounts ? pad8(rows * p.countBytes) : 0;
-  const size_t maskBytes = p.maskFormat < 0    ? 0
-                           : p.maskFormat == 0 ? pad8(rows * ((p.rowLength + 7) / 8))
-                                               : pad8(entries * p.maskFormat);
+  b.maskAt = withCounts ? pad8(rows * f.countBytes) : 0;
+  const size_t maskBytes = f.maskFormat < 0    ? 0
+                           : f.maskFormat == 0 ? pad8(rows * ((f.rowLength + 7) / 8))
+                                               : pad8(entries * f.maskFormat);
   b.valuesAt = b.maskAt + maskBytes;
-  b.bytes = b.valuesAt + pad8(entries * dtypeSize(p.dtype));
+  b.bytes = b.valuesAt + pad8(entries * dtypeSize(f.dtype));
   return b;
+}
+
+BlockLayout blockLayout(const dctAlltoallPlan& p, size_t rows, uint64_t entries, bool withCounts) {
+  RowFormat f;
+  f.rowLength = p.rowLength;
+  f.dtype = p.dtype;
+  f.k = p.k;
+  f.maskFormat = p.maskFormat;
+  f.countBytes = p.countBytes;
+  return blockLayout(f, rows, entries, withCounts);
 }
 
 dctResult_t alltoallPlanCreate(dctComm_t comm, const size_t* sendRows, const size_t* recvRows, size_t rowLength,

@@ -33,6 +33,17 @@ struct BlockLayout {
   size_t countsAt = 0, maskAt = 0, valuesAt = 0, bytes = 0;
 };
 
+// The row wire format a density fixes (also the DES reduce-scatter's
+// thinned rows): K kept per row (nominal for dctRowThreshold), the mask
+// format (-1 plain rows, 0 bitmap, 1/2/4 index bytes), per-row count width.
+struct RowFormat {
+  size_t rowLength = 0;
+  dctDataType_t dtype = dctFloat32;
+  size_t k = 0;
+  int maskFormat = -1;
+  int countBytes = 1;
+};
+
 }  // namespace dct
 
 struct dctAlltoallPlan {
@@ -72,6 +83,8 @@ size_t rowKeep(double density, size_t rowLength);
 // Wire mask format for k of D: -1 plain rows when k >= D, else the smaller
 // of the bitmap (ceil(D/8) bytes per row) and k indices of fitted width.
 int rowMaskFormat(size_t k, size_t rowLength);
+RowFormat rowFormat(double density, size_t rowLength, dctDataType_t dtype);
+BlockLayout blockLayout(const RowFormat& f, size_t rows, uint64_t entries, bool withCounts);
 BlockLayout blockLayout(const dctAlltoallPlan& p, size_t rows, uint64_t entries, bool withCounts);
 
 // Collective: agrees on the split and the settings, then builds the plan.

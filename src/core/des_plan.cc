@@ -26,10 +26,33 @@ dctResult_t checkSplits(dctComm_t comm, const std::vector<uint64_t>& mine, const
   return dctSuccess;
 }
 
+// The selection a thinned plan's ranks must share (density and K are
+// checked with the header).
+dctResult_t checkSelection(dctComm_t comm, const CallHeader& mine, const std::vector<CallHeader>& all,
+                           const char* fn) {
+  for (int r = 0; r < comm->size; r++)
+    if (all[r].flags != mine.flags)
+      return fail(comm, dctInvalidUsage, "%s: ranks disagree on config.rowSelection (rank %d: %d, this rank %d: %d)",
+                  fn, r, all[r].flags, comm->rank, mine.flags);
+  return dctSuccess;
+}
+
 }  // namespace
 
+RowSide flaggedSide(const std::vector<uint64_t>& flagged, int me) {
+  const int P = static_cast<int>(flagged.size());
+  RowSide side;
+  side.rows.assign(P, 0);
+  side.rowStart.assign(P + 1, 0);
+  for (int q = 0; q < P; q++) {
+    side.rows[q] = q == me ? 0 : flagged[q];
+    side.rowStart[q + 1] = side.rowStart[q] + side.rows[q];
+  }
+  return side;
+}
+
 dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength, const dctDataType_t& dtype,
-                          dctResult_t localError, dctDesPlan_t* out) {
+                          const dctConfig_t& resolved, dctResult_t localError, dctDesPlan_t* out) {
   const char* fn = "dctDesPlanCreate";
   const int P = comm->size;
   std::unique_ptr<dctDesPlan> p(new (std::nothrow) dctDesPlan());
@@ -39,8 +62,14 @@ dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowL
   mine.localError = localError;
   mine.count = rowLength;
   std::memcpy(&mine.datatype, &dtype, sizeof(mine.datatype));
+  const RowFormat format = rowFormat(resolved.density, rowLength, dtype);
+  if (localError == dctSuccess) {
+    mine.density = resolved.density;
+    mine.flags = format.maskFormat >= 0 ? resolved.rowSelection : -1;
+  }
   std::vector<CallHeader> all;
   DCTCHECK(agree(comm, mine, all, nullptr, fn));
+  DCTCHECK(checkSelection(comm, mine, all, fn));
 
   std::vector<uint64_t> split(rowsPerRank, rowsPerRank + P), gathered(size_t(P) * P);
   dctResult_t res = comm->transport->allgather(comm, split.data(), gathered.data(), split.size() * 8, nullptr);
@@ -58,8 +87,10 @@ dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowL
   }
   p->rowLength = rowLength;
   p->dtype = dtype;
+  p->config = resolved;
+  p->format = format;
   dctAlltoallStats_t& s = p->stats;
-  s.maskFormat = -1;
+  s.maskFormat = format.maskFormat;
   const size_t rowBytes = rowLength * dtypeSize(dtype);
   s.denseBytesSent = (p->totalRows() - p->mine()) * rowBytes;
   s.denseBytesReceived = size_t(P - 1) * p->mine() * rowBytes;
@@ -70,10 +101,11 @@ dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowL
 void desPlanDestroy(dctDesPlan_t p) {
   if (p->ops) {
     for (DesMasks& m : p->masks) {
-      m.sent.reset();
-      m.received.reset();
+      for (TwinBuffer* b : {&m.sent, &m.received, &m.sentEntries.mask, &m.sentEntries.offsets,
+                            &m.receivedEntries.mask, &m.receivedEntries.offsets})
+        b->reset();
     }
-    for (TwinBuffer* b : {&p->wireOut, &p->wireIn, &p->acc}) b->reset();
+    for (TwinBuffer* b : {&p->wireOut, &p->wireIn, &p->acc, &p->stage, &p->counts}) b->reset();
     p->ops->destroyContext(p->kernels);
   }
   p->magic = 0;
@@ -85,10 +117,11 @@ dctResult_t bindDesOps(dctDesPlan_t p, const KernelOps& twin, const char* fn) {
   if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
   p->ops = &twin;
   for (DesMasks& m : p->masks) {
-    m.sent.bind(p->ops, p->kernels);
-    m.received.bind(p->ops, p->kernels);
+    for (TwinBuffer* b : {&m.sent, &m.received, &m.sentEntries.mask, &m.sentEntries.offsets,
+                          &m.receivedEntries.mask, &m.receivedEntries.offsets})
+      b->bind(p->ops, p->kernels);
   }
-  for (TwinBuffer* b : {&p->wireOut, &p->wireIn, &p->acc}) b->bind(p->ops, p->kernels);
+  for (TwinBuffer* b : {&p->wireOut, &p->wireIn, &p->acc, &p->stage, &p->counts}) b->bind(p->ops, p->kernels);
   return dctSuccess;
 }
 

@@ -1,12 +1,15 @@
 // DES reduce-scatter plan: the agreed row split, and the row flags of the
 // last committed forward (which of this rank's partial rows went to each
 // owner, and which rows each peer sent this rank), which the backward uses
-// as its routes.
+// as its routes. With config->density < 1 the non-zero rows sent to peers
+// are thinned to their per-row top-K in DCT-MP's row format, and the
+// forward's entry masks join the row flags.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "core/alltoall_plan.h"
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -15,11 +18,17 @@ namespace dct {
 
 // One forward's row flags. sent: one block per owner q (its rows[q] rows of
 // this rank's partials) at word sentAt[q]; received: one block per peer of
-// this rank's own rows, maskWords(rows[me]) words each.
+// this rank's own rows, maskWords(rows[me]) words each. Thinned plans add
+// the entry masks of the flagged rows that travelled, peer by peer in rank
+// order (flaggedSide), as the DCT-MP plan keeps them.
 struct DesMasks {
   TwinBuffer sent, received;
   std::vector<uint64_t> sentRows, receivedRows;  // flagged rows per peer (host)
+  MaskSet sentEntries, receivedEntries;
 };
+
+// The flagged rows that travel, by peer: this rank's own count left out.
+RowSide flaggedSide(const std::vector<uint64_t>& flagged, int me);
 
 }  // namespace dct
 
@@ -40,6 +49,17 @@ struct dctDesPlan {
   bool backwardDue = false;  // a forward committed and its backward has not run
   dct::TwinBuffer wireOut, wireIn, acc;
   dctAlltoallStats_t stats{};
+  // Thinning (config->density < 1; maskFormat -1: exact). tau and the
+  // selection's scratch as in the DCT-MP plan; stage holds flagged rows
+  // in dense form on their way to or from the wire.
+  dctConfig_t config{};
+  dct::RowFormat format;
+  double tau = 0;
+  bool haveTau = false;
+  uint64_t lastEstimate = 0;
+  dct::TwinBuffer stage, counts;
+
+  bool thinned() const { return format.maskFormat >= 0; }
 
   size_t mine() const;  // rows[rank]
   size_t totalRows() const { return rowStart.back(); }
@@ -51,8 +71,9 @@ inline bool validPlan(dctDesPlan_t p) { return p != nullptr && p->magic == dctDe
 
 // Collective: agrees on the split, rowLength and datatype, then builds the
 // plan (localError: this rank's own verdict on its arguments).
+// resolved.density 1 is the exact plan.
 dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength, const dctDataType_t& dtype,
-                          dctResult_t localError, dctDesPlan_t* out);
+                          const dctConfig_t& resolved, dctResult_t localError, dctDesPlan_t* out);
 void desPlanDestroy(dctDesPlan_t p);
 // Binds the plan's kernels to the twin owning buf (first call; later calls
 // must stay in that memory space).

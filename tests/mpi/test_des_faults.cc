@@ -3,7 +3,8 @@
 // all, every rank returns an error (none hangs), and retrying each failed
 // call gives bit for bit the sums, gradients and statistics of a run without
 // the fault; a forward that fails leaves the previous forward's row flags
-// in effect for the backward. The same for allocation failures on one rank.
+// in effect for the backward. The same for allocation failures on one rank,
+// and for a thinned plan (threshold rows: tau, entry masks and counts).
 #include <doctest/doctest.h>
 #include <mpi.h>
 
@@ -59,14 +60,24 @@ struct Setup {
   }
 };
 
+// Thinned rows: K = 3 of 6 by a tau estimated in the first step.
+dctConfig_t thinned() {
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+  cfg.density = 0.5;
+  cfg.rowSelection = dctRowThreshold;
+  cfg.thresholdInterval = 2;
+  cfg.thresholdMethod = dctThresholdExact;
+  return cfg;
+}
+
 template <typename Arm>
-Run runSteps(dctComm_t comm, Arm&& arm) {
+Run runSteps(dctComm_t comm, Arm&& arm, const dctConfig_t* cfg = nullptr) {
   int rank = 0, P = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   const Setup s(rank, P);
   dctDesPlan_t plan = nullptr;
-  REQUIRE(dctDesPlanCreate(comm, s.rows.data(), kRowLength, dctFloat32, nullptr, &plan) == dctSuccess);
+  REQUIRE(dctDesPlanCreate(comm, s.rows.data(), kRowLength, dctFloat32, cfg, &plan) == dctSuccess);
   arm(plan);
   Run run;
   const uint64_t opsBefore = dct::transportOps(comm);
@@ -94,6 +105,7 @@ void requireSame(const Run& a, const Run& b) {
   CHECK(a.stats.forwardSteps == b.stats.forwardSteps);
   CHECK(a.stats.backwardSteps == b.stats.backwardSteps);
   CHECK(a.stats.keptEntries == b.stats.keptEntries);
+  CHECK(a.stats.threshold == b.stats.threshold);
   CHECK(a.stats.totalBytesSent == b.stats.totalBytesSent);
   CHECK(a.stats.totalBytesReceived == b.stats.totalBytesReceived);
 }
@@ -112,6 +124,38 @@ TEST_CASE("a transport fault in a forward or backward fails every rank and a ret
       CAPTURE(victim);
       const Run faulty = runSteps(w.comm, [&](dctDesPlan_t) { dct::armFault(w.comm, n, victim); });
       CHECK(faulty.failedCalls == 1);
+      requireSame(clean, faulty);
+    }
+}
+
+TEST_CASE("thinned rows: a transport or allocation fault fails every rank and a retry is exact") {
+  World w;
+  REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
+  const dctConfig_t cfg = thinned();
+  const Run clean = runSteps(w.comm, [](dctDesPlan_t) {}, &cfg);
+  REQUIRE(clean.failedCalls == 0);
+  REQUIRE(clean.ops > 0);
+  CHECK(clean.stats.maskFormat == 0);  // a 1-byte bitmap beats 3 index bytes
+  for (uint64_t n = 0; n < clean.ops; n++)
+    for (int victim = -1; victim < w.size; victim++) {
+      CAPTURE(n);
+      CAPTURE(victim);
+      const Run faulty = runSteps(w.comm, [&](dctDesPlan_t) { dct::armFault(w.comm, n, victim); }, &cfg);
+      CHECK(faulty.failedCalls == 1);
+      requireSame(clean, faulty);
+    }
+  for (int victim = 0; victim < w.size; victim++)
+    for (int n = 0; n < 16; n++) {
+      CAPTURE(victim);
+      CAPTURE(n);
+      const Run faulty = runSteps(
+          w.comm,
+          [&](dctDesPlan_t p) {
+            REQUIRE(dct::bindDesOps(p, failingOps(), "test") == dctSuccess);
+            allocationsLeft = w.rank == victim ? n : -1;
+          },
+          &cfg);
+      allocationsLeft = -1;
       requireSame(clean, faulty);
     }
 }
