@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     EmbeddingExchange trainExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
     EmbeddingExchange evalExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
     EmbeddingExchange evalFullExchange(layout, D, 0, comm);
-    RowExchange trainRows(split, T, D, row && mp, comm), evalRows(split, T, D, row && mp, comm);
+    const double desDensity = row && mp ? opt.desDensity : 1.0;
+    RowExchange trainRows(split, T, D, row && mp, desDensity, comm), evalRows(split, T, D, row && mp, desDensity, comm);
     const auto trainForward = [&](const Batch& b) {
       return row ? model.forward(b, split, trainRows) : model.forward(b, split, layout, trainExchange);
     };
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
                   modeName(opt.mode), shardingName(opt.sharding),
                   row ? (mp ? "DES reduce-scatter" : "MPI_Alltoallv + sum")
                       : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
-                  P, B, split.counts[0], D, T, model.params().size(), dctMp ? opt.mpDensity : 1.0,
-                  dctMp ? static_cast<int>(std::ceil(opt.mpDensity * D - 1e-9)) : D, D, dp ? opt.dpDensity : 1.0);
+                  P, B, split.counts[0], D, T, model.params().size(), dctMp ? opt.mpDensity : desDensity,
+                  static_cast<int>(std::ceil((dctMp ? opt.mpDensity : desDensity) * D - 1e-9)), D,
+                  dp ? opt.dpDensity : 1.0);
       std::printf("# held-out %d samples; teacher (Bayes) logloss %.4f auc %.4f\n", opt.heldOut, bayes.logLoss,
                   bayes.auc);
       std::printf("%5s %8s %8s %8s %7s %8s %10s %10s %10s %10s %6s %10s %10s %6s %7s %6s %6s %s\n", "epoch",

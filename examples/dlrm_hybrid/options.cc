@@ -60,7 +60,7 @@ void printUsage(const char* program) {
       "  --sharding table|row   table: table t on rank t %% P, rows exchanged by all-to-all (default);\n"
       "                         row: every table split by rows (id %% P), pooled partials summed by a\n"
       "                         reduce-scatter: MPI_Alltoallv + sum (dense, dp) or DES (mp, mpdp), exact\n"
-      "  --mp-density X         DCT-MP fraction of each embedding row sent (0.05; table sharding only)\n"
+      "  --mp-density X         DCT-MP fraction of each embedding row sent (0.05; row sharding: exact unless given)\n"
       "  --dp-density X         DCT-DP fraction of the MLP gradient sent (0.01)\n"
       "  --dp-interval L        DCT-DP steps between threshold estimates (library default)\n"
       "  --dp-warmup W          DCT-DP dense warm-up steps (library default)\n"
@@ -145,11 +145,9 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
     }
     if (!ok) { *error = "bad value '" + std::string(v) + "' for " + flag; return false; }
   }
-  // Silently ignoring it would label a lossless run as a top-K one.
-  if (mpDensityGiven && o->sharding == Sharding::kRow) {
-    *error = "--mp-density applies to --sharding table only (the row exchange is exact)";
-    return false;
-  }
+  // Row sharding is exact unless a density is asked for: DES then thins
+  // the non-zero rows it sends (per-row top-K, as DCT-MP does).
+  if (mpDensityGiven && o->sharding == Sharding::kRow) o->desDensity = o->mpDensity;
   o->heldOut = (o->heldOut + o->batch - 1) / o->batch * o->batch;
   if (o->tag.empty()) o->tag = modeName(o->mode);
   return true;

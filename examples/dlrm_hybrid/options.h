@@ -18,6 +18,7 @@ struct Options {
   Mode mode = Mode::kMpDp;
   Sharding sharding = Sharding::kTable;  // row: the MP modes use DES, exact
   double mpDensity = 0.05;     // DCT-MP: K = ceil(density D) entries per row
+  double desDensity = 1.0;     // --sharding row: DES keeps K = ceil(density D) of each non-zero row (1: exact)
   double dpDensity = 0.01;     // DCT-DP (mpdp only)
   int dpInterval = 0;          // DCT-DP threshold interval L (0: library default)
   int dpWarmup = -1;           // DCT-DP dense warm-up steps (-1: library default)

@@ -8,7 +8,7 @@
 
 namespace dlrm {
 
-RowExchange::RowExchange(const Split& split, int tables, int dim, bool des, dctComm_t comm)
+RowExchange::RowExchange(const Split& split, int tables, int dim, bool des, double density, dctComm_t comm)
     : split_(split), row_(static_cast<size_t>(tables) * dim), dim_(dim), rank_([comm] {
         int r = 0;
         DLRM_DCT_CHECK(comm, dctCommRank(comm, &r));
@@ -23,8 +23,10 @@ RowExchange::RowExchange(const Split& split, int tables, int dim, bool des, dctC
   if (!des) return;
   std::vector<size_t> rowsPerRank(P);
   for (int q = 0; q < P; q++) rowsPerRank[q] = static_cast<size_t>(split_.counts[q]) * tables;
-  DLRM_DCT_CHECK(comm_, dctDesPlanCreate(comm_, rowsPerRank.data(), static_cast<size_t>(dim_), dctFloat32, nullptr,
-                                         &plan_));
+  dctConfig_t thinned = DCT_CONFIG_INITIALIZER;
+  thinned.density = density;
+  DLRM_DCT_CHECK(comm_, dctDesPlanCreate(comm_, rowsPerRank.data(), static_cast<size_t>(dim_), dctFloat32,
+                                         density < 1 ? &thinned : nullptr, &plan_));
 }
 
 RowExchange::~RowExchange() {

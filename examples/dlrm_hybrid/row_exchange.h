@@ -32,8 +32,9 @@ namespace dlrm {
 
 class RowExchange {
  public:
-  // des: one DES plan for the whole run (collective); else the dense form.
-  RowExchange(const Split& split, int tables, int dim, bool des, dctComm_t comm);
+  // des: one DES plan for the whole run (collective), keeping `density` of
+  // each non-zero row (1: exact); else the dense form.
+  RowExchange(const Split& split, int tables, int dim, bool des, double density, dctComm_t comm);
   ~RowExchange();
   RowExchange(const RowExchange&) = delete;
   RowExchange& operator=(const RowExchange&) = delete;

@@ -38,6 +38,7 @@ RUNS=(
   "mpdp-0.025-0.005-w10|--mode mpdp --mp-density 0.025 --dp-density 0.005 --dp-warmup 10"
   "row-dense|--mode dense --sharding row"
   "row-des|--mode mp --sharding row"
+  "row-des-0.05|--mode mp --sharding row --mp-density 0.05"
 )
 
 # 1. The runs, one log each (skipped with DLRM_REPORT_ONLY=1: the table and

@@ -21,6 +21,7 @@ RUNS=(
   "mpdp-0.05-0.01|--mode mpdp --mp-density 0.05 --dp-density 0.01"
   "row-dense|--mode dense --sharding row"
   "row-des|--mode mp --sharding row"
+  "row-des-0.05|--mode mp --sharding row --mp-density 0.05"
   "row-des-dp-0.01|--mode mpdp --sharding row --dp-density 0.01"
 )
 for run in "${RUNS[@]}"; do
