@@ -62,8 +62,9 @@ dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowL
   mine.localError = localError;
   mine.count = rowLength;
   std::memcpy(&mine.datatype, &dtype, sizeof(mine.datatype));
-  const RowFormat format = rowFormat(resolved.density, rowLength, dtype);
-  if (localError == dctSuccess) {
+  RowFormat format{};
+  if (localError == dctSuccess) {  // dtype is a valid enum only then
+    format = rowFormat(resolved.density, rowLength, dtype);
     mine.density = resolved.density;
     mine.flags = format.maskFormat >= 0 ? resolved.rowSelection : -1;
   }

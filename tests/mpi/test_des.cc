@@ -13,6 +13,7 @@
 #include "../common/row_reference.h"
 #include "des_util.h"
 #include "mpi_util.h"
+#include "../common/same_bytes.h"
 
 using namespace dcttest;
 using namespace dcttest::des;
@@ -70,7 +71,7 @@ void checkSteps(size_t d, bool withEmpty, double zeros) {
     const auto all = gathered(ptr(summed), summed.size() * sizeof(S));
     const auto expected = referenceSums<DT>(w.size, 0, N, d, seed, zeros);
     REQUIRE(all.size() == expected.size() * sizeof(S));
-    CHECK(std::memcmp(all.data(), expected.data(), all.size()) == 0);
+    CHECK(sameBytes(all.data(), expected.data(), all.size()));
     CHECK(identicalOnAllRanks(all.data(), all.size()));
 
     auto grad = gradRows<DT>(start[w.rank], start[w.rank + 1], d, seed);
@@ -80,7 +81,7 @@ void checkSteps(size_t d, bool withEmpty, double zeros) {
     std::vector<S> want(N * d, S(0));
     for (size_t g = 0; g < N; g++)
       if (!zeroRow(in.data() + g * d, d)) std::memcpy(&want[g * d], &everyGrad[g * d], d * sizeof(S));
-    CHECK(std::memcmp(back.data(), want.data(), want.size() * sizeof(S)) == 0);
+    CHECK(sameBytes(back.data(), want.data(), want.size() * sizeof(S)));
   }
   dctDesPlanDestroy(plan);
 }
@@ -175,7 +176,7 @@ void checkThinned(size_t d, double density, dctRowSelection_t selection, bool wi
     }
     const auto all = gathered(ptr(summed), summed.size() * sizeof(S));
     REQUIRE(all.size() == expected.size() * sizeof(S));
-    CHECK(std::memcmp(all.data(), expected.data(), all.size()) == 0);
+    CHECK(sameBytes(all.data(), expected.data(), all.size()));
     CHECK(st.keptEntries == kept);
 
     // Backward: own non-zero rows whole, the others at their kept entries.
@@ -192,7 +193,7 @@ void checkThinned(size_t d, double density, dctRowSelection_t selection, bool wi
       for (size_t j = 0; j < d; j++)
         if (keep[j]) want[g * d + j] = everyGrad[g * d + j];
     }
-    CHECK(std::memcmp(back.data(), want.data(), want.size() * sizeof(S)) == 0);
+    CHECK(sameBytes(back.data(), want.data(), want.size() * sizeof(S)));
   }
   dctDesPlanDestroy(plan);
 }

@@ -16,6 +16,7 @@
 #include "fault_util.h"
 #include "mpi_util.h"
 #include "transport/fault_injection.h"
+#include "../common/same_bytes.h"
 
 using namespace dcttest;
 using namespace dcttest::des;
@@ -100,7 +101,7 @@ void requireSame(const Run& a, const Run& b) {
   REQUIRE(a.outputs.size() == b.outputs.size());
   for (size_t i = 0; i < a.outputs.size(); i++) {  // bytes: the sums may hold NaN
     REQUIRE(a.outputs[i].size() == b.outputs[i].size());
-    REQUIRE(std::memcmp(a.outputs[i].data(), b.outputs[i].data(), a.outputs[i].size() * sizeof(float)) == 0);
+    REQUIRE(sameBytes(a.outputs[i].data(), b.outputs[i].data(), a.outputs[i].size() * sizeof(float)));
   }
   CHECK(a.stats.forwardSteps == b.stats.forwardSteps);
   CHECK(a.stats.backwardSteps == b.stats.backwardSteps);

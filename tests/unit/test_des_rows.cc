@@ -10,9 +10,12 @@
 
 #include "../mpi/des_util.h"
 #include "kernels/kernels.h"
+#include "../common/same_bytes.h"
 
 using namespace dct;
 using namespace dcttest::des;
+
+using dcttest::sameBytes;
 
 namespace {
 
@@ -69,7 +72,7 @@ void checkBlock(Twin& t, size_t R, size_t D, double zeros, uint64_t seed) {
   std::vector<S> packed(count * D, S(5));
   RowBlockArgs g = blockArgs(ptr(rows), R, D, DT, flags.data(), ptr(packed));
   REQUIRE(t.ops.rowGather(t.ctx, &g, nullptr) == dctSuccess);
-  CHECK(std::memcmp(packed.data(), packedWant.data(), packed.size() * sizeof(S)) == 0);
+  CHECK(sameBytes(packed.data(), packedWant.data(), packed.size() * sizeof(S)));
 
   // Scatter back: the flagged rows, zeros elsewhere (-0 rows become +0).
   std::vector<S> expect(R * D, S(0));
@@ -80,7 +83,7 @@ void checkBlock(Twin& t, size_t R, size_t D, double zeros, uint64_t seed) {
     RowBlockArgs s = blockArgs(ptr(back), R, D, DT, flags.data(), dense ? ptr(rows) : ptr(packed));
     s.denseSource = dense;
     REQUIRE(t.ops.rowScatter(t.ctx, &s, nullptr) == dctSuccess);
-    CHECK(std::memcmp(back.data(), expect.data(), back.size() * sizeof(S)) == 0);
+    CHECK(sameBytes(back.data(), expect.data(), back.size() * sizeof(S)));
   }
 
   // Accumulate onto random sums, with flags and with every row.
@@ -97,7 +100,7 @@ void checkBlock(Twin& t, size_t R, size_t D, double zeros, uint64_t seed) {
     RowBlockArgs a = blockArgs(ptr(sum), R, D, DT, every ? nullptr : flags.data(), every ? ptr(rows) : ptr(packed));
     a.count = count;
     REQUIRE(t.ops.rowAccumulate(t.ctx, &a, nullptr) == dctSuccess);
-    CHECK(std::memcmp(sum.data(), ref.data(), sum.size() * sizeof(Acc)) == 0);
+    CHECK(sameBytes(sum.data(), ref.data(), sum.size() * sizeof(Acc)));
   }
   if (R == 0) return;
   // Malformed wire flags: a count that disagrees, or a bit past R.
@@ -112,7 +115,7 @@ void checkBlock(Twin& t, size_t R, size_t D, double zeros, uint64_t seed) {
     bad.count = count + 1;
     CHECK(t.ops.rowAccumulate(t.ctx, &bad, nullptr) == dctInternalError);
   }
-  CHECK(std::memcmp(sum.data(), acc.data(), sum.size() * sizeof(Acc)) == 0);
+  CHECK(sameBytes(sum.data(), acc.data(), sum.size() * sizeof(Acc)));
   RowBlockArgs wrongType = bad;
   wrongType.flags = flags.data();
   wrongType.count = count;
