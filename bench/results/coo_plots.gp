@@ -1,5 +1,5 @@
 # Time vs density of dct_perf -C coo (collect_coo.sh): gnuplot -e "dir='...'" coo_plots.gp
-set terminal pngcairo size 900,560
+set terminal pngcairo size 900,560 noenhanced
 set logscale xy
 set xlabel "density (% of 16M fp32 entries per rank)"
 set ylabel "ms per call, 4 ranks (median)"
