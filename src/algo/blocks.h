@@ -1,9 +1,13 @@
 // One alltoallv's per-peer blocks: their sizes and where each starts in a
-// contiguous buffer (the DCT-MP all-to-all and the DES reduce-scatter).
+// contiguous buffer, and the exchange of a plan's wire buffers (the DCT-MP
+// all-to-all and the DES reduce-scatter).
 #pragma once
 
 #include <cstddef>
 #include <vector>
+
+#include "base/debug.h"
+#include "transport/comm.h"
 
 namespace dct {
 
@@ -19,5 +23,22 @@ struct Blocks {
     }
   }
 };
+
+// Room in the plan's wire buffers for what goes out and what arrives, and
+// the transport's staging for both.
+template <typename Plan>
+dctResult_t reserveBlocks(Plan p, const Blocks& out, const Blocks& in, void* stream) {
+  DCTCHECK(p->wireOut.reserve(out.total));
+  DCTCHECK(p->wireIn.reserve(in.total));
+  const size_t most = out.total > in.total ? out.total : in.total;
+  return p->comm->transport->prepare(p->comm, p->wireIn.as(), most, stream);
+}
+
+// The alltoallv of the blocks; allBytes: what every rank sends together.
+template <typename Plan>
+dctResult_t exchangeBlocks(Plan p, const Blocks& out, const Blocks& in, size_t allBytes, void* stream) {
+  return p->comm->transport->alltoallv(p->comm, p->wireOut.as(), out.bytes.data(), out.offsets.data(),
+                                       p->wireIn.as(), in.bytes.data(), in.offsets.data(), allBytes, stream);
+}
 
 }  // namespace dct

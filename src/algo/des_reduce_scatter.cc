@@ -34,19 +34,9 @@ size_t forwardBlock(const dctDesPlan_t p, size_t rows, uint64_t flagged, uint64_
   return flagged == 0 ? 0 : flagBytes(rows) + packing::pad8(flagged * rowBytes(p));
 }
 
-dctResult_t reserveWire(Call& c) {
-  dctDesPlan_t p = c.p;
-  DCTCHECK(p->wireOut.reserve(c.out.total));
-  DCTCHECK(p->wireIn.reserve(c.in.total));
-  const size_t most = c.out.total > c.in.total ? c.out.total : c.in.total;
-  return p->comm->transport->prepare(p->comm, p->wireIn.as(), most, c.stream);
-}
+dctResult_t reserveWire(Call& c) { return reserveBlocks(c.p, c.out, c.in, c.stream); }
 
-dctResult_t exchange(Call& c) {
-  dctDesPlan_t p = c.p;
-  return p->comm->transport->alltoallv(p->comm, p->wireOut.as(), c.out.bytes.data(), c.out.offsets.data(),
-                                       p->wireIn.as(), c.in.bytes.data(), c.in.offsets.data(), c.allBytes, c.stream);
-}
+dctResult_t exchange(Call& c) { return exchangeBlocks(c.p, c.out, c.in, c.allBytes, c.stream); }
 
 void sumSent(Call& c, const std::vector<CallHeader>& all) {
   c.allBytes = 0;

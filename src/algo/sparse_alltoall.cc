@@ -52,19 +52,9 @@ dctResult_t reserveMasks(dctAlltoallPlan_t p, MaskSet& m, const RowSide& side) {
 }
 
 // Room for what arrives, and the transport's staging for both buffers.
-dctResult_t reserveWire(Call& c) {
-  dctAlltoallPlan_t p = c.p;
-  DCTCHECK(p->wireOut.reserve(c.out.total));
-  DCTCHECK(p->wireIn.reserve(c.in.total));
-  const size_t most = c.out.total > c.in.total ? c.out.total : c.in.total;
-  return p->comm->transport->prepare(p->comm, p->wireIn.as(), most, c.stream);
-}
+dctResult_t reserveWire(Call& c) { return reserveBlocks(c.p, c.out, c.in, c.stream); }
 
-dctResult_t exchange(Call& c) {
-  dctAlltoallPlan_t p = c.p;
-  return p->comm->transport->alltoallv(p->comm, p->wireOut.as(), c.out.bytes.data(), c.out.offsets.data(),
-                                       p->wireIn.as(), c.in.bytes.data(), c.in.offsets.data(), c.allBytes, c.stream);
-}
+dctResult_t exchange(Call& c) { return exchangeBlocks(c.p, c.out, c.in, c.allBytes, c.stream); }
 
 dctResult_t malformed(Call& c, int q) {
   return fail(c.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", c.fn, q, c.in.bytes[q]);
