@@ -38,19 +38,6 @@ dctResult_t reserveWire(Call& c) { return reserveBlocks(c.p, c.out, c.in, c.stre
 
 dctResult_t exchange(Call& c) { return exchangeBlocks(c.p, c.out, c.in, c.allBytes, c.stream); }
 
-void sumSent(Call& c, const std::vector<CallHeader>& all) {
-  c.allBytes = 0;
-  for (const CallHeader& h : all) c.allBytes += h.bytes;
-}
-
-CallHeader header(dctDesPlan_t p, int32_t direction, dctResult_t localError) {
-  CallHeader h;
-  h.localError = localError;
-  h.count = p->id;
-  h.datatype = p->dtype;
-  h.op = direction;
-  return h;
-}
 
 // A backward block: the gradient values of the flagged rows (thinned: at
 // the kept entries only).
@@ -198,7 +185,7 @@ dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void*
   Call c{p, stream, fn};
   DesMasks& spare = p->masks[1 - p->committed];
   ForwardDraft d;
-  CallHeader mine = header(p, kForward, localError);
+  CallHeader mine = planHeader(p, kForward, localError);
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
@@ -209,7 +196,7 @@ dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void*
   mine.bytes = c.out.total;
   std::vector<CallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
-  sumSent(c, all);
+  c.allBytes = sentTogether(all);
   DCTCHECK(vote(p->comm, layoutIncoming(c, spare), stream, fn, "size exchange"));
   dctResult_t res = exchange(c);
   if (res == dctSuccess) res = reduceForward(c, partials, summed, spare);
@@ -224,7 +211,7 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
   const int P = p->comm->size, me = p->comm->rank;
   if (localError == dctSuccess && !p->backwardDue)
     localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
-  CallHeader mine = header(p, kBackward, localError);
+  CallHeader mine = planHeader(p, kBackward, localError);
   DesMasks& m = p->masks[p->committed];
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
@@ -255,7 +242,7 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
   mine.bytes = c.out.total;
   std::vector<CallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
-  sumSent(c, all);
+  c.allBytes = sentTogether(all);
   dctResult_t res = exchange(c);
   for (int q = 0; q < P && res == dctSuccess; q++) {
     if (p->rows[q] == 0) continue;

@@ -203,19 +203,6 @@ void commitForward(Call& c, const ForwardDraft& d) {
   s.totalDenseBytes += s.denseBytesSent;
 }
 
-void sumSent(Call& c, const std::vector<CallHeader>& all) {
-  c.allBytes = 0;
-  for (const CallHeader& h : all) c.allBytes += h.bytes;
-}
-
-CallHeader header(dctAlltoallPlan_t p, int32_t direction, dctResult_t localError) {
-  CallHeader h;
-  h.localError = localError;
-  h.count = p->id;
-  h.datatype = p->dtype;
-  h.op = direction;
-  return h;
-}
 
 }  // namespace
 
@@ -225,7 +212,7 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* r
   const int spare = 1 - p->committed;
   MaskSet &sent = p->sent[spare], &received = p->received[spare];
   ForwardDraft d;
-  CallHeader mine = header(p, kForward, localError);
+  CallHeader mine = planHeader(p, kForward, localError);
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
@@ -240,7 +227,7 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* r
   std::vector<CallHeader> all;
   bool variable = false;
   DCTCHECK(agree(p->comm, mine, all, stream, fn, [&] {
-    sumSent(c, all);
+    c.allBytes = sentTogether(all);
     for (const CallHeader& h : all) variable = variable || h.flags != 0;
     if (variable) return dctSuccess;  // sizes come with the entry counts
     layoutIncoming(c, all, nullptr);
@@ -268,7 +255,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
   const int P = p->comm->size, me = p->comm->rank;
   if (localError == dctSuccess && !p->backwardDue)
     localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
-  CallHeader mine = header(p, kBackward, localError);
+  CallHeader mine = planHeader(p, kBackward, localError);
   MaskSet &sent = p->sent[p->committed], &received = p->received[p->committed];
   const size_t es = dtypeSize(p->dtype);
   auto maskOrNull = [&](MaskSet& m, const RowSide& side, int q) {
@@ -300,7 +287,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
   mine.bytes = c.out.total;
   std::vector<CallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
-  sumSent(c, all);
+  c.allBytes = sentTogether(all);
   dctResult_t res = exchange(c);
   for (int q = 0; q < P && res == dctSuccess; q++) {
     if (p->send.rows[q] == 0) continue;
