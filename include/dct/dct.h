@@ -363,8 +363,9 @@ DCT_EXPORT dctResult_t dctSparseAlltoallBackward(dctAlltoallPlan_t plan, const v
 typedef struct {
   int algorithm;          /* dctAlgorithm_t that ran (auto resolved) */
   uint64_t inputNnz;      /* sum over ranks of the input nnz */
-  uint64_t resultNnz;     /* nonzero entries of the sum (the COO's length);
-                             a size query: its bound, min(count, inputNnz) */
+  uint64_t resultNnz;     /* nonzero entries of the sum (the COO's length; 0
+                             when no COO was asked for); a size query: its
+                             bound, min(count, inputNnz) */
   uint64_t bytesSent;     /* payload bytes this rank put on the wire */
   uint64_t bytesReceived; /* and took off it */
   uint64_t denseBytes;    /* count * sizeof(datatype): what dense would send */
