@@ -61,7 +61,8 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
                             void* recvValues, uint32_t* recvIndices, void* stream);
 
 // The cheapest plan for counts every rank knows exactly (no compressor
-// pass, no forecast): the sparse-input allreduce's auto. The same cost
+// pass, no forecast): the sparse-input allreduce's auto. DCT_TUNE's rules
+// first (density: the ranks' mean input density); then the same cost
 // model and link fit as planAlgorithm's; split only past two ranks; a
 // sparse plan only when it models under kSparseInputMargin of dense.
 constexpr double kSparseInputMargin = 0.6;

@@ -1,5 +1,5 @@
-// Planning: the configured algorithm, or auto's forecast. Pure: reads the
-// committed state only.
+// Planning: the configured algorithm, DCT_TUNE's, or auto's. Pure: reads the
+// committed state only, so a failed step plans the same again.
 #include <algorithm>
 
 #include "algo/algorithms.h"
@@ -8,6 +8,29 @@
 #include "transport/comm.h"
 
 namespace dct {
+namespace {
+
+// The model's parameters for a tensor of `bytes`: the link probe's fit where
+// it timed tensors this large, else the defaults with the fit as a cap.
+struct Model {
+  bool covered;  // the probe timed tensors this large
+  CostParams fitted, params;
+};
+Model modelFor(dctComm_t comm, size_t bytes) {
+  Model m;
+  m.covered = comm->link.covers(bytes);
+  m.fitted = costParams(comm->settings.cost, comm->link, comm->size);
+  m.params = sparseCostParams(comm->settings.cost, m.fitted, m.covered, comm->size);
+  return m;
+}
+
+// Dense past the probe's sizes is the operation the probe timed: its fit, extrapolated.
+double denseUs(dctComm_t comm, const Model& m, const CostInputs& in, double* wireUs) {
+  if (!m.covered && comm->link.measured()) return denseCostUs(m.fitted, in);
+  return denseCostUs(m.params, in, wireUs);
+}
+
+}  // namespace
 
 Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   Plan p;
@@ -16,51 +39,39 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   if (!packing::fitsOffsets(c->count, c->indexBytes)) return p;
   p.algorithm = static_cast<dctAlgorithm_t>(c->config.algorithm);
   if (p.algorithm != dctAlgoAuto) return p;
-  // Forecast this step's counts: last sparse step's (identical on every
-  // rank), or k per rank (before the first exchange, and after a dense step,
-  // which sends everything).
+  const int tuned = comm->settings.tune.algorithmFor(c->count * dtypeSize(c->dtype), c->config.density);
+  if (tuned > dctAlgoAuto) {
+    p.algorithm = static_cast<dctAlgorithm_t>(tuned);
+    return p;
+  }
+  // This step's counts: the last sparse step's (identical on every rank),
+  // else k per rank (the first step, and after a dense step).
   std::vector<uint64_t> forecast(comm->size, targetNnz(c));
   const bool sparse = c->stats.algorithm == dctAlgoAllgather || c->stats.algorithm == dctAlgoSplit;
   if (c->lastMessages.size() == forecast.size() && sparse)
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
-  CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
-                forecast.data(), dtypeSize(c->accType)};
-  // The link probe's fit where it measured tensors this large; beyond, the
-  // defaults and the link scale learned from the steps (sparseCostParams).
-  const size_t bytes = c->count * dtypeSize(c->wireType);
-  const bool covered = comm->link.covers(bytes);
-  const CostParams fitted = costParams(comm->settings.cost, comm->link, comm->size);
-  const CostParams params = sparseCostParams(comm->settings.cost, fitted, covered, comm->size);
+  const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
+                      forecast.data(), dtypeSize(c->accType)};
+  const Model m = modelFor(comm, c->count * dtypeSize(c->wireType));
   if (comm->size == 1) {
-    p.algorithm = chooseAlgorithm(params, in);
+    p.algorithm = chooseAlgorithm(m.params, in);
     return p;
   }
-  // Links the comm measured at creation need no scale learned from the
-  // sparse steps (whose time outside their own work is mostly waiting for
-  // the slowest rank, not the wire): their wire part is left at 0.
+  // The wire part the tuner may rescale: only where the links are a guess.
   AutoTuner::Modelled allgather, dense, split;
-  const bool guessed = !covered;
-  // Sparse steps pass over the whole tensor first. Without that pass the
-  // model priced allgather at 13-20 us a step at 1 MiB (its share of a
-  // 150-250 us step), so the measured scale (time / model) swung with the
-  // forecast counts and auto flipped between plans on noise.
-  const double pass = compressPassUs(params, in);
-  allgather.us = pass + allgatherCostUs(params, in, guessed ? &allgather.wireUs : nullptr);
-  // Past the probe's sizes dense is still the very operation it timed: its
-  // fit, extrapolated, at the pace measured (no wire part for the link
-  // scale). The scale learned from sparse steps on shared memory is mostly
-  // waiting for compute: at 16 MiB and 5% on 4 ranks it priced dense at 56
-  // ms, never measured it, and split ran at 23 ms against dense's 15. The
-  // best rank's best probe is optimistic past the caches, which errs
-  // towards measuring dense once.
-  if (guessed && comm->link.measured()) dense.us = denseCostUs(fitted, in);
-  else dense.us = denseCostUs(params, in, guessed ? &dense.wireUs : nullptr);
-  split.us = pass + splitCostUs(params, in, guessed ? &split.wireUs : nullptr);
-  // At two ranks split never undercuts the cheaper of the other two (its
-  // wire is at least allgather's, its work and control more: the cost
-  // model's tests check it), so only noise could pick it: a slow early
-  // allgather streak at 64 MiB and 1% had split run at 22-23 ms a step
-  // against allgather's 13-16 until the step-100 re-measurement.
+  double* wire[3] = {nullptr, nullptr, nullptr};
+  if (!m.covered) {
+    wire[0] = &allgather.wireUs;
+    wire[1] = &dense.wireUs;
+    wire[2] = &split.wireUs;
+  }
+  // The sparse plans include the compression pass over the whole tensor.
+  const double pass = compressPassUs(m.params, in);
+  allgather.us = pass + allgatherCostUs(m.params, in, wire[0]);
+  dense.us = denseUs(comm, m, in, wire[1]);
+  split.us = pass + splitCostUs(m.params, in, wire[2]);
+  // At two ranks split never undercuts the cheaper of the others (the cost
+  // model's tests check it): only noise could pick it.
   split.available = comm->size > 2;
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
   p.algorithm = p.decision.algorithm();
@@ -69,18 +80,16 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
 
 dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
   if (comm->size == 1) return dctAlgoAllgather;  // no wire: the own message only
-  const bool covered = comm->link.covers(in.count * in.valueBytes);
-  const CostParams fitted = costParams(comm->settings.cost, comm->link, comm->size);
-  const CostParams params = sparseCostParams(comm->settings.cost, fitted, covered, comm->size);
-  const double allgather = allgatherCostUs(params, in);
-  const double split = comm->size > 2 ? splitCostUs(params, in) : allgather;
-  // Dense past the probe's sizes: its fit extrapolated (planAlgorithm says why).
-  const double dense = !covered && comm->link.measured() ? denseCostUs(fitted, in) : denseCostUs(params, in);
-  // With no tuner to learn how far each plan runs from its model, a sparse
-  // plan must model well under dense: on 1 Gbit/s links at 4 ranks the
-  // sparse plans took 1.4-1.8x their wire bound, the ring allreduce 1.1x,
-  // and split modelled at 0.77x dense (50% density) ran 1.2x slower
-  // (bench/results/2026-11-26-coo).
+  uint64_t total = 0;
+  for (int r = 0; r < in.ranks; r++) total += in.nnz[r];
+  const double density = in.count ? static_cast<double>(total) / (static_cast<double>(in.count) * in.ranks) : 0;
+  const int tuned = comm->settings.tune.algorithmFor(in.count * in.valueBytes, density);
+  if (tuned > dctAlgoAuto) return static_cast<dctAlgorithm_t>(tuned);
+  const Model m = modelFor(comm, in.count * in.valueBytes);
+  const double allgather = allgatherCostUs(m.params, in);
+  const double split = comm->size > 2 ? splitCostUs(m.params, in) : allgather;
+  const double dense = denseUs(comm, m, in, nullptr);
+  // No tuner corrects this model: a sparse plan must model well under dense.
   if (std::min(allgather, split) > kSparseInputMargin * dense) return dctAlgoDense;
   return split < allgather ? dctAlgoSplit : dctAlgoAllgather;
 }

@@ -1,6 +1,7 @@
 #include "base/settings.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/debug.h"
 
@@ -16,7 +17,8 @@ const char* const kRowSelections[] = {"topk", "threshold"};
 const char* const kAgreedNames[kAgreedSettings] = {
     "DCT_DENSITY",    "DCT_WARMUP_STEPS", "DCT_ALGORITHM",    "DCT_WIRE_TYPE",    "DCT_COMPRESSOR",
     "DCT_PIPELINE",   "DCT_CHUNK_ELEMENTS", "DCT_HIERARCHY",  "DCT_LOCAL_SIZE",   "DCT_ALPHA_US",
-    "DCT_LINK_GBPS",  "DCT_SCATTER_GBPS", "DCT_REDUCE_GBPS",  "DCT_SELECT_GBPS"};
+    "DCT_LINK_GBPS",  "DCT_SCATTER_GBPS", "DCT_REDUCE_GBPS",  "DCT_SELECT_GBPS",
+    "DCT_TUNE"};
 
 constexpr double kUnset = -1.0e300, kMalformed = -2.0e300;
 
@@ -82,6 +84,8 @@ Settings readSettings() {
       s.error = std::string("DCT_LOCAL_SIZE='") + local.text + "': want a positive rank count";
     else if (local.valid()) s.localSize = static_cast<int>(local.value);
   }
+  const std::string tuneError = parseTuneRules(std::getenv("DCT_TUNE"), &s.tune);
+  if (s.error.empty()) s.error = tuneError;
   if (logLevel() >= LogLevel::Info) {
     const AgreedSettings a = agreedSettings(s);
     std::string line;
@@ -103,7 +107,8 @@ AgreedSettings agreedSettings(const Settings& s) {
   return AgreedSettings{{encode(c.density), encode(c.warmupSteps), encode(c.algorithm), encode(c.wireType),
                          encode(c.compressor), s.pipeline ? 1.0 : 0.0, static_cast<double>(s.chunkElems),
                          static_cast<double>(s.hierarchy), static_cast<double>(s.localSize), s.cost.alphaUs,
-                         s.cost.linkGBps, s.cost.scatterGBps, s.cost.reduceGBps, s.cost.selectGBps}};
+                         s.cost.linkGBps, s.cost.scatterGBps, s.cost.reduceGBps, s.cost.selectGBps,
+                         s.tune.text.empty() ? kUnset : s.tune.fingerprint()}};
 }
 
 std::string settingText(double value) {

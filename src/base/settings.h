@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/env.h"
+#include "base/tune_rules.h"
 
 namespace dct {
 
@@ -43,6 +44,7 @@ struct Settings {
   uint64_t chunkElems = 0;  // DCT_CHUNK_ELEMENTS (0: the cost model sizes chunks)
   int hierarchy = 0;        // DCT_HIERARCHY: 0 or 1
   int localSize = 0;        // DCT_LOCAL_SIZE: ranks per node (0: by shared memory)
+  TuneRules tune;           // DCT_TUNE: auto's choice fixed by size and density
   std::string error;        // a malformed comm-level setting: the comm is not made
 };
 
@@ -51,7 +53,7 @@ Settings readSettings();
 
 // The agreed settings as numbers, each named after its variable, so that
 // ranks compare them value by value and name the one that differs.
-constexpr int kAgreedSettings = 14;
+constexpr int kAgreedSettings = 15;
 struct AgreedSettings {
   double value[kAgreedSettings];
 };

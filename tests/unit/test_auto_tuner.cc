@@ -19,7 +19,7 @@ struct Costs {
 constexpr double kFar = 1e9;  // a split cost far from the others: never planned nor re-measured
 // Steps one close loser may take in 1000: a cold run and a streak of fresh
 // samples each time it is due.
-constexpr int kReprobesPer1000 = (AutoTuner::kStreak + 1) * (1000 / static_cast<int>(AutoTuner::kReprobeSteps) + 1);
+constexpr int kReprobesPer1000 = (AutoTuner::kStreak + 1) * (1000 / static_cast<int>(AutoTuner::kRemeasureSteps) + 1);
 
 // Runs steps where the model always predicts `model` ({us, wireUs} per
 // algorithm) and the machine really takes `real`, of which `local` on the
@@ -46,7 +46,7 @@ struct NoisyRun {
   AutoTuner t;
   uint64_t step = 0;
   double last = 0;  // the previous step's time, learned with the next step
-  int runs[AutoTuner::kSlots] = {};
+  int runs[AutoTuner::kPlans] = {};
   int previous = -1;  // the previous step's slot
   // Runs `steps` steps; returns how many used `count`.
   template <class Real>
@@ -282,7 +282,7 @@ TEST_CASE("two algorithms a few percent apart do not trade places when a switch 
   switches = 0;
   r.run(1000, Costs{6, 32, 27}, real, dctAlgoDense);
   // Only re-measurements switch: one away and one back per close loser due.
-  CHECK(switches <= 2 * (1000 / static_cast<int>(AutoTuner::kReprobeSteps) + 1));
+  CHECK(switches <= 2 * (1000 / static_cast<int>(AutoTuner::kRemeasureSteps) + 1));
 }
 
 TEST_CASE("a loser that became cheaper keeps the steps from its re-measurement on, however dear its switch") {
