@@ -6,7 +6,7 @@
 #   tag np rep  size count type density algo dense_us dct_us speedup wire_bytes ...
 # and each run's "tau estimates" footer as: tag np rep est size N.
 # ALGO=allgather pins the algorithm (default auto); DENSITIES narrows the rows.
-# usage: [ALGO=..] [DENSITIES=".."] ab.sh OLD_BUILD NEW_BUILD REPS
+# usage: [ALGO=..] [DENSITIES=".."] starve-ab.sh OLD_BUILD NEW_BUILD REPS
 set -euo pipefail
 OLD=$1 NEW=$2 REPS=$3
 ALGO=${ALGO:-auto}
