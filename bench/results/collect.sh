@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Re-runs every recorded benchmark: 4 ranks, fp32, on shared memory and on
+# The first allreduce sweep: 4 ranks, fp32, on shared memory and on
 # 1 Gbit/s shaped links (bench/netem), then writes markdown tables and
-# gnuplot PNGs into bench/results/<date>-<host>/.
+# gnuplot PNGs into bench/results/<date>-<host>/. collect_e2e.sh supersedes
+# it; its one recorded output (2026-11-22-vm) was removed (bench/results/README.md).
 #   bench/results/collect.sh [build-dir]       (default: build)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -4,7 +4,7 @@
 # T2 (2 ranks, shared memory, 64 MiB, 1%) and T1 (4 ranks, 1 Gbit/s shaped
 # links, 64 MiB, 1%). OLD and NEW build dirs alternate on every row, REPS
 # times. Raw lines (tag np rep + dct_perf's columns) go to OUT/{small-auto,
-# small-dense,t2,t1}.txt; bench/results/2026-11-25-starve/medians.py reads them.
+# small-dense,t2,t1}.txt; bench/results/2026-11-25-agreed/medians.py reads them.
 # usage: ab.sh OLD_BUILD NEW_BUILD REPS OUT
 set -euo pipefail
 OLD=$1 NEW=$2 REPS=$3 OUT=$4
