@@ -13,6 +13,7 @@
 #include <cuda/std/cmath>
 #include <cuda/std/type_traits>
 
+#include "base/dtype.h"
 #include "base/half_types.h"
 #include "cuda_context.cuh"
 

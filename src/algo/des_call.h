@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algo/blocks.h"
+#include "base/dtype.h"
 #include "core/des_plan.h"
 #include "kernels/index_packing.h"
 

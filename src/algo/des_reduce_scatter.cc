@@ -19,6 +19,7 @@
 #include "algo/algorithms.h"
 #include "algo/des_call.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {

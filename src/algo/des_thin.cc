@@ -7,6 +7,7 @@
 // added, so the sums keep the exact path's rank order.
 #include "algo/des_call.h"
 #include "base/debug.h"
+#include "kernels/sampling.h"
 #include "transport/comm.h"
 
 namespace dct::des {

@@ -1,6 +1,7 @@
 #include "algo/packed_message.h"
 
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {

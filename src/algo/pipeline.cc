@@ -24,6 +24,7 @@
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"

@@ -32,6 +32,7 @@
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {

@@ -16,8 +16,10 @@
 #include "algo/blocks.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/alltoall_plan.h"
 #include "kernels/index_packing.h"
+#include "kernels/sampling.h"
 #include "transport/comm.h"
 
 namespace dct {

@@ -20,6 +20,7 @@
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"

@@ -6,6 +6,7 @@
 #include "algo/agree.h"
 #include "algo/packed_message.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
 

@@ -4,6 +4,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "api/validate.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 #include "core/compressor.h"
 

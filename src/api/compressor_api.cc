@@ -4,6 +4,7 @@
 
 #include "api/config.h"
 #include "api/validate.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 #include "core/compressor.h"
 

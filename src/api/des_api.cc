@@ -4,6 +4,7 @@
 #include "algo/algorithms.h"
 #include "api/config.h"
 #include "api/validate.h"
+#include "base/dtype.h"
 #include "core/des_plan.h"
 #include "transport/comm.h"
 

@@ -5,6 +5,7 @@
 
 #include "algo/algorithms.h"
 #include "api/validate.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 using namespace dct;

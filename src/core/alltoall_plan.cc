@@ -7,6 +7,7 @@
 
 #include "algo/agree.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/compressor.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"

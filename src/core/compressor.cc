@@ -8,8 +8,10 @@
 #include <new>
 
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "base/half_types.h"
 #include "base/memory_space.h"
+#include "kernels/sampling.h"
 #include "transport/comm.h"
 
 namespace dct {

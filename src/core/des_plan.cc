@@ -6,6 +6,7 @@
 
 #include "algo/agree.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/compressor.h"
 #include "transport/comm.h"
 

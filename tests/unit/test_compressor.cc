@@ -10,6 +10,7 @@
 
 #include "../common/drift_band.h"
 #include "api/config.h"
+#include "base/dtype.h"
 #include "core/compressor.h"
 
 using namespace dct;
