@@ -1,5 +1,5 @@
 // Communicator entry points.
-#include "api/validate.h"
+#include "api/guard.h"
 #include "core/compressor.h"
 #include "transport/comm.h"
 #include "transport/hierarchy.h"

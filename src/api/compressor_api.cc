@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "api/config.h"
-#include "api/validate.h"
+#include "api/checks.h"
+#include "api/guard.h"
+#include "api/local_context.h"
 #include "base/dtype.h"
 #include "transport/comm.h"
 #include "core/compressor.h"

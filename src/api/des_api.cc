@@ -2,8 +2,9 @@
 // checks first; a rank with a bad argument still takes part in the
 // agreement (algo/), so no other rank is left waiting.
 #include "algo/algorithms.h"
+#include "api/checks.h"
 #include "api/config.h"
-#include "api/validate.h"
+#include "api/guard.h"
 #include "base/dtype.h"
 #include "core/des_plan.h"
 #include "transport/comm.h"
