@@ -63,7 +63,7 @@ extern "C" dctResult_t dctAlltoallPlanCreate(dctComm_t comm, const size_t* sendR
     dctConfig_t resolved{};
     dctResult_t local = checkCreate(comm, sendRows, recvRows, rowLength, datatype, config, plan, resolved, fn);
     dctAlltoallPlan_t made = nullptr;
-    DCTCHECK(alltoallPlanCreate(comm, sendRows, recvRows, rowLength, datatype, resolved, local, &made));
+    DCTCHECK(createAlltoallPlan(comm, sendRows, recvRows, rowLength, datatype, resolved, local, &made));
     *plan = made;
     return dctSuccess;
   });

@@ -76,7 +76,7 @@ extern "C" dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRan
       rowsPerRank = zeros.data();
     }
     dctDesPlan_t made = nullptr;
-    DCTCHECK(desPlanCreate(comm, rowsPerRank, rowLength, datatype, resolved, local, &made));
+    DCTCHECK(createDesPlan(comm, rowsPerRank, rowLength, datatype, resolved, local, &made));
     *plan = made;
     return dctSuccess;
   });

@@ -12,7 +12,6 @@
 #include "base/half_types.h"
 #include "base/memory_space.h"
 #include "kernels/sampling.h"
-#include "transport/comm.h"
 
 namespace dct {
 namespace {
@@ -375,7 +374,7 @@ dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
   return bindOps(c, twin, fn);
 }
 
-dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
+dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out) {
   const int wire = resolved.wireType == kWireTypeOfTensor ? dtype : resolved.wireType;
   if (dtypeSize(static_cast<dctDataType_t>(wire)) > dtypeSize(dtype))
@@ -388,7 +387,7 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
   c->dtype = dtype;
   c->accType = accumulationType(dtype);
   c->wireType = static_cast<dctDataType_t>(wire);
-  c->valueLimit = sumSafeLimit(c->wireType, comm ? comm->size : 1);
+  c->valueLimit = sumSafeLimit(c->wireType, ranks);
   c->indexBytes = count > 0xffffffffull ? 8 : 4;
   c->config = resolved;
   c->config.wireType = wire;  // resolved: the type in use

@@ -124,7 +124,9 @@ inline bool validCompressor(dctCompressor_t c) {
   return c != nullptr && c->magic == dctCompressor::kMagic;
 }
 
-dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
+// ranks: comm's size (1 without a comm), which bounds the wire values so
+// that their sum over the ranks stays finite.
+dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out);
 void compressorDestroy(dctCompressor_t c);
 
