@@ -64,7 +64,8 @@ dctResult_t packForward(Call& call, const void* partials, DesMasks& m, ForwardDr
   if (p->thinned()) DCTCHECK(thinSelect(call, partials, m, d));
   call.out.bytes.assign(P, 0);
   for (int q = 0; q < P; q++)
-    if (q != me) call.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q], p->thinned() ? m.sentEntries.entries[q] : 0);
+    if (q != me)
+      call.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q], p->thinned() ? m.sentEntries.entries[q] : 0);
   call.out.place();
   DCTCHECK(p->wireOut.reserve(call.out.total));
   DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), call.out.total, call.stream));  // padding included
@@ -116,7 +117,8 @@ dctResult_t reserveSums(dctDesPlan_t p, DesMasks& m) {
 }
 
 dctResult_t malformed(Call& call, int q) {
-  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q, call.in.bytes[q]);
+  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
+              call.in.bytes[q]);
 }
 
 // summed = the rows of every rank in rank order, from +0 in the

@@ -44,7 +44,8 @@ dctResult_t estimateTau(Call& call, size_t rows, ForwardDraft& d) {
 }
 
 dctResult_t malformed(Call& call, int q) {
-  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q, call.in.bytes[q]);
+  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
+              call.in.bytes[q]);
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ dctResult_t reserveWire(Call& call) { return reserveBlocks(call.p, call.out, cal
 dctResult_t exchange(Call& call) { return exchangeBlocks(call.p, call.out, call.in, call.allBytes, call.stream); }
 
 dctResult_t malformed(Call& call, int q) {
-  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q, call.in.bytes[q]);
+  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
+              call.in.bytes[q]);
 }
 
 // --- forward -------------------------------------------------------------
@@ -116,7 +117,8 @@ dctResult_t packForward(Call& call, const void* send, MaskSet& m, const ForwardD
   const int P = p->comm->size;
   std::vector<BlockLayout> layout(P);
   call.out.bytes.resize(P);
-  for (int q = 0; q < P; q++) call.out.bytes[q] = (layout[q] = blockLayout(*p, p->send.rows[q], m.entries[q], d.variable)).bytes;
+  for (int q = 0; q < P; q++)
+    call.out.bytes[q] = (layout[q] = blockLayout(*p, p->send.rows[q], m.entries[q], d.variable)).bytes;
   call.out.place();
   DCTCHECK(p->wireOut.reserve(call.out.total));
   DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), call.out.total, call.stream));  // padding included
@@ -158,7 +160,8 @@ dctResult_t unpackForward(Call& call, void* recv, MaskSet& m) {
     if (rows == 0) continue;
     char* block = p->wireIn.as<char>() + call.in.offsets[q];
     const BlockLayout& b = call.inLayout[q];
-    RowOffsetsArgs off{call.inCounts[q] ? block : nullptr, p->countBytes, keepPerRow(p), rows, offsetsOf(m, p->recv, q)};
+    RowOffsetsArgs off{call.inCounts[q] ? block : nullptr, p->countBytes, keepPerRow(p), rows,
+                       offsetsOf(m, p->recv, q)};
     DCTCHECK(p->ops->rowOffsets(p->kernels, &off, call.stream));
     if (blockLayout(*p, rows, off.total, call.inCounts[q]).bytes != call.in.bytes[q]) return malformed(call, q);
     m.entries[q] = off.total;

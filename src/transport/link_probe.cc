@@ -93,7 +93,7 @@ dctResult_t probeOne(dctComm_t comm) {
   std::vector<double> all(2 * comm->size);
   const dctResult_t gathered = comm->transport->allgather(comm, mine, all.data(), sizeof(mine), nullptr);
   if (status == dctSuccess) status = gathered;
-  DCTCHECK(everyone(comm, status, "link probe: the transport failed on another rank"));
+  DCTCHECK(voteOnSetup(comm, status, "link probe: the transport failed on another rank"));
   LinkTiming t;
   t.smallBytes = kSmallCount * sizeof(float);
   t.largeBytes = kLargeCount * sizeof(float);
@@ -117,7 +117,7 @@ dctResult_t probeLinks(dctComm_t comm) {
   // The leaders' links carry the hierarchical steps' sparse exchange; the
   // other ranks learn how that went, so every rank fails alike.
   const dctResult_t mine = comm->leaders ? probeOne(comm->leaders) : dctSuccess;
-  return everyone(comm, mine, "link probe: the transport failed between the node leaders");
+  return voteOnSetup(comm, mine, "link probe: the transport failed between the node leaders");
 }
 
 }  // namespace dct

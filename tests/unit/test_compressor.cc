@@ -41,7 +41,7 @@ struct Fixture {
   void denseStep(const float* grad, std::vector<float>& dense) {
     Message msg;
     msg.dense = dense.data();
-    msg.everything = true;
+    msg.everyNonzero = true;
     StepDraft draft;
     REQUIRE(compressStep(c, grad, msg, draft, nullptr) == dctSuccess);
     commitStep(c, draft, 0, 0, dctAlgoDense);
