@@ -112,12 +112,6 @@ __device__ __forceinline__ bool finiteValue(T x) {
   return ::cuda::std::isfinite(loadValue(x));
 }
 
-// The type triples the CPU twin's select takes (its dispatchSelect): the
-// gradient and the values are the accumulation type or a narrower float.
-inline bool selectTypesTaken(const SelectArgs& a) {
-  return dtypeSize(a.gradT()) <= dtypeSize(a.dtype) && dtypeSize(a.valueT()) <= dtypeSize(a.dtype);
-}
-
 // Runs fn.template operator()<G>(grad, in) for a select's error-feedback
 // pass, acc = in + T(grad): with the gradient itself where the kernels read
 // it (T, or a half widened into fp32: the types libdct sends), else, for
