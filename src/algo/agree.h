@@ -66,7 +66,7 @@ inline CallHeader allreduceHeader(dctResult_t localError, size_t count, const dc
 
 // One rank's header against this rank's, for the allreduce family's calls:
 // dctSuccess, or dctInvalidUsage naming what differs. Each kind of header
-// has its own (blocks.h: a plan's calls; the plan creations in
+// has its own (plan_call_header.h: a plan's calls; the plan creations in
 // alltoall_plan_create.cc, des_plan_create.cc).
 dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& theirs, int rank, const char* fn);
 
