@@ -21,6 +21,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include "base/dtype.h"
 #include "cuda_values.cuh"
 
 namespace dct::gpu {

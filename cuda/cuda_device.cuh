@@ -10,6 +10,7 @@
 #include <cuda/std/limits>
 
 #include "cuda_context.cuh"
+#include "kernels/sampling.h"
 
 namespace dct::gpu {
 

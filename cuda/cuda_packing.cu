@@ -19,6 +19,7 @@
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 
+#include "base/dtype.h"
 #include "cuda_device.cuh"
 #include "cuda_values.cuh"
 #include "kernels/index_packing.h"

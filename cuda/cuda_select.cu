@@ -28,6 +28,8 @@
 
 #include "cuda_device.cuh"
 #include "cuda_values.cuh"
+#include "kernels/rounding_residual.h"
+#include "kernels/select_types.h"
 
 namespace dct::gpu {
 namespace {
@@ -92,11 +94,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int k = 0; k < kItems && slot < slots; k++) {
     if (!take[k]) continue;
     const V v = saturateValue<V>(acc[k], limit);
-    const bool fin = finite(acc[k]);
     indices[slot] = static_cast<I>(mine + k);
     values[slot] = v;
-    acc[k] = fin ? hostSub(acc[k], widenValue<T>(v)) : T(0);
-    nonFinite += !fin;
+    nonFinite += !finite(acc[k]);
+    acc[k] = roundingResidual(acc[k], v);
     slot++;
   }
   __syncthreads();  // the scan's temp becomes the store's
@@ -138,16 +139,14 @@ dctResult_t selectCompact(KernelContext* ctx, SelectArgs* args, void* stream) {
   a.nnz = a.selected = a.nonFinite = 0;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
-    return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
-      if (!selectTypesTaken(a)) return dctNotSupported;
-      if (a.n == 0) return dctSuccess;
-      DCTCHECK((compactSelected<T, V, I>(c, a, s)));
-      a.selected = static_cast<size_t>(c->host->selected);
-      a.nnz = a.selected < a.capacity ? a.selected : a.capacity;
-      a.nonFinite = static_cast<size_t>(c->host->nonFinite);
-      return dctSuccess;
-    });
+  // The gradient's type is withGradient's (inside compactSelected).
+  return dispatchSelect(a, [&]<typename T, typename, typename V, typename I>() -> dctResult_t {
+    if (a.n == 0) return dctSuccess;
+    DCTCHECK((compactSelected<T, V, I>(c, a, s)));
+    a.selected = static_cast<size_t>(c->host->selected);
+    a.nnz = a.selected < a.capacity ? a.selected : a.capacity;
+    a.nonFinite = static_cast<size_t>(c->host->nonFinite);
+    return dctSuccess;
   });
 }
 

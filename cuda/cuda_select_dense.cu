@@ -4,6 +4,8 @@
 // block into integer atomics.
 #include "cuda_device.cuh"
 #include "cuda_values.cuh"
+#include "kernels/rounding_residual.h"
+#include "kernels/select_types.h"
 
 namespace dct::gpu {
 namespace {
@@ -19,7 +21,7 @@ __global__ void selectDenseKernel(const G* grad, const T* in, T* residual,
     const bool take = taken(acc, tau), fin = finite(acc);
     const V v = take ? saturateValue<V>(acc, limit) : V{};
     out[i] = v;
-    residual[i] = !take ? acc : (fin ? hostSub(acc, widenValue<T>(v)) : T(0));
+    residual[i] = take ? roundingResidual(acc, v) : acc;
     hits += take;
     nonFinite += !fin;  // non-finite entries are always taken
   }
@@ -34,23 +36,21 @@ dctResult_t selectDense(KernelContext* ctx, SelectArgs* args, void* stream) {
   a.nnz = a.selected = a.nonFinite = 0;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchValue(a.dtype, [&]<typename T>() {
-    return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
-      if (!selectTypesTaken(a)) return dctNotSupported;
-      if (a.n == 0) return dctSuccess;
-      CUDACHECK(resetCounters(c, s));
-      DCTCHECK(withGradient<T>(ctx, a, stream, [&]<typename G>(const G* grad, const T* in) -> dctResult_t {
-        selectDenseKernel<T, G, V><<<gridFor(a.n), kThreads, 0, s>>>(
-            grad, in, static_cast<T*>(a.residual), static_cast<V*>(a.outValues), a.n, static_cast<T>(a.tau),
-            valueLimitOf<T, V>(a), c->device);
-        CUDACHECK_LAUNCH();
-        return dctSuccess;
-      }));
-      CUDACHECK(fetchCounters(c, s));
-      a.selected = a.nnz = static_cast<size_t>(c->host->hits);
-      a.nonFinite = static_cast<size_t>(c->host->nonFinite);
+  // The gradient's type is withGradient's.
+  return dispatchSelectValues(a, [&]<typename T, typename, typename V>() -> dctResult_t {
+    if (a.n == 0) return dctSuccess;
+    CUDACHECK(resetCounters(c, s));
+    DCTCHECK(withGradient<T>(ctx, a, stream, [&]<typename G>(const G* grad, const T* in) -> dctResult_t {
+      selectDenseKernel<T, G, V><<<gridFor(a.n), kThreads, 0, s>>>(
+          grad, in, static_cast<T*>(a.residual), static_cast<V*>(a.outValues), a.n, static_cast<T>(a.tau),
+          valueLimitOf<T, V>(a), c->device);
+      CUDACHECK_LAUNCH();
       return dctSuccess;
-    });
+    }));
+    CUDACHECK(fetchCounters(c, s));
+    a.selected = a.nnz = static_cast<size_t>(c->host->hits);
+    a.nonFinite = static_cast<size_t>(c->host->nonFinite);
+    return dctSuccess;
   });
 }
 

@@ -32,6 +32,7 @@
 
 #include "cuda_device.cuh"
 #include "cuda_values.cuh"
+#include "kernels/sampling.h"
 #include "kernels/threshold_bisect.h"
 
 namespace dct::gpu {

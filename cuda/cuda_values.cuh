@@ -13,6 +13,7 @@
 #include <cuda/std/cmath>
 #include <cuda/std/type_traits>
 
+#include "base/dtype.h"
 #include "base/half_types.h"
 #include "cuda_context.cuh"
 
@@ -109,12 +110,6 @@ __device__ __forceinline__ void addInto(D& dense, V value) {
 template <typename T>
 __device__ __forceinline__ bool finiteValue(T x) {
   return ::cuda::std::isfinite(loadValue(x));
-}
-
-// The type triples the CPU twin's select takes (its dispatchSelect): the
-// gradient and the values are the accumulation type or a narrower float.
-inline bool selectTypesTaken(const SelectArgs& a) {
-  return dtypeSize(a.gradT()) <= dtypeSize(a.dtype) && dtypeSize(a.valueT()) <= dtypeSize(a.dtype);
 }
 
 // Runs fn.template operator()<G>(grad, in) for a select's error-feedback

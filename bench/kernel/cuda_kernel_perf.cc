@@ -19,6 +19,7 @@
 #include "count_arg.h"
 #include "kernels/index_packing.h"
 #include "kernels/kernels.h"
+#include "kernels/sampling.h"
 #include "threshold_bench.h"
 
 namespace {

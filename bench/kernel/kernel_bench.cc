@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "base/dtype.h"
+#include "kernels/sampling.h"
 #include "row_bench.h"
 
 #include <algorithm>

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/dtype.h"
 #include "count_arg.h"
 #include "kernel_bench.h"
 #include "threshold_bench.h"

@@ -1,3 +1,4 @@
+#include "base/dtype.h"
 #include "row_bench.h"
 
 #include <cmath>

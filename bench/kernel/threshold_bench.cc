@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/dtype.h"
 #include "base/half_types.h"
+#include "kernels/sampling.h"
 #include "kernels/threshold_bisect.h"
 
 namespace dctbench {

@@ -1,61 +1,34 @@
 #include "algo/agree.h"
 
+#include <cstring>
+
 #include "base/debug.h"
 #include "transport/comm.h"
 
 namespace dct {
 
-dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vector<CallHeader>& all,
-                         const char* fn) {
-  if (mine.localError != dctSuccess) return static_cast<dctResult_t>(mine.localError);
-  for (int r = 0; r < comm->size; r++) {
-    const CallHeader& h = all[r];
-    if (h.localError != dctSuccess)
-      return fail(comm, dctInvalidUsage, "%s: rank %d rejected its arguments or failed its local work (%s)", fn, r,
-                  dctGetErrorString(static_cast<dctResult_t>(h.localError)));
-    if (h.count != mine.count)
-      return fail(comm, dctInvalidUsage, "%s: ranks disagree on count (rank %d: %llu, this rank %d: %llu)", fn, r,
-                  (unsigned long long)h.count, comm->rank, (unsigned long long)mine.count);
-    const char* what = h.datatype != mine.datatype   ? "datatype"
-                       : h.op != mine.op             ? "op"
-                       : h.path != mine.path         ? "the step's path (config.compressor / DCT_COMPRESSOR, or a "
-                                                       "compressor missing on some rank)"
-                       : h.wireType != mine.wireType ? "config.wireType (DCT_WIRE_TYPE)"
-                       : std::memcmp(&h.density, &mine.density, sizeof(double)) != 0
-                           ? "config.density (DCT_DENSITY)"
-                       : h.configured != mine.configured   ? "config.algorithm (DCT_ALGORITHM)"
-                       : h.warmupSteps != mine.warmupSteps ? "config.warmupSteps (DCT_WARMUP_STEPS)"
-                       : h.algorithm != mine.algorithm     ? "the planned algorithm"
-                       : h.mode != mine.mode               ? "phase (warm-up/query)"
-                       : h.chunks != mine.chunks || h.chunkElems != mine.chunkElems
-                           ? "pipeline chunks (DCT_CHUNK_ELEMENTS, DCT_PIPELINE)"
-                           : nullptr;
-    if (what)
-      return fail(comm, dctInvalidUsage, "%s: ranks disagree on %s (rank %d differs from this rank %d)", fn, what,
-                  r, comm->rank);
-  }
+dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& h, int r, const char* fn) {
+  if (h.count != mine.count)
+    return fail(comm, dctInvalidUsage, "%s: ranks disagree on count (rank %d: %llu, this rank %d: %llu)", fn, r,
+                (unsigned long long)h.count, comm->rank, (unsigned long long)mine.count);
+  const char* what = h.datatype != mine.datatype   ? "datatype"
+                     : h.op != mine.op             ? "op"
+                     : h.path != mine.path         ? "the step's path (config.compressor / DCT_COMPRESSOR, or a "
+                                                     "compressor missing on some rank)"
+                     : h.wireType != mine.wireType ? "config.wireType (DCT_WIRE_TYPE)"
+                     : std::memcmp(&h.density, &mine.density, sizeof(double)) != 0
+                         ? "config.density (DCT_DENSITY)"
+                     : h.configured != mine.configured   ? "config.algorithm (DCT_ALGORITHM)"
+                     : h.warmupSteps != mine.warmupSteps ? "config.warmupSteps (DCT_WARMUP_STEPS)"
+                     : h.algorithm != mine.algorithm     ? "the planned algorithm"
+                     : h.mode != mine.mode               ? "phase (warm-up/query)"
+                     : h.chunks != mine.chunks || h.chunkElems != mine.chunkElems
+                         ? "pipeline chunks (DCT_CHUNK_ELEMENTS, DCT_PIPELINE)"
+                         : nullptr;
+  if (what)
+    return fail(comm, dctInvalidUsage, "%s: ranks disagree on %s (rank %d differs from this rank %d)", fn, what,
+                r, comm->rank);
   return dctSuccess;
-}
-
-namespace {
-
-dctResult_t gatherHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream) {
-  all.assign(comm->size, CallHeader{});
-  return comm->transport->allgather(comm, &mine, all.data(), sizeof(CallHeader), stream);
-}
-
-}  // namespace
-
-dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
-                            void* stream, const char* fn) {
-  dctResult_t res = gatherHeaders(comm, mine, all, stream);
-  if (res != dctSuccess) return res;
-  return checkHeaders(comm, mine, all, fn);
-}
-
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                  const char* fn) {
-  return agree(comm, mine, all, stream, fn, [] { return dctSuccess; });
 }
 
 dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn, const char* phase) {

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <vector>
 
+#include "base/debug.h"
 #include "dct/dct.h"
+#include "transport/comm.h"
 
 namespace dct {
 
@@ -26,7 +28,7 @@ struct CallHeader {
   int32_t algorithm = 0;    // must match
   int32_t mode = 0;         // must match (warm-up vs sparse, query vs fetch)
   int32_t localError = 0;   // dctResult_t of this rank's own checks and local work
-  int32_t flags = 0;        // per rank, algorithm-specific (all-to-all: rows vary in size)
+  int32_t flags = 0;        // per rank, algorithm-specific (a late vote to come)
   int32_t chunks = 0;       // must match: pipelined allreduce's chunk count (0: unchunked)
   uint64_t chunkElems = 0;  // must match: and its chunk size
   // The step's config (stampConfig): what shapes the wire beyond the
@@ -62,36 +64,57 @@ inline CallHeader allreduceHeader(dctResult_t localError, size_t count, const dc
   return h;
 }
 
+// One rank's header against this rank's, for the allreduce family's calls:
+// dctSuccess, or dctInvalidUsage naming what differs. Each kind of header
+// has its own (plan_call_header.h: a plan's calls; the plan creations in
+// alltoall_plan_create.cc, des_plan_create.cc).
+dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& theirs, int rank, const char* fn);
+
 // Checks every rank's header against this rank's. Returns `localError` on
 // the rank that had one and dctInvalidUsage elsewhere, with a message
-// naming the first offending rank.
-dctResult_t checkHeaders(dctComm_t comm, const CallHeader& mine, const std::vector<CallHeader>& all,
-                         const char* fn);
+// naming the first offending rank. H: a header with an int32_t localError
+// (this rank's own checks and local work) and a checkPeer of its own.
+template <typename H>
+dctResult_t checkHeaders(dctComm_t comm, const H& mine, const std::vector<H>& all, const char* fn) {
+  if (mine.localError != dctSuccess) return static_cast<dctResult_t>(mine.localError);
+  for (int r = 0; r < comm->size; r++) {
+    if (all[r].localError != dctSuccess)
+      return fail(comm, dctInvalidUsage, "%s: rank %d rejected its arguments or failed its local work (%s)", fn, r,
+                  dctGetErrorString(static_cast<dctResult_t>(all[r].localError)));
+    DCTCHECK(checkPeer(comm, mine, all[r], r, fn));
+  }
+  return dctSuccess;
+}
 
-// Header allgather + check + vote: on success `all` holds every rank's
-// header and every rank goes on; otherwise every rank returns an error.
-// `ready` runs between the check and the vote (reservations sized by the
-// headers), so its failure on one rank fails every rank.
-template <typename Ready>
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                  const char* fn, Ready&& ready);
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                  const char* fn);
+// Every rank's header, checked against this rank's.
+template <typename H>
+dctResult_t exchangeHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
+  all.assign(comm->size, H{});
+  const dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(H), stream);
+  if (res != dctSuccess) return res;
+  return checkHeaders(comm, mine, all, fn);
+}
 
 // Every rank passes its status (dctSuccess or its error) and learns whether
 // all succeeded: returns its own error, or the worst other one (with a
 // message saying so), or dctSuccess everywhere.
 dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn, const char* phase);
 
-dctResult_t exchangeHeaders(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all,
-                            void* stream, const char* fn);
-
-template <typename Ready>
-dctResult_t agree(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                  const char* fn, Ready&& ready) {
+// Header allgather + check + vote: on success `all` holds every rank's
+// header and every rank goes on; otherwise every rank returns an error.
+// `ready` runs between the check and the vote (reservations sized by the
+// headers), so its failure on one rank fails every rank.
+template <typename H, typename Ready>
+dctResult_t agree(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn,
+                  Ready&& ready) {
   dctResult_t res = exchangeHeaders(comm, mine, all, stream, fn);
   if (res == dctSuccess) res = ready();
   return vote(comm, res, stream, fn, "agreement");
+}
+
+template <typename H>
+dctResult_t agree(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
+  return agree(comm, mine, all, stream, fn, [] { return dctSuccess; });
 }
 
 }  // namespace dct

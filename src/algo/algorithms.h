@@ -99,6 +99,16 @@ dctResult_t sparseInputScratch(dctComm_t comm, const SparseInput& in, dctCompres
 // (localError on some rank) fail before anything is written.
 dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResult_t localError);
 
+// Plan creation, collective: the ranks agree on the settings and check
+// their splits (localError: this rank's own verdict on its arguments), then
+// each builds its plan (core/). A rank with a bad argument still takes part.
+dctResult_t createAlltoallPlan(dctComm_t comm, const size_t* sendRows, const size_t* recvRows, size_t rowLength,
+                               const dctDataType_t& dtype, const dctConfig_t& resolved, dctResult_t localError,
+                               dctAlltoallPlan_t* out);
+// resolved.density 1 is the exact plan.
+dctResult_t createDesPlan(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength, const dctDataType_t& dtype,
+                          const dctConfig_t& resolved, dctResult_t localError, dctDesPlan_t* out);
+
 // DCT-MP sparse all-to-all (sparse_alltoall.cc), transactions like the
 // allreduce: on any failure on any rank every rank returns an error and the
 // plan keeps its committed masks. `localError`: this rank's argument check.

@@ -22,7 +22,7 @@ struct Step {
   dctComm_t comm;
   void* stream;
   Plan plan;
-  bool plain = false;  // dense plan, zero residual: send the gradient as is
+  bool sendGradientAsIs = false;  // dense plan, zero residual: send the gradient as is
   StepDraft draft{};
   Message msg{};
   size_t bytes = 0;     // this rank's message on the wire

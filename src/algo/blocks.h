@@ -1,13 +1,14 @@
 // What the plan-based collectives (the DCT-MP all-to-all, the DES
-// reduce-scatter) share: a call's header, one alltoallv's per-peer blocks
-// (sizes and where each starts in a contiguous buffer), and the exchange of
-// a plan's wire buffers.
+// reduce-scatter) share beyond their calls' header (plan_call_header.h):
+// one alltoallv's per-peer blocks (sizes and where each starts in a
+// contiguous buffer), and the exchange of a plan's wire buffers.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "algo/agree.h"
+#include "algo/plan_call_header.h"
 #include "base/debug.h"
 #include "transport/comm.h"
 
@@ -25,24 +26,6 @@ struct Blocks {
     }
   }
 };
-
-// A plan call's header: the plan (its id), its datatype and the direction.
-template <typename Plan>
-CallHeader planHeader(Plan p, int32_t direction, dctResult_t localError) {
-  CallHeader h;
-  h.localError = localError;
-  h.count = p->id;
-  h.datatype = p->dtype;
-  h.op = direction;
-  return h;
-}
-
-// What every rank sends together, from the agreed headers.
-inline size_t sentTogether(const std::vector<CallHeader>& all) {
-  size_t bytes = 0;
-  for (const CallHeader& h : all) bytes += h.bytes;
-  return bytes;
-}
 
 // Room in the plan's wire buffers for what goes out and what arrives, and
 // the transport's staging for both.

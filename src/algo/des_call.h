@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algo/blocks.h"
+#include "base/dtype.h"
 #include "core/des_plan.h"
 #include "kernels/index_packing.h"
 
@@ -62,18 +63,18 @@ inline RowBlockArgs block(const dctDesPlan_t p, void* rows, size_t rowCount, uin
 size_t thinBlock(const dctDesPlan_t p, size_t rows, uint64_t flagged, uint64_t entries);
 // Gathers the flagged rows bound for peers into the stage, selects their
 // entries into m.sentEntries (tau re-estimated when due) and counts them.
-dctResult_t thinSelect(Call& c, const void* partials, DesMasks& m, ForwardDraft& d);
+dctResult_t thinSelect(Call& call, const void* partials, DesMasks& m, ForwardDraft& d);
 // Room, before the agreement, for every thinned buffer this forward's
 // receiving side may need (its bounds: this rank's rows from every peer).
 dctResult_t thinReserve(dctDesPlan_t p, DesMasks& m);
 // Peer q's counts, masks and values after the flags at `body`.
-dctResult_t thinPack(Call& c, DesMasks& m, int q, char* body);
+dctResult_t thinPack(Call& call, DesMasks& m, int q, char* body);
 // Peer q's block after its flags, into `acc` (rows of the accumulation
 // type): decode the kept entries (zeros elsewhere) and add the flagged rows.
-dctResult_t thinAccumulate(Call& c, DesMasks& m, int q, const char* body, uint64_t entries, void* acc);
+dctResult_t thinAccumulate(Call& call, DesMasks& m, int q, const char* body, uint64_t entries, void* acc);
 // Backward: the gradient values at the entries peer q kept, and their way
 // back into gradPartials' block of owner q.
-dctResult_t thinPackGrad(Call& c, DesMasks& m, int q, const void* gradSummed, char* out);
-dctResult_t thinScatterGrad(Call& c, DesMasks& m, int q, const char* in, void* gradPartials);
+dctResult_t thinPackGrad(Call& call, DesMasks& m, int q, const void* gradSummed, char* out);
+dctResult_t thinScatterGrad(Call& call, DesMasks& m, int q, const char* in, void* gradPartials);
 
 }  // namespace dct::des

@@ -19,13 +19,12 @@
 #include "algo/algorithms.h"
 #include "algo/des_call.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {
 using namespace des;
 namespace {
-
-constexpr int32_t kForward = 0, kBackward = 1;
 
 // A forward block: the flags of the owner's rows, then the flagged rows
 // (thinned: their kept entries).
@@ -34,9 +33,9 @@ size_t forwardBlock(const dctDesPlan_t p, size_t rows, uint64_t flagged, uint64_
   return flagged == 0 ? 0 : flagBytes(rows) + packing::pad8(flagged * rowBytes(p));
 }
 
-dctResult_t reserveWire(Call& c) { return reserveBlocks(c.p, c.out, c.in, c.stream); }
+dctResult_t reserveWire(Call& call) { return reserveBlocks(call.p, call.out, call.in, call.stream); }
 
-dctResult_t exchange(Call& c) { return exchangeBlocks(c.p, c.out, c.in, c.allBytes, c.stream); }
+dctResult_t exchange(Call& call) { return exchangeBlocks(call.p, call.out, call.in, call.allBytes, call.stream); }
 
 
 // A backward block: the gradient values of the flagged rows (thinned: at
@@ -50,62 +49,63 @@ size_t backwardBlock(const dctDesPlan_t p, uint64_t flagged, const MaskSet& entr
 
 // Flags of every owner's block of partials into the spare masks, and each
 // peer's packed block.
-dctResult_t packForward(Call& c, const void* partials, DesMasks& m, ForwardDraft& d) {
-  dctDesPlan_t p = c.p;
+dctResult_t packForward(Call& call, const void* partials, DesMasks& m, ForwardDraft& d) {
+  dctDesPlan_t p = call.p;
   const int P = p->comm->size, me = p->comm->rank;
   m.sentRows.assign(P, 0);
   DCTCHECK(m.sent.reserve(p->sentAt[P] * sizeof(uint32_t)));
   for (int q = 0; q < P; q++) {
     if (p->rows[q] == 0) continue;
     RowBlockArgs a = block(p, blockOf(partials, p, q), p->rows[q], sentFlags(m, p, q), nullptr);
-    DCTCHECK(p->ops->rowFlags(p->kernels, &a, c.stream));
+    DCTCHECK(p->ops->rowFlags(p->kernels, &a, call.stream));
     m.sentRows[q] = a.count;
     if (q != me) d.keptRows += a.count, d.nonFinite += a.nonFinite;
   }
-  if (p->thinned()) DCTCHECK(thinSelect(c, partials, m, d));
-  c.out.bytes.assign(P, 0);
+  if (p->thinned()) DCTCHECK(thinSelect(call, partials, m, d));
+  call.out.bytes.assign(P, 0);
   for (int q = 0; q < P; q++)
-    if (q != me) c.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q], p->thinned() ? m.sentEntries.entries[q] : 0);
-  c.out.place();
-  DCTCHECK(p->wireOut.reserve(c.out.total));
-  DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), c.out.total, c.stream));  // padding included
+    if (q != me)
+      call.out.bytes[q] = forwardBlock(p, p->rows[q], m.sentRows[q], p->thinned() ? m.sentEntries.entries[q] : 0);
+  call.out.place();
+  DCTCHECK(p->wireOut.reserve(call.out.total));
+  DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), call.out.total, call.stream));  // padding included
   for (int q = 0; q < P; q++) {
-    char* out = blockAt(p->wireOut, c.out, q);
+    char* out = blockAt(p->wireOut, call.out, q);
     if (out == nullptr) continue;
-    DCTCHECK(p->ops->copy(p->kernels, out, sentFlags(m, p, q), maskWords(p->rows[q]) * sizeof(uint32_t), c.stream));
+    DCTCHECK(p->ops->copy(p->kernels, out, sentFlags(m, p, q), maskWords(p->rows[q]) * sizeof(uint32_t), call.stream));
     if (p->thinned()) {
-      DCTCHECK(thinPack(c, m, q, out + flagBytes(p->rows[q])));
+      DCTCHECK(thinPack(call, m, q, out + flagBytes(p->rows[q])));
       continue;
     }
     RowBlockArgs a = block(p, blockOf(partials, p, q), p->rows[q], sentFlags(m, p, q),
                            out + flagBytes(p->rows[q]));
-    DCTCHECK(p->ops->rowGather(p->kernels, &a, c.stream));
+    DCTCHECK(p->ops->rowGather(p->kernels, &a, call.stream));
   }
   return dctSuccess;
 }
 
 // Every rank's flagged-row counts per owner (thinned: then its kept-entry
 // counts); sizes what arrives here.
-dctResult_t layoutIncoming(Call& c, DesMasks& m) {
-  dctDesPlan_t p = c.p;
+dctResult_t layoutIncoming(Call& call, DesMasks& m) {
+  dctDesPlan_t p = call.p;
   dctComm_t comm = p->comm;
   const int P = comm->size, me = comm->rank;
   std::vector<uint64_t> published = m.sentRows;
   if (p->thinned()) published.insert(published.end(), m.sentEntries.entries.begin(), m.sentEntries.entries.end());
   const size_t stride = published.size();
   std::vector<uint64_t> counts(stride * P, 0);
-  DCTCHECK(comm->transport->allgather(comm, published.data(), counts.data(), stride * sizeof(uint64_t), c.stream));
+  DCTCHECK(comm->transport->allgather(comm, published.data(), counts.data(), stride * sizeof(uint64_t), call.stream));
   m.receivedRows.assign(P, 0);
-  c.in.bytes.assign(P, 0);
+  call.in.bytes.assign(P, 0);
   for (int q = 0; q < P; q++) {
     if (q == me) continue;
     m.receivedRows[q] = counts[q * stride + me];
     const uint64_t entries = p->thinned() ? counts[q * stride + P + me] : 0;
     if (p->thinned()) m.receivedEntries.entries[q] = entries;
-    c.in.bytes[q] = forwardBlock(p, p->mine(), m.receivedRows[q], entries);
+    call.in.bytes[q] = forwardBlock(p, p->mine(), m.receivedRows[q], entries);
   }
-  c.in.place();
-  return reserveWire(c);
+  call.in.place();
+  return reserveWire(call);
 }
 
 dctResult_t reserveSums(dctDesPlan_t p, DesMasks& m) {
@@ -116,47 +116,48 @@ dctResult_t reserveSums(dctDesPlan_t p, DesMasks& m) {
   return m.received.reserve(size_t(p->comm->size) * maskWords(p->mine()) * sizeof(uint32_t));
 }
 
-dctResult_t malformed(Call& c, int q) {
-  return fail(c.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", c.fn, q, c.in.bytes[q]);
+dctResult_t malformed(Call& call, int q) {
+  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
+              call.in.bytes[q]);
 }
 
 // summed = the rows of every rank in rank order, from +0 in the
 // accumulation type. A rank's own rows are added whole: a zero row changes
 // no sum that started from +0, so this equals adding its flagged rows.
-dctResult_t reduceForward(Call& c, const void* partials, void* summed, DesMasks& m) {
-  dctDesPlan_t p = c.p;
+dctResult_t reduceForward(Call& call, const void* partials, void* summed, DesMasks& m) {
+  dctDesPlan_t p = call.p;
   const int P = p->comm->size, me = p->comm->rank;
   const size_t mine = p->mine(), n = mine * p->rowLength, W = maskWords(mine);
   if (mine == 0) return dctSuccess;
   const dctDataType_t accType = accumulationType(p->dtype);
   void* acc = accType == p->dtype ? summed : p->acc.as();
-  DCTCHECK(p->ops->zero(p->kernels, acc, n * dtypeSize(accType), c.stream));
+  DCTCHECK(p->ops->zero(p->kernels, acc, n * dtypeSize(accType), call.stream));
   for (int q = 0; q < P; q++) {
     uint32_t* flags = receivedFlags(m, p, q);
-    const char* in = blockAt(p->wireIn, c.in, q);
+    const char* in = blockAt(p->wireIn, call.in, q);
     if (q == me) {
       RowBlockArgs a = block(p, acc, mine, nullptr, blockOf(partials, p, me));
-      DCTCHECK(p->ops->rowAccumulate(p->kernels, &a, c.stream));
+      DCTCHECK(p->ops->rowAccumulate(p->kernels, &a, call.stream));
     }
     if (in == nullptr) {
-      DCTCHECK(p->ops->zero(p->kernels, flags, W * sizeof(uint32_t), c.stream));
+      DCTCHECK(p->ops->zero(p->kernels, flags, W * sizeof(uint32_t), call.stream));
       continue;
     }
-    DCTCHECK(p->ops->copy(p->kernels, flags, in, W * sizeof(uint32_t), c.stream));
+    DCTCHECK(p->ops->copy(p->kernels, flags, in, W * sizeof(uint32_t), call.stream));
     if (p->thinned()) {
-      DCTCHECK(thinAccumulate(c, m, q, in + flagBytes(mine), m.receivedEntries.entries[q], acc));
+      DCTCHECK(thinAccumulate(call, m, q, in + flagBytes(mine), m.receivedEntries.entries[q], acc));
       continue;
     }
     RowBlockArgs a = block(p, acc, mine, flags, const_cast<char*>(in) + flagBytes(mine));
     a.count = m.receivedRows[q];
-    if (p->ops->rowAccumulate(p->kernels, &a, c.stream) != dctSuccess) return malformed(c, q);
+    if (p->ops->rowAccumulate(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
   }
   if (accType == p->dtype) return dctSuccess;
-  return p->ops->convert(p->kernels, summed, p->dtype, acc, accType, n, 1.0, c.stream);
+  return p->ops->convert(p->kernels, summed, p->dtype, acc, accType, n, 1.0, call.stream);
 }
 
-void commitForward(Call& c, const ForwardDraft& d) {
-  dctDesPlan_t p = c.p;
+void commitForward(Call& call, const ForwardDraft& d) {
+  dctDesPlan_t p = call.p;
   dctAlltoallStats_t& s = p->stats;
   p->committed = 1 - p->committed;
   p->backwardDue = true;
@@ -166,8 +167,8 @@ void commitForward(Call& c, const ForwardDraft& d) {
     p->lastEstimate = s.forwardSteps;
   }
   s.forwardSteps++;
-  s.forwardBytesSent = c.out.total;
-  s.forwardBytesReceived = c.in.total;
+  s.forwardBytesSent = call.out.total;
+  s.forwardBytesReceived = call.in.total;
   s.keptEntries = p->thinned() ? d.keptEntries : d.keptRows * p->rowLength;
   s.nonFinite = d.nonFinite;
   const double cells = static_cast<double>((p->totalRows() - p->mine()) * p->rowLength);
@@ -182,55 +183,55 @@ void commitForward(Call& c, const ForwardDraft& d) {
 
 dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void* stream, dctResult_t localError,
                        const char* fn) {
-  Call c{p, stream, fn};
+  Call call{p, stream, fn};
   DesMasks& spare = p->masks[1 - p->committed];
   ForwardDraft d;
-  CallHeader mine = planHeader(p, kForward, localError);
+  PlanCallHeader mine = planCallHeader(p, kForward, localError);
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
-      DCTCHECK(packForward(c, partials, spare, d));
+      DCTCHECK(packForward(call, partials, spare, d));
       return reserveSums(p, spare);
     }();
   }
-  mine.bytes = c.out.total;
-  std::vector<CallHeader> all;
+  mine.bytes = call.out.total;
+  std::vector<PlanCallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
-  c.allBytes = sentTogether(all);
-  DCTCHECK(vote(p->comm, layoutIncoming(c, spare), stream, fn, "size exchange"));
-  dctResult_t res = exchange(c);
-  if (res == dctSuccess) res = reduceForward(c, partials, summed, spare);
+  call.allBytes = sentTogether(all);
+  DCTCHECK(vote(p->comm, layoutIncoming(call, spare), stream, fn, "size exchange"));
+  dctResult_t res = exchange(call);
+  if (res == dctSuccess) res = reduceForward(call, partials, summed, spare);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
-  commitForward(c, d);
+  commitForward(call, d);
   return p->ops->streamEnd(p->kernels, stream);
 }
 
 dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartials, void* stream,
                         dctResult_t localError, const char* fn) {
-  Call c{p, stream, fn};
+  Call call{p, stream, fn};
   const int P = p->comm->size, me = p->comm->rank;
   if (localError == dctSuccess && !p->backwardDue)
     localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
-  CallHeader mine = planHeader(p, kBackward, localError);
+  PlanCallHeader mine = planCallHeader(p, kBackward, localError);
   DesMasks& m = p->masks[p->committed];
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
-      c.out.bytes.assign(P, 0);
-      c.in.bytes.assign(P, 0);
+      call.out.bytes.assign(P, 0);
+      call.in.bytes.assign(P, 0);
       for (int q = 0; q < P; q++) {
         if (q == me) continue;
-        c.out.bytes[q] = backwardBlock(p, m.receivedRows[q], m.receivedEntries, q);
-        c.in.bytes[q] = backwardBlock(p, m.sentRows[q], m.sentEntries, q);
+        call.out.bytes[q] = backwardBlock(p, m.receivedRows[q], m.receivedEntries, q);
+        call.in.bytes[q] = backwardBlock(p, m.sentRows[q], m.sentEntries, q);
       }
-      c.out.place();
-      c.in.place();
+      call.out.place();
+      call.in.place();
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
-      DCTCHECK(reserveWire(c));
+      DCTCHECK(reserveWire(call));
       for (int q = 0; q < P; q++) {
-        char* out = blockAt(p->wireOut, c.out, q);
+        char* out = blockAt(p->wireOut, call.out, q);
         if (out == nullptr) continue;
         if (p->thinned()) {
-          DCTCHECK(thinPackGrad(c, m, q, gradSummed, out));
+          DCTCHECK(thinPackGrad(call, m, q, gradSummed, out));
           continue;
         }
         RowBlockArgs a = block(p, const_cast<void*>(gradSummed), p->mine(), receivedFlags(m, p, q), out);
@@ -239,20 +240,20 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
       return dctSuccess;
     }();
   }
-  mine.bytes = c.out.total;
-  std::vector<CallHeader> all;
+  mine.bytes = call.out.total;
+  std::vector<PlanCallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
-  c.allBytes = sentTogether(all);
-  dctResult_t res = exchange(c);
+  call.allBytes = sentTogether(all);
+  dctResult_t res = exchange(call);
   for (int q = 0; q < P && res == dctSuccess; q++) {
     if (p->rows[q] == 0) continue;
     const bool own = q == me;
     if (p->thinned() && !own) {
-      res = thinScatterGrad(c, m, q, blockAt(p->wireIn, c.in, q), gradPartials);
+      res = thinScatterGrad(call, m, q, blockAt(p->wireIn, call.in, q), gradPartials);
       continue;
     }
     RowBlockArgs a = block(p, blockOf(gradPartials, p, q), p->rows[q], sentFlags(m, p, q),
-                           own ? const_cast<void*>(gradSummed) : blockAt(p->wireIn, c.in, q));
+                           own ? const_cast<void*>(gradSummed) : blockAt(p->wireIn, call.in, q));
     a.denseSource = own;
     res = p->ops->rowScatter(p->kernels, &a, stream);
   }
@@ -260,8 +261,8 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
   dctAlltoallStats_t& s = p->stats;
   p->backwardDue = false;
   s.backwardSteps++;
-  s.backwardBytesSent = c.out.total;
-  s.backwardBytesReceived = c.in.total;
+  s.backwardBytesSent = call.out.total;
+  s.backwardBytesReceived = call.in.total;
   s.totalBytesSent += s.backwardBytesSent;
   s.totalBytesReceived += s.backwardBytesReceived;
   s.totalDenseBytes += s.denseBytesReceived;  // the backward's dense rows go the reverse way

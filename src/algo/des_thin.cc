@@ -7,6 +7,7 @@
 // added, so the sums keep the exact path's rank order.
 #include "algo/des_call.h"
 #include "base/debug.h"
+#include "kernels/sampling.h"
 #include "transport/comm.h"
 
 namespace dct::des {
@@ -29,21 +30,22 @@ dctResult_t reserveEntries(dctDesPlan_t p, MaskSet& m, size_t rows) {
   return m.mask.reserve(rows * maskWords(p->rowLength) * sizeof(uint32_t));
 }
 
-dctResult_t estimateTau(Call& c, size_t rows, ForwardDraft& d) {
-  dctDesPlan_t p = c.p;
+dctResult_t estimateTau(Call& call, size_t rows, ForwardDraft& d) {
+  dctDesPlan_t p = call.p;
   d.tau = p->tau;
   const bool due = !p->haveTau || p->stats.forwardSteps - p->lastEstimate >= uint64_t(p->config.thresholdInterval);
   if (p->config.rowSelection != dctRowThreshold || !due || rows == 0) return dctSuccess;
   ThresholdArgs args{p->stage.as(), rows * p->rowLength, p->dtype, p->config.density,
                      static_cast<dctThresholdMethod_t>(p->config.thresholdMethod),
                      stepSeed(p->config.seed, p->stats.forwardSteps)};
-  DCTCHECK(p->ops->threshold(p->kernels, &args, &d.tau, c.stream));
+  DCTCHECK(p->ops->threshold(p->kernels, &args, &d.tau, call.stream));
   d.estimated = true;
   return dctSuccess;
 }
 
-dctResult_t malformed(Call& c, int q) {
-  return fail(c.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", c.fn, q, c.in.bytes[q]);
+dctResult_t malformed(Call& call, int q) {
+  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
+              call.in.bytes[q]);
 }
 
 }  // namespace
@@ -57,8 +59,8 @@ dctResult_t thinReserve(dctDesPlan_t p, DesMasks& m) {
   return reserveEntries(p, m.receivedEntries, size_t(p->comm->size - 1) * p->mine());
 }
 
-dctResult_t thinSelect(Call& c, const void* partials, DesMasks& m, ForwardDraft& d) {
-  dctDesPlan_t p = c.p;
+dctResult_t thinSelect(Call& call, const void* partials, DesMasks& m, ForwardDraft& d) {
+  dctDesPlan_t p = call.p;
   const int P = p->comm->size;
   const RowSide side = flaggedSide(m.sentRows, p->comm->rank);
   const size_t R = side.totalRows();
@@ -72,27 +74,27 @@ dctResult_t thinSelect(Call& c, const void* partials, DesMasks& m, ForwardDraft&
     if (side.rows[q] == 0) continue;
     RowBlockArgs a = block(p, blockOf(partials, p, q), p->rows[q], sentFlags(m, p, q),
                            stage + side.rowStart[q] * rowBytes(p));
-    DCTCHECK(p->ops->rowGather(p->kernels, &a, c.stream));
+    DCTCHECK(p->ops->rowGather(p->kernels, &a, call.stream));
   }
-  DCTCHECK(estimateTau(c, R, d));
+  DCTCHECK(estimateTau(call, R, d));
   if (R > 0) {
     const bool topK = p->config.rowSelection == dctRowTopK;
     RowSelectArgs sel{stage, R, p->rowLength, p->dtype, topK ? p->format.k : 0, d.tau,
                       m.sentEntries.mask.as<uint32_t>(), p->counts.as<uint32_t>()};
-    DCTCHECK(p->ops->rowSelect(p->kernels, &sel, c.stream));
+    DCTCHECK(p->ops->rowSelect(p->kernels, &sel, call.stream));
   }
   for (int q = 0; q < P; q++) {
     RowOffsetsArgs off{p->counts.as<uint32_t>() + side.rowStart[q], 4, p->format.k, side.rows[q],
                        offsetsOf(m.sentEntries, side, q)};
-    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, c.stream));
+    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, call.stream));
     m.sentEntries.entries[q] = off.total;
     d.keptEntries += off.total;
   }
   return dctSuccess;
 }
 
-dctResult_t thinPack(Call& c, DesMasks& m, int q, char* body) {
-  dctDesPlan_t p = c.p;
+dctResult_t thinPack(Call& call, DesMasks& m, int q, char* body) {
+  dctDesPlan_t p = call.p;
   const RowSide side = flaggedSide(m.sentRows, p->comm->rank);
   const uint64_t rows = side.rows[q], entries = m.sentEntries.entries[q];
   const bool counted = withCounts(p, rows, entries);
@@ -101,53 +103,53 @@ dctResult_t thinPack(Call& c, DesMasks& m, int q, char* body) {
                 maskOf(m.sentEntries, side, q, p->rowLength), offsetsOf(m.sentEntries, side, q), 0,
                 p->format.maskFormat, body + b.maskAt, counted ? body + b.countsAt : nullptr, p->format.countBytes,
                 body + b.valuesAt};
-  return p->ops->rowPack(p->kernels, &a, c.stream);
+  return p->ops->rowPack(p->kernels, &a, call.stream);
 }
 
-dctResult_t thinAccumulate(Call& c, DesMasks& m, int q, const char* body, uint64_t entries, void* acc) {
-  dctDesPlan_t p = c.p;
+dctResult_t thinAccumulate(Call& call, DesMasks& m, int q, const char* body, uint64_t entries, void* acc) {
+  dctDesPlan_t p = call.p;
   const RowSide side = flaggedSide(m.receivedRows, p->comm->rank);
   const uint64_t rows = side.rows[q];
   const bool counted = withCounts(p, rows, entries);
   char* in = const_cast<char*>(body);
   RowOffsetsArgs off{counted ? in : nullptr, p->format.countBytes, p->format.k, rows,
                      offsetsOf(m.receivedEntries, side, q)};
-  DCTCHECK(p->ops->rowOffsets(p->kernels, &off, c.stream));
+  DCTCHECK(p->ops->rowOffsets(p->kernels, &off, call.stream));
   const BlockLayout b = blockLayout(p->format, rows, off.total, counted);
-  if (off.total != entries || flagBytes(p->mine()) + b.bytes != c.in.bytes[q]) return malformed(c, q);
+  if (off.total != entries || flagBytes(p->mine()) + b.bytes != call.in.bytes[q]) return malformed(call, q);
   m.receivedEntries.entries[q] = off.total;
   RowWireArgs a{p->stage.as(), rows, p->rowLength, p->dtype, maskOf(m.receivedEntries, side, q, p->rowLength),
                 offsetsOf(m.receivedEntries, side, q), 0, p->format.maskFormat, in + b.maskAt, nullptr,
                 p->format.countBytes, in + b.valuesAt};
-  if (p->ops->rowUnpack(p->kernels, &a, c.stream) != dctSuccess) return malformed(c, q);
+  if (p->ops->rowUnpack(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
   RowBlockArgs sum = block(p, acc, p->mine(), receivedFlags(m, p, q), p->stage.as());
   sum.count = rows;
-  if (p->ops->rowAccumulate(p->kernels, &sum, c.stream) != dctSuccess) return malformed(c, q);
+  if (p->ops->rowAccumulate(p->kernels, &sum, call.stream) != dctSuccess) return malformed(call, q);
   return dctSuccess;
 }
 
-dctResult_t thinPackGrad(Call& c, DesMasks& m, int q, const void* gradSummed, char* out) {
-  dctDesPlan_t p = c.p;
+dctResult_t thinPackGrad(Call& call, DesMasks& m, int q, const void* gradSummed, char* out) {
+  dctDesPlan_t p = call.p;
   const RowSide side = flaggedSide(m.receivedRows, p->comm->rank);
   if (side.rows[q] == 0) return dctSuccess;
   RowBlockArgs g = block(p, const_cast<void*>(gradSummed), p->mine(), receivedFlags(m, p, q), p->stage.as());
-  DCTCHECK(p->ops->rowGather(p->kernels, &g, c.stream));
+  DCTCHECK(p->ops->rowGather(p->kernels, &g, call.stream));
   RowWireArgs a{p->stage.as(), side.rows[q], p->rowLength, p->dtype, maskOf(m.receivedEntries, side, q, p->rowLength),
                 offsetsOf(m.receivedEntries, side, q), 0, -1, nullptr, nullptr, p->format.countBytes, out};
-  return p->ops->rowPack(p->kernels, &a, c.stream);
+  return p->ops->rowPack(p->kernels, &a, call.stream);
 }
 
-dctResult_t thinScatterGrad(Call& c, DesMasks& m, int q, const char* in, void* gradPartials) {
-  dctDesPlan_t p = c.p;
+dctResult_t thinScatterGrad(Call& call, DesMasks& m, int q, const char* in, void* gradPartials) {
+  dctDesPlan_t p = call.p;
   const RowSide side = flaggedSide(m.sentRows, p->comm->rank);
   if (side.rows[q] > 0) {
     RowWireArgs a{p->stage.as(), side.rows[q], p->rowLength, p->dtype, maskOf(m.sentEntries, side, q, p->rowLength),
                   offsetsOf(m.sentEntries, side, q), 0, -1, nullptr, nullptr, p->format.countBytes,
                   const_cast<char*>(in)};
-    DCTCHECK(p->ops->rowUnpack(p->kernels, &a, c.stream));
+    DCTCHECK(p->ops->rowUnpack(p->kernels, &a, call.stream));
   }
   RowBlockArgs a = block(p, blockOf(gradPartials, p, q), p->rows[q], sentFlags(m, p, q), p->stage.as());
-  return p->ops->rowScatter(p->kernels, &a, c.stream);
+  return p->ops->rowScatter(p->kernels, &a, call.stream);
 }
 
 }  // namespace dct::des

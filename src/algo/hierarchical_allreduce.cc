@@ -9,8 +9,9 @@
 //   node broadcast   the leader's result to its node, then a summary
 //                    (status, algorithm, tau) for the others' stats
 //   vote             over the whole comm: every rank's outcome
-//   copy-out         in-place results leave their landing buffer (voted on
-//                    when some rank's copy can fail: a device copy)
+//   copy-out         in-place results leave the buffer that held them
+//                    until the vote (voted on when some rank's copy can
+//                    fail: a device copy)
 //   commit           leaders commit their step
 //
 // Shapes never depend on an outcome: once the ranks have agreed, they run
@@ -20,6 +21,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -43,14 +45,14 @@ struct Hier {
   const char* fn;
   bool leader;
   bool inPlace;
-  bool spread = false;  // the broadcast and vote ran
+  bool nodeResultShared = false;  // the broadcast and vote ran
   bool lateVote = false;  // agreed: some rank's copy-out can fail
   Summary summary{};
 
   size_t bytes() const { return count * dtypeSize(dtype); }
   // Where the result waits for the vote: in place, sendbuf must survive a
   // failed step.
-  void* landing() const {
+  void* resultUntilVote() const {
     if (!inPlace || count == 0) return recv;
     return leader ? c->nodeSum.as() : c->staged.as();
   }
@@ -64,11 +66,11 @@ dctResult_t reserve(Hier& h) {
 }
 
 // The result to the node, the summary, and the vote over every rank.
-dctResult_t spread(Hier& h, dctResult_t mine, PhaseTimer& clock) {
-  h.spread = true;
+dctResult_t shareNodeResult(Hier& h, dctResult_t mine, PhaseTimer& clock) {
+  h.nodeResultShared = true;
   dctComm_t node = h.comm->node;
   const Transport* t = node->transport;
-  dctResult_t res = t->broadcast(node, h.landing(), h.bytes(), 0, h.stream);
+  dctResult_t res = t->broadcast(node, h.resultUntilVote(), h.bytes(), 0, h.stream);
   if (mine == dctSuccess) mine = res;
   clock.lap(dctPhaseExchange);
   if (h.leader) h.summary.status = mine;
@@ -90,10 +92,11 @@ dctResult_t spread(Hier& h, dctResult_t mine, PhaseTimer& clock) {
 constexpr int32_t kLateCopy = 1;
 
 // After the whole comm's vote, before any commit: an in-place result out of
-// its landing buffer, voted on where some rank's copy can fail.
+// the buffer that held it until the vote, voted on where some rank's copy
+// can fail.
 dctResult_t copyOut(Hier& h) {
   const dctResult_t res =
-      h.inPlace ? h.c->ops->copy(h.c->kernels, h.recv, h.landing(), h.bytes(), h.stream) : dctSuccess;
+      h.inPlace ? h.c->ops->copy(h.c->kernels, h.recv, h.resultUntilVote(), h.bytes(), h.stream) : dctSuccess;
   return h.lateVote ? vote(h.comm, res, h.stream, h.fn, "copy of the result") : res;
 }
 
@@ -105,20 +108,20 @@ dctResult_t lead(Hier& h, const dctRedOp_t& op, dctResult_t status, PhaseTimer& 
   nest.beforeCommit = [&](dctResult_t finished, dctAlgorithm_t algorithm, double threshold, PhaseTimer& laps) {
     h.summary.algorithm = algorithm;
     h.summary.threshold = threshold;
-    DCTCHECK(spread(h, finished, laps));
+    DCTCHECK(shareNodeResult(h, finished, laps));
     return copyOut(h);
   };
   void* nodeSum = h.c->nodeSum.as();
   dctResult_t res = sparseAllreduce(nodeSum, h.inPlace ? nodeSum : h.recv, h.count, h.dtype, op, h.c,
                                     h.comm->leaders, h.stream, status, h.fn, &nest);
-  if (!h.spread) return spread(h, res, clock);
+  if (!h.nodeResultShared) return shareNodeResult(h, res, clock);
   return res;
 }
 
 // A rank that is not a leader: the result, and its stats from the summary.
 dctResult_t follow(Hier& h, dctResult_t status, PhaseTimer& clock) {
   dctCompressor_t c = h.c;
-  DCTCHECK(spread(h, status, clock));
+  DCTCHECK(shareNodeResult(h, status, clock));
   DCTCHECK(copyOut(h));
   StepDraft draft{};
   draft.tau = c->tau;
@@ -157,7 +160,7 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
     if (count) reduced = node->transport->reduce(node, sendbuf, leader ? c->nodeSum.as() : nullptr, count, dtype, 0, stream);
     clock.lap(dctPhaseReduce);
     if (leader) res = lead(h, op, reduced, clock);
-    else res = count ? follow(h, reduced, clock) : spread(h, reduced, clock);  // count 0: no step to count
+    else res = count ? follow(h, reduced, clock) : shareNodeResult(h, reduced, clock);  // count 0: no step to count
   }
   // Messages recorded on the node or leader comms belong to the caller's.
   if (res != dctSuccess && threadFailureCount() != failures) comm->setLastError(threadLastErrorMessage());

@@ -27,6 +27,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {

@@ -1,6 +1,7 @@
 #include "algo/packed_message.h"
 
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -33,7 +34,7 @@ dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
   std::vector<PackedMessage> messages(P);
   for (int r = 0; r < P; r++) messages[r] = packedView(gathered + offsets[r], sizes[r], all[r].nnz, dtypeSize(c->wireType));
   MergeArgs merge{target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
-  merge.stream = streamsTensor(c);
+  merge.stream = usesStreamingStores(c);
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream); res != dctSuccess) {
     if (merge.malformed < 0) return res;
     const int r = merge.malformed;

@@ -24,6 +24,7 @@
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
@@ -168,7 +169,7 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
   if (!p.clean) return dctSuccess;
   char* dense = static_cast<char*>(s.target) + p.L.lo(i) * dtypeSize(c->accType);
   MergeArgs merge{dense, p.L.len(i), c->accType, c->wireType, c->indexBytes, messages.data(), P};
-  merge.stream = streamsTensor(c);
+  merge.stream = usesStreamingStores(c);
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
     return merge.malformed < 0 ? res
                                : fail(s.comm, res, "dctSparseAllreduce: malformed chunk %d from rank %d", i,
@@ -238,7 +239,7 @@ size_t pipelineChunkElems(const Step& s) {
   const dctCompressor_t c = s.c;
   const dctComm_t comm = s.comm;
   if (s.plan.algorithm != dctAlgoAllgather || comm->size < 2 || comm->transport->iallgatherv == nullptr ||
-      c->ops->device || sendsAll(c))
+      c->ops->device || sendsEveryNonzero(c))
     return 0;
   // Slots are sized from the last step's messages.
   if (c->stats.algorithm != dctAlgoAllgather || c->lastMessages.size() != static_cast<size_t>(comm->size)) return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algo/algorithms.h"
+#include "base/dtype.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"

@@ -32,6 +32,7 @@
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -54,7 +55,7 @@ dctResult_t localWork(Step& s) {
   dctCompressor_t c = s.c;
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
   DCTCHECK(s.comm->transport->prepare(s.comm, s.target, denseBytes(s), s.stream));
-  if (s.plain) {
+  if (s.sendGradientAsIs) {
     s.draft = StepDraft{};
     s.draft.tau = c->tau;
     s.draft.nnz = c->count;
@@ -65,7 +66,7 @@ dctResult_t localWork(Step& s) {
     // Dense costs the same whatever it carries: send all of acc (zero
     // residual after it), written where the sum goes.
     s.msg.dense = s.target;
-    s.msg.everything = true;
+    s.msg.everyNonzero = true;
     DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
     s.bytes = denseBytes(s);
     return dctSuccess;
@@ -94,7 +95,7 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   else if (s.plan.algorithm == dctAlgoSplit)
     DCTCHECK(splitExchange(c, s.comm, s.pieces, s.target, s.stream, s.clock, s.bytes, s.received));
   else {
-    const void* from = s.plain ? s.send : s.target;  // the selection is already in the target
+    const void* from = s.sendGradientAsIs ? s.send : s.target;  // the selection is already in the target
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
     s.received = denseBytes(s);
     s.clock.lap(dctPhaseExchange);
@@ -232,7 +233,7 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   // Plain: a dense step with no residual to add and nothing to round sends
   // the gradient as is: no pass over it at all (auto's steady state on
   // tensors too small or too dense to compress).
-  s.plain = s.plan.algorithm == dctAlgoDense && c->residualZero && c->wireType == c->dtype;
+  s.sendGradientAsIs = s.plan.algorithm == dctAlgoDense && c->residualZero && c->wireType == c->dtype;
   s.targetType = s.plan.algorithm == dctAlgoDense ? c->wireType : c->accType;
   stampConfig(mine, c->config, nesting ? kPathHierarchical : kPathTopk);
   mine.algorithm = s.plan.algorithm;

@@ -16,14 +16,14 @@
 #include "algo/blocks.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/alltoall_plan.h"
 #include "kernels/index_packing.h"
+#include "kernels/sampling.h"
 #include "transport/comm.h"
 
 namespace dct {
 namespace {
-
-constexpr int32_t kForward = 0, kBackward = 1;
 
 struct Call {
   Call(dctAlltoallPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}
@@ -52,12 +52,13 @@ dctResult_t reserveMasks(dctAlltoallPlan_t p, MaskSet& m, const RowSide& side) {
 }
 
 // Room for what arrives, and the transport's staging for both buffers.
-dctResult_t reserveWire(Call& c) { return reserveBlocks(c.p, c.out, c.in, c.stream); }
+dctResult_t reserveWire(Call& call) { return reserveBlocks(call.p, call.out, call.in, call.stream); }
 
-dctResult_t exchange(Call& c) { return exchangeBlocks(c.p, c.out, c.in, c.allBytes, c.stream); }
+dctResult_t exchange(Call& call) { return exchangeBlocks(call.p, call.out, call.in, call.allBytes, call.stream); }
 
-dctResult_t malformed(Call& c, int q) {
-  return fail(c.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", c.fn, q, c.in.bytes[q]);
+dctResult_t malformed(Call& call, int q) {
+  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
+              call.in.bytes[q]);
 }
 
 // --- forward -------------------------------------------------------------
@@ -69,38 +70,38 @@ struct ForwardDraft {
   bool estimated = false;
 };
 
-dctResult_t estimateTau(Call& c, const void* send, ForwardDraft& d) {
-  dctAlltoallPlan_t p = c.p;
+dctResult_t estimateTau(Call& call, const void* send, ForwardDraft& d) {
+  dctAlltoallPlan_t p = call.p;
   d.tau = p->tau;
   const bool due = !p->haveTau || p->stats.forwardSteps - p->lastEstimate >= uint64_t(p->config.thresholdInterval);
   if (p->config.rowSelection != dctRowThreshold || !due || p->send.totalRows() == 0) return dctSuccess;
   ThresholdArgs args{send, p->send.totalRows() * p->rowLength, p->dtype, p->config.density,
                      static_cast<dctThresholdMethod_t>(p->config.thresholdMethod),
                      stepSeed(p->config.seed, p->stats.forwardSteps)};
-  DCTCHECK(p->ops->threshold(p->kernels, &args, &d.tau, c.stream));
+  DCTCHECK(p->ops->threshold(p->kernels, &args, &d.tau, call.stream));
   d.estimated = true;
   return dctSuccess;
 }
 
 // Selection of every send row into the spare masks; entry counts per peer.
-dctResult_t selectRows(Call& c, const void* send, MaskSet& m, ForwardDraft& d) {
-  dctAlltoallPlan_t p = c.p;
+dctResult_t selectRows(Call& call, const void* send, MaskSet& m, ForwardDraft& d) {
+  dctAlltoallPlan_t p = call.p;
   const RowSide& side = p->send;
   const size_t R = side.totalRows();
   DCTCHECK(reserveMasks(p, m, side));
   if (p->maskFormat >= 0) {
     DCTCHECK(p->counts.reserve(R * sizeof(uint32_t)));
-    DCTCHECK(estimateTau(c, send, d));
+    DCTCHECK(estimateTau(call, send, d));
     const bool topK = p->config.rowSelection == dctRowTopK;
     RowSelectArgs sel{send, R, p->rowLength, p->dtype, topK ? p->k : 0, d.tau, m.mask.as<uint32_t>(),
                       p->counts.as<uint32_t>()};
-    DCTCHECK(p->ops->rowSelect(p->kernels, &sel, c.stream));
+    DCTCHECK(p->ops->rowSelect(p->kernels, &sel, call.stream));
     d.nonFinite = sel.nonFinite;
   }
   for (int q = 0; q < p->comm->size; q++) {
     const void* counts = p->maskFormat >= 0 ? p->counts.as<uint32_t>() + side.rowStart[q] : nullptr;
     RowOffsetsArgs off{counts, 4, keepPerRow(p), side.rows[q], offsetsOf(m, side, q)};
-    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, c.stream));
+    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, call.stream));
     m.entries[q] = off.total;
     d.kept += off.total;
   }
@@ -111,76 +112,78 @@ dctResult_t selectRows(Call& c, const void* send, MaskSet& m, ForwardDraft& d) {
   return dctSuccess;
 }
 
-dctResult_t packForward(Call& c, const void* send, MaskSet& m, const ForwardDraft& d) {
-  dctAlltoallPlan_t p = c.p;
+dctResult_t packForward(Call& call, const void* send, MaskSet& m, const ForwardDraft& d) {
+  dctAlltoallPlan_t p = call.p;
   const int P = p->comm->size;
   std::vector<BlockLayout> layout(P);
-  c.out.bytes.resize(P);
-  for (int q = 0; q < P; q++) c.out.bytes[q] = (layout[q] = blockLayout(*p, p->send.rows[q], m.entries[q], d.variable)).bytes;
-  c.out.place();
-  DCTCHECK(p->wireOut.reserve(c.out.total));
-  DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), c.out.total, c.stream));  // padding included
+  call.out.bytes.resize(P);
+  for (int q = 0; q < P; q++)
+    call.out.bytes[q] = (layout[q] = blockLayout(*p, p->send.rows[q], m.entries[q], d.variable)).bytes;
+  call.out.place();
+  DCTCHECK(p->wireOut.reserve(call.out.total));
+  DCTCHECK(p->ops->zero(p->kernels, p->wireOut.as(), call.out.total, call.stream));  // padding included
   for (int q = 0; q < P; q++) {
     if (p->send.rows[q] == 0) continue;
-    char* block = p->wireOut.as<char>() + c.out.offsets[q];
+    char* block = p->wireOut.as<char>() + call.out.offsets[q];
     const BlockLayout& b = layout[q];
     RowWireArgs a{const_cast<char*>(static_cast<const char*>(send)) + p->send.rowStart[q] * rowBytes(p),
                   p->send.rows[q], p->rowLength, p->dtype,
                   p->maskFormat >= 0 ? maskOf(m, p->send, q, p->rowLength) : nullptr, offsetsOf(m, p->send, q), 0,
                   p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr,
                   d.variable ? block + b.countsAt : nullptr, p->countBytes, block + b.valuesAt};
-    DCTCHECK(p->ops->rowPack(p->kernels, &a, c.stream));
+    DCTCHECK(p->ops->rowPack(p->kernels, &a, call.stream));
   }
   return dctSuccess;
 }
 
 // What arrives from each peer: fixed blocks from the split and K, or the
 // entry counts every rank published.
-void layoutIncoming(Call& c, const std::vector<CallHeader>& all, const std::vector<uint64_t>* entries) {
-  dctAlltoallPlan_t p = c.p;
+void layoutIncoming(Call& call, const std::vector<PlanCallHeader>& all, const std::vector<uint64_t>* entries) {
+  dctAlltoallPlan_t p = call.p;
   const int P = p->comm->size, me = p->comm->rank;
-  c.in.bytes.resize(P);
-  c.inLayout.resize(P);
-  c.inCounts.assign(P, false);
+  call.in.bytes.resize(P);
+  call.inLayout.resize(P);
+  call.inCounts.assign(P, false);
   for (int q = 0; q < P; q++) {
-    c.inCounts[q] = all[q].flags != 0;
+    call.inCounts[q] = all[q].variableRows != 0;
     const uint64_t e = entries ? (*entries)[size_t(q) * P + me] : p->recv.rows[q] * keepPerRow(p);
-    c.inLayout[q] = blockLayout(*p, p->recv.rows[q], e, c.inCounts[q]);
-    c.in.bytes[q] = c.inLayout[q].bytes;
+    call.inLayout[q] = blockLayout(*p, p->recv.rows[q], e, call.inCounts[q]);
+    call.in.bytes[q] = call.inLayout[q].bytes;
   }
-  c.in.place();
+  call.in.place();
 }
 
-dctResult_t unpackForward(Call& c, void* recv, MaskSet& m) {
-  dctAlltoallPlan_t p = c.p;
+dctResult_t unpackForward(Call& call, void* recv, MaskSet& m) {
+  dctAlltoallPlan_t p = call.p;
   for (int q = 0; q < p->comm->size; q++) {
     const size_t rows = p->recv.rows[q];
     if (rows == 0) continue;
-    char* block = p->wireIn.as<char>() + c.in.offsets[q];
-    const BlockLayout& b = c.inLayout[q];
-    RowOffsetsArgs off{c.inCounts[q] ? block : nullptr, p->countBytes, keepPerRow(p), rows, offsetsOf(m, p->recv, q)};
-    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, c.stream));
-    if (blockLayout(*p, rows, off.total, c.inCounts[q]).bytes != c.in.bytes[q]) return malformed(c, q);
+    char* block = p->wireIn.as<char>() + call.in.offsets[q];
+    const BlockLayout& b = call.inLayout[q];
+    RowOffsetsArgs off{call.inCounts[q] ? block : nullptr, p->countBytes, keepPerRow(p), rows,
+                       offsetsOf(m, p->recv, q)};
+    DCTCHECK(p->ops->rowOffsets(p->kernels, &off, call.stream));
+    if (blockLayout(*p, rows, off.total, call.inCounts[q]).bytes != call.in.bytes[q]) return malformed(call, q);
     m.entries[q] = off.total;
     RowWireArgs a{static_cast<char*>(recv) + p->recv.rowStart[q] * rowBytes(p), rows, p->rowLength, p->dtype,
                   p->maskFormat >= 0 ? maskOf(m, p->recv, q, p->rowLength) : nullptr, offsetsOf(m, p->recv, q), 0,
                   p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr, nullptr, p->countBytes,
                   block + b.valuesAt};
-    if (p->ops->rowUnpack(p->kernels, &a, c.stream) != dctSuccess) return malformed(c, q);
+    if (p->ops->rowUnpack(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
   }
   return dctSuccess;
 }
 
 // Entry counts of every rank's blocks, when some rank's rows vary in size.
-dctResult_t shareEntries(Call& c, const MaskSet& sent, std::vector<uint64_t>& entries) {
-  dctComm_t comm = c.p->comm;
+dctResult_t shareEntries(Call& call, const MaskSet& sent, std::vector<uint64_t>& entries) {
+  dctComm_t comm = call.p->comm;
   entries.assign(size_t(comm->size) * comm->size, 0);
   return comm->transport->allgather(comm, sent.entries.data(), entries.data(), comm->size * sizeof(uint64_t),
-                                    c.stream);
+                                    call.stream);
 }
 
-void commitForward(Call& c, const ForwardDraft& d) {
-  dctAlltoallPlan_t p = c.p;
+void commitForward(Call& call, const ForwardDraft& d) {
+  dctAlltoallPlan_t p = call.p;
   const int me = p->comm->rank;
   dctAlltoallStats_t& s = p->stats;
   p->committed = 1 - p->committed;
@@ -191,8 +194,8 @@ void commitForward(Call& c, const ForwardDraft& d) {
     p->lastEstimate = s.forwardSteps;
   }
   s.forwardSteps++;
-  s.forwardBytesSent = c.out.total - c.out.bytes[me];
-  s.forwardBytesReceived = c.in.total - c.in.bytes[me];
+  s.forwardBytesSent = call.out.total - call.out.bytes[me];
+  s.forwardBytesReceived = call.in.total - call.in.bytes[me];
   s.keptEntries = d.kept;
   s.nonFinite = d.nonFinite;
   const double cells = static_cast<double>(p->send.totalRows() * p->rowLength);
@@ -208,54 +211,53 @@ void commitForward(Call& c, const ForwardDraft& d) {
 
 dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* recv, void* stream,
                                   dctResult_t localError, const char* fn) {
-  Call c{p, stream, fn};
+  Call call{p, stream, fn};
   const int spare = 1 - p->committed;
   MaskSet &sent = p->sent[spare], &received = p->received[spare];
   ForwardDraft d;
-  CallHeader mine = planHeader(p, kForward, localError);
+  PlanCallHeader mine = planCallHeader(p, kForward, localError);
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
-      DCTCHECK(selectRows(c, send, sent, d));
-      DCTCHECK(packForward(c, send, sent, d));
+      DCTCHECK(selectRows(call, send, sent, d));
+      DCTCHECK(packForward(call, send, sent, d));
       return reserveMasks(p, received, p->recv);
     }();
   }
-  mine.nnz = d.kept;
-  mine.bytes = c.out.total;
-  mine.flags = d.variable;
-  std::vector<CallHeader> all;
+  mine.bytes = call.out.total;
+  mine.variableRows = d.variable;
+  std::vector<PlanCallHeader> all;
   bool variable = false;
   DCTCHECK(agree(p->comm, mine, all, stream, fn, [&] {
-    c.allBytes = sentTogether(all);
-    for (const CallHeader& h : all) variable = variable || h.flags != 0;
+    call.allBytes = sentTogether(all);
+    for (const PlanCallHeader& h : all) variable = variable || h.variableRows != 0;
     if (variable) return dctSuccess;  // sizes come with the entry counts
-    layoutIncoming(c, all, nullptr);
-    return reserveWire(c);
+    layoutIncoming(call, all, nullptr);
+    return reserveWire(call);
   }));
   if (variable) {
     std::vector<uint64_t> entries;
-    dctResult_t res = shareEntries(c, sent, entries);
+    dctResult_t res = shareEntries(call, sent, entries);
     if (res == dctSuccess) {
-      layoutIncoming(c, all, &entries);
-      res = reserveWire(c);
+      layoutIncoming(call, all, &entries);
+      res = reserveWire(call);
     }
     DCTCHECK(vote(p->comm, res, stream, fn, "size exchange"));
   }
-  dctResult_t res = exchange(c);
-  if (res == dctSuccess) res = unpackForward(c, recv, received);
+  dctResult_t res = exchange(call);
+  if (res == dctSuccess) res = unpackForward(call, recv, received);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
-  commitForward(c, d);
+  commitForward(call, d);
   return p->ops->streamEnd(p->kernels, stream);
 }
 
 dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, void* gradRecv, void* stream,
                                    dctResult_t localError, const char* fn) {
-  Call c{p, stream, fn};
+  Call call{p, stream, fn};
   const int P = p->comm->size, me = p->comm->rank;
   if (localError == dctSuccess && !p->backwardDue)
     localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
-  CallHeader mine = planHeader(p, kBackward, localError);
+  PlanCallHeader mine = planCallHeader(p, kBackward, localError);
   MaskSet &sent = p->sent[p->committed], &received = p->received[p->committed];
   const size_t es = dtypeSize(p->dtype);
   auto maskOrNull = [&](MaskSet& m, const RowSide& side, int q) {
@@ -263,45 +265,45 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
   };
   if (mine.localError == dctSuccess) {
     mine.localError = [&]() -> dctResult_t {
-      c.out.bytes.resize(P);
-      c.in.bytes.resize(P);
+      call.out.bytes.resize(P);
+      call.in.bytes.resize(P);
       for (int q = 0; q < P; q++) {
-        c.out.bytes[q] = packing::pad8(received.entries[q] * es);
-        c.in.bytes[q] = packing::pad8(sent.entries[q] * es);
+        call.out.bytes[q] = packing::pad8(received.entries[q] * es);
+        call.in.bytes[q] = packing::pad8(sent.entries[q] * es);
       }
-      c.out.place();
-      c.in.place();
+      call.out.place();
+      call.in.place();
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
-      DCTCHECK(reserveWire(c));
+      DCTCHECK(reserveWire(call));
       for (int q = 0; q < P; q++) {
         if (p->recv.rows[q] == 0) continue;
         RowWireArgs a{const_cast<char*>(static_cast<const char*>(gradSend)) + p->recv.rowStart[q] * rowBytes(p),
                       p->recv.rows[q], p->rowLength, p->dtype, maskOrNull(received, p->recv, q),
                       offsetsOf(received, p->recv, q), 0, -1, nullptr, nullptr, p->countBytes,
-                      p->wireOut.as<char>() + c.out.offsets[q]};
+                      p->wireOut.as<char>() + call.out.offsets[q]};
         DCTCHECK(p->ops->rowPack(p->kernels, &a, stream));
       }
       return dctSuccess;
     }();
   }
-  mine.bytes = c.out.total;
-  std::vector<CallHeader> all;
+  mine.bytes = call.out.total;
+  std::vector<PlanCallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
-  c.allBytes = sentTogether(all);
-  dctResult_t res = exchange(c);
+  call.allBytes = sentTogether(all);
+  dctResult_t res = exchange(call);
   for (int q = 0; q < P && res == dctSuccess; q++) {
     if (p->send.rows[q] == 0) continue;
     RowWireArgs a{static_cast<char*>(gradRecv) + p->send.rowStart[q] * rowBytes(p), p->send.rows[q], p->rowLength,
                   p->dtype, maskOrNull(sent, p->send, q), offsetsOf(sent, p->send, q), 0, -1, nullptr, nullptr,
-                  p->countBytes, p->wireIn.as<char>() + c.in.offsets[q]};
+                  p->countBytes, p->wireIn.as<char>() + call.in.offsets[q]};
     res = p->ops->rowUnpack(p->kernels, &a, stream);
   }
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
   dctAlltoallStats_t& s = p->stats;
   p->backwardDue = false;
   s.backwardSteps++;
-  s.backwardBytesSent = c.out.total - c.out.bytes[me];
-  s.backwardBytesReceived = c.in.total - c.in.bytes[me];
+  s.backwardBytesSent = call.out.total - call.out.bytes[me];
+  s.backwardBytesReceived = call.in.total - call.in.bytes[me];
   s.totalBytesSent += s.backwardBytesSent;
   s.totalBytesReceived += s.backwardBytesReceived;
   s.totalDenseBytes += s.denseBytesReceived;  // backward's dense rows go the reverse way

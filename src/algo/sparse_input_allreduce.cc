@@ -20,6 +20,7 @@
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
@@ -219,7 +220,7 @@ dctResult_t sparseInputScratch(dctComm_t comm, const SparseInput& in, dctCompres
   exact.rowSelection = dctRowTopK;
   exact.wireType = kWireTypeOfTensor;
   exact.compressor = dctCompressorTopk;
-  DCTCHECK(compressorCreate(comm, in.count, in.dtype, exact, &c));
+  DCTCHECK(compressorCreate(comm, comm->size, in.count, in.dtype, exact, &c));
   if (dctResult_t res = bindOps(c, twinFor(sample(in)), in.fn, false); res != dctSuccess) {
     compressorDestroy(c);
     c = nullptr;

@@ -6,6 +6,7 @@
 #include "algo/agree.h"
 #include "algo/packed_message.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "kernels/index_packing.h"
 #include "transport/comm.h"
 
@@ -139,7 +140,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   std::vector<uint64_t> all(2 * size_t(P) * P);
   dctResult_t res = t->allgather(comm, pieces.sizes.data(), all.data(), 2 * P * sizeof(uint64_t), stream);
   std::vector<size_t> sendBytes(P), recvBytes(P), recvOffsets(P);
-  size_t recvTotal = 0, everything = 0;
+  size_t recvTotal = 0, allRanksBytes = 0;
   uint64_t bound = 0;  // entries summed into this rank's range
   for (int r = 0; r < P && res == dctSuccess; r++) {
     sendBytes[r] = pieces.sizes[2 * r];
@@ -147,7 +148,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
     recvOffsets[r] = recvTotal;
     recvTotal += recvBytes[r];
     bound += all[2 * (r * P + me) + 1];
-    for (int q = 0; q < P; q++) everything += all[2 * (r * P + q)];
+    for (int q = 0; q < P; q++) allRanksBytes += all[2 * (r * P + q)];
     if (!plausibleMessage(recvBytes[r], all[2 * (r * P + me) + 1], s.length(me), s.wireBytes))
       res = fail(comm, dctInternalError, "%s: rank %d announced a malformed piece", kFn, r);
   }
@@ -156,7 +157,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   clock.lap(dctPhaseAgree);
 
   res = t->alltoallv(comm, c->wire.as(), sendBytes.data(), pieces.offsets.data(), c->gathered.as(), recvBytes.data(),
-                     recvOffsets.data(), everything, stream);
+                     recvOffsets.data(), allRanksBytes, stream);
   clock.lap(dctPhaseExchange);
   if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), all, recvOffsets);
   const void* form = nullptr;

@@ -2,8 +2,10 @@
 // checks first; a rank with a bad argument still takes part in the
 // agreement (algo/), so no other rank is left waiting.
 #include "algo/algorithms.h"
+#include "api/checks.h"
 #include "api/config.h"
-#include "api/validate.h"
+#include "api/guard.h"
+#include "base/dtype.h"
 #include "core/alltoall_plan.h"
 #include "transport/comm.h"
 
@@ -61,7 +63,7 @@ extern "C" dctResult_t dctAlltoallPlanCreate(dctComm_t comm, const size_t* sendR
     dctConfig_t resolved{};
     dctResult_t local = checkCreate(comm, sendRows, recvRows, rowLength, datatype, config, plan, resolved, fn);
     dctAlltoallPlan_t made = nullptr;
-    DCTCHECK(alltoallPlanCreate(comm, sendRows, recvRows, rowLength, datatype, resolved, local, &made));
+    DCTCHECK(createAlltoallPlan(comm, sendRows, recvRows, rowLength, datatype, resolved, local, &made));
     *plan = made;
     return dctSuccess;
   });

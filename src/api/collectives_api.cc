@@ -3,7 +3,9 @@
 // agreement so that no other rank is left waiting.
 #include "algo/agree.h"
 #include "algo/algorithms.h"
-#include "api/validate.h"
+#include "api/checks.h"
+#include "api/guard.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 #include "core/compressor.h"
 

@@ -1,5 +1,5 @@
 // Communicator entry points.
-#include "api/validate.h"
+#include "api/guard.h"
 #include "core/compressor.h"
 #include "transport/comm.h"
 #include "transport/hierarchy.h"
@@ -57,7 +57,14 @@ dctResult_t createNcclComm(ncclComm_t ncclComm, dctComm_t* out);
 }
 
 extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* comm) {
-  return guarded(nullptr, "dctCommInitNccl", [&] { return createNcclComm(ncclComm, comm); });
+  return guarded(nullptr, "dctCommInitNccl", [&] {
+    if (comm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
+    *comm = nullptr;
+    if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
+    dctComm_t made = nullptr;
+    DCTCHECK(createNcclComm(ncclComm, &made));
+    return finishComm(made, comm);
+  });
 }
 #endif
 

@@ -3,7 +3,10 @@
 #include <memory>
 
 #include "api/config.h"
-#include "api/validate.h"
+#include "api/checks.h"
+#include "api/guard.h"
+#include "api/local_context.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 #include "core/compressor.h"
 
@@ -19,7 +22,7 @@ extern "C" dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctData
     DCTCHECK(checkDatatype(comm, datatype, fn));
     dctConfig_t resolved;
     DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
-    return compressorCreate(comm, count, datatype, resolved, compressor);
+    return compressorCreate(comm, comm->size, count, datatype, resolved, compressor);
   });
 }
 

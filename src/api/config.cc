@@ -1,8 +1,8 @@
 #include "api/config.h"
 
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "base/settings.h"
-#include "kernels/kernels.h"
 
 namespace dct {
 namespace {

@@ -2,8 +2,10 @@
 // checks first; a rank with a bad argument still takes part in the
 // agreement (algo/), so no other rank is left waiting.
 #include "algo/algorithms.h"
+#include "api/checks.h"
 #include "api/config.h"
-#include "api/validate.h"
+#include "api/guard.h"
+#include "base/dtype.h"
 #include "core/des_plan.h"
 #include "transport/comm.h"
 
@@ -74,7 +76,7 @@ extern "C" dctResult_t dctDesPlanCreate(dctComm_t comm, const size_t* rowsPerRan
       rowsPerRank = zeros.data();
     }
     dctDesPlan_t made = nullptr;
-    DCTCHECK(desPlanCreate(comm, rowsPerRank, rowLength, datatype, resolved, local, &made));
+    DCTCHECK(createDesPlan(comm, rowsPerRank, rowLength, datatype, resolved, local, &made));
     *plan = made;
     return dctSuccess;
   });

@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "algo/algorithms.h"
-#include "api/validate.h"
+#include "api/checks.h"
+#include "api/guard.h"
+#include "base/dtype.h"
 #include "transport/comm.h"
 
 using namespace dct;

@@ -1,15 +1,11 @@
 #include "core/alltoall_plan.h"
 
 #include <cmath>
-#include <cstring>
-#include <memory>
-#include <new>
 
-#include "algo/agree.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/compressor.h"
 #include "kernels/index_packing.h"
-#include "transport/comm.h"
 
 namespace dct {
 namespace {
@@ -21,33 +17,6 @@ void fillSide(RowSide& side, const size_t* rows, int P) {
   side.rows.assign(rows, rows + P);
   side.rowStart.assign(P + 1, 0);
   for (int q = 0; q < P; q++) side.rowStart[q + 1] = side.rowStart[q] + rows[q];
-}
-
-// Every rank's split against every other's: rank p's sendRows[q] must be
-// rank q's recvRows[p]. The same verdict on every rank (same data).
-dctResult_t checkSplits(dctComm_t comm, const std::vector<uint64_t>& all, const char* fn) {
-  const int P = comm->size;
-  for (int p = 0; p < P; p++)
-    for (int q = 0; q < P; q++) {
-      const uint64_t sent = all[size_t(p) * 2 * P + q], expected = all[size_t(q) * 2 * P + P + p];
-      if (sent != expected)
-        return fail(comm, dctInvalidUsage, "%s: rank %d sends %llu rows to rank %d, which expects %llu", fn, p,
-                    (unsigned long long)sent, q, (unsigned long long)expected);
-    }
-  return dctSuccess;
-}
-
-// The settings every rank must share, beyond the header's own checks.
-dctResult_t checkSettings(dctComm_t comm, const CallHeader& mine, const std::vector<CallHeader>& all,
-                          const char* fn) {
-  for (int r = 0; r < comm->size; r++)
-    if (all[r].capacity != mine.capacity || all[r].mode != mine.mode)
-      return fail(comm, dctInvalidUsage,
-                  "%s: ranks disagree on the selection (rank %d keeps %llu per row with rowSelection %d, this rank "
-                  "%llu with %d)",
-                  fn, r, (unsigned long long)all[r].capacity, all[r].mode, (unsigned long long)mine.capacity,
-                  mine.mode);
-  return dctSuccess;
 }
 
 }  // namespace
@@ -96,51 +65,22 @@ BlockLayout blockLayout(const dctAlltoallPlan& p, size_t rows, uint64_t entries,
   return blockLayout(f, rows, entries, withCounts);
 }
 
-dctResult_t alltoallPlanCreate(dctComm_t comm, const size_t* sendRows, const size_t* recvRows, size_t rowLength,
-                               const dctDataType_t& dtype, const dctConfig_t& resolved, dctResult_t localError,
-                               dctAlltoallPlan_t* out) {
-  const char* fn = "dctAlltoallPlanCreate";
-  const int P = comm->size;
-  std::unique_ptr<dctAlltoallPlan> p(new (std::nothrow) dctAlltoallPlan());
-  if (localError == dctSuccess && p == nullptr) localError = fail(comm, dctOutOfMemory, "%s: out of memory", fn);
-  const uint64_t id = comm->plansCreated++;
-  CallHeader mine;
-  mine.localError = localError;
-  mine.count = rowLength;
-  std::memcpy(&mine.datatype, &dtype, sizeof(mine.datatype));
-  if (localError == dctSuccess) {
-    mine.capacity = rowKeep(resolved.density, rowLength);
-    mine.mode = resolved.rowSelection;
-  }
-  std::vector<CallHeader> all;
-  DCTCHECK(agree(comm, mine, all, nullptr, fn));
-  DCTCHECK(checkSettings(comm, mine, all, fn));
-
-  std::vector<uint64_t> splits(size_t(2) * P), gathered(size_t(2) * P * P);
-  for (int q = 0; q < P; q++) {
-    splits[q] = sendRows[q];
-    splits[P + q] = recvRows[q];
-  }
-  dctResult_t res = comm->transport->allgather(comm, splits.data(), gathered.data(), splits.size() * 8, nullptr);
-  if (res == dctSuccess) res = checkSplits(comm, gathered, fn);
-  DCTCHECK(vote(comm, res, nullptr, fn, "split check"));
-
-  p->comm = comm;
-  p->id = id;
-  fillSide(p->send, sendRows, P);
-  fillSide(p->recv, recvRows, P);
-  p->rowLength = rowLength;
-  p->dtype = dtype;
-  p->config = resolved;
-  p->k = mine.capacity;
-  p->maskFormat = rowMaskFormat(p->k, rowLength);
-  p->countBytes = countWidth(rowLength);
-  p->stats.maskFormat = p->maskFormat;
+void buildAlltoallPlan(dctAlltoallPlan& p, const PlanPlace& at, const size_t* sendRows, const size_t* recvRows,
+                       size_t rowLength, dctDataType_t dtype, const dctConfig_t& resolved) {
+  p.comm = at.comm;
+  p.id = at.id;
+  fillSide(p.send, sendRows, at.ranks);
+  fillSide(p.recv, recvRows, at.ranks);
+  p.rowLength = rowLength;
+  p.dtype = dtype;
+  p.config = resolved;
+  p.k = rowKeep(resolved.density, rowLength);
+  p.maskFormat = rowMaskFormat(p.k, rowLength);
+  p.countBytes = countWidth(rowLength);
+  p.stats.maskFormat = p.maskFormat;
   const size_t es = dtypeSize(dtype);
-  p->stats.denseBytesSent = (p->send.totalRows() - p->send.rows[comm->rank]) * rowLength * es;
-  p->stats.denseBytesReceived = (p->recv.totalRows() - p->recv.rows[comm->rank]) * rowLength * es;
-  *out = p.release();
-  return dctSuccess;
+  p.stats.denseBytesSent = (p.send.totalRows() - p.send.rows[at.rank]) * rowLength * es;
+  p.stats.denseBytesReceived = (p.recv.totalRows() - p.recv.rows[at.rank]) * rowLength * es;
 }
 
 void alltoallPlanDestroy(dctAlltoallPlan_t p) {

@@ -87,10 +87,17 @@ RowFormat rowFormat(double density, size_t rowLength, dctDataType_t dtype);
 BlockLayout blockLayout(const RowFormat& f, size_t rows, uint64_t entries, bool withCounts);
 BlockLayout blockLayout(const dctAlltoallPlan& p, size_t rows, uint64_t entries, bool withCounts);
 
-// Collective: agrees on the split and the settings, then builds the plan.
-dctResult_t alltoallPlanCreate(dctComm_t comm, const size_t* sendRows, const size_t* recvRows, size_t rowLength,
-                               const dctDataType_t& dtype, const dctConfig_t& resolved, dctResult_t localError,
-                               dctAlltoallPlan_t* out);
+// Where a new plan sits: its comm, this rank among `ranks`, and the id
+// every rank gave it (plans are created collectively: algo/, which agrees
+// on the settings first).
+struct PlanPlace {
+  dctComm_t comm = nullptr;
+  int rank = 0, ranks = 1;
+  uint64_t id = 0;
+};
+// Fills a new plan from settings every rank agreed on; no collective.
+void buildAlltoallPlan(dctAlltoallPlan& p, const PlanPlace& at, const size_t* sendRows, const size_t* recvRows,
+                       size_t rowLength, dctDataType_t dtype, const dctConfig_t& resolved);
 void alltoallPlanDestroy(dctAlltoallPlan_t p);
 // Binds the plan's kernels to the twin owning buf (first call; later calls
 // must stay in that memory space).

@@ -8,9 +8,10 @@
 #include <new>
 
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "base/half_types.h"
 #include "base/memory_space.h"
-#include "transport/comm.h"
+#include "kernels/sampling.h"
 
 namespace dct {
 namespace {
@@ -156,7 +157,7 @@ dctResult_t selectRange(dctCompressor_t c, const void* grad, size_t lo, size_t n
   args.gradType = c->dtype;
   args.valueType = c->wireType;
   args.valueLimit = c->valueLimit;
-  args.stream = streamsTensor(c);
+  args.stream = usesStreamingStores(c);
   DCTCHECK(msg.dense ? c->ops->selectDense(c->kernels, &args, stream) : c->ops->selectCompact(c->kernels, &args, stream));
   msg.nnz = args.nnz;
   return dctSuccess;
@@ -191,9 +192,9 @@ bool inWarmup(dctCompressor_t c) {
   return c->stats.step < static_cast<uint64_t>(c->config.warmupSteps);
 }
 
-bool sendsAll(dctCompressor_t c) { return inWarmup(c) || c->config.density >= 1.0; }
+bool sendsEveryNonzero(dctCompressor_t c) { return inWarmup(c) || c->config.density >= 1.0; }
 
-bool streamsTensor(dctCompressor_t c) { return c->count * dtypeSize(c->accType) >= kStreamBytes; }
+bool usesStreamingStores(dctCompressor_t c) { return c->count * dtypeSize(c->accType) >= kStreamBytes; }
 
 size_t targetNnz(dctCompressor_t c) {
   double k = std::round(c->config.density * static_cast<double>(c->count));
@@ -206,14 +207,14 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   d = StepDraft{};
   d.tau = c->tau;
   d.tau.starvedRun = 0;
-  const bool sendAll = sendsAll(c) || msg.everything;
+  const bool everyNonzero = sendsEveryNonzero(c) || msg.everyNonzero;
   const void* from = grad;  // select from grad + residual, or from the materialised acc
   // Sending everything selects at the floor. The estimated tau is kept,
   // marked for re-estimation as the residual empties: left at the floor, it
   // made the next sparse step select everything and then redo it (10x its
   // time).
-  auto tau = [&] { return sendAll ? minTau : d.tau.tau; };
-  if (sendAll) {
+  auto tau = [&] { return everyNonzero ? minTau : d.tau.tau; };
+  if (everyNonzero) {
     d.tau.driftPending = d.tau.have;
   } else if (estimateDue(c)) {
     DCTCHECK(estimateTau(c, grad, d, from, stream));
@@ -222,18 +223,18 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
   SelectArgs args;
   DCTCHECK(select(c, from, tau(), msg, args, stream));
   bool fresh = d.estimates > 0;
-  if (!fresh && !sendAll && runaway(d.tau, static_cast<double>(args.selected), k)) {
+  if (!fresh && !everyNonzero && runaway(d.tau, static_cast<double>(args.selected), k)) {
     DCTCHECK(estimateTau(c, grad, d, from, stream));
     DCTCHECK(select(c, from, tau(), msg, args, stream));
     fresh = true;
-  } else if (!fresh && !sendAll && starved(d.tau, args.selected, minTau)) {
+  } else if (!fresh && !everyNonzero && starved(d.tau, args.selected, minTau)) {
     // Judged as a stale tau's count: past the band it drifts, and the
     // tightening below brings tau back to the top k of what was sent.
     DCTCHECK(estimateTau(c, grad, d, from, stream, drainDensity(c, c->tau.starvedRun)));
     DCTCHECK(select(c, from, tau(), msg, args, stream));
     d.tau.starvedRun = c->tau.starvedRun + 1;
   }
-  if (!sendAll) judgeCount(d.tau, fresh, args.selected, k, tau() <= minTau);
+  if (!everyNonzero) judgeCount(d.tau, fresh, args.selected, k, tau() <= minTau);
   // Growable messages hold everything selected: make room and select again
   // from the untouched originals.
   if (msg.storage && args.selected > msg.nnz) {
@@ -241,11 +242,11 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
     DCTCHECK(select(c, grad, tau(), msg, args, stream));
   }
   d.newResidual = c->config.errorFeedback != 0;  // without EF the zero residual stays
-  d.residualZero = sendAll && c->wireType == c->accType;
-  d.nnz = msg.dense && msg.everything ? c->count : msg.nnz;  // the dense plan sends every value
+  d.residualZero = everyNonzero && c->wireType == c->accType;
+  d.nnz = msg.dense && msg.everyNonzero ? c->count : msg.nnz;  // the dense plan sends every value
   d.nonFinite = args.nonFinite;
-  d.threshold = sendAll ? 0.0 : d.tau.tau;
-  if (!sendAll && !msg.dense && msg.nnz == args.selected && tightenDue(c, d, args.selected))
+  d.threshold = everyNonzero ? 0.0 : d.tau.tau;
+  if (!everyNonzero && !msg.dense && msg.nnz == args.selected && tightenDue(c, d, args.selected))
     DCTCHECK(tightenTau(c, d, msg.values, msg.nnz, stream));
   return dctSuccess;
 }
@@ -373,7 +374,7 @@ dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
   return bindOps(c, twin, fn);
 }
 
-dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
+dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out) {
   const int wire = resolved.wireType == kWireTypeOfTensor ? dtype : resolved.wireType;
   if (dtypeSize(static_cast<dctDataType_t>(wire)) > dtypeSize(dtype))
@@ -386,7 +387,7 @@ dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
   c->dtype = dtype;
   c->accType = accumulationType(dtype);
   c->wireType = static_cast<dctDataType_t>(wire);
-  c->valueLimit = sumSafeLimit(c->wireType, comm ? comm->size : 1);
+  c->valueLimit = sumSafeLimit(c->wireType, ranks);
   c->indexBytes = count > 0xffffffffull ? 8 : 4;
   c->config = resolved;
   c->config.wireType = wire;  // resolved: the type in use

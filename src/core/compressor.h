@@ -24,7 +24,7 @@ struct Message {
   size_t nnz = 0;
   TwinBuffer* storage = nullptr;
   void* dense = nullptr;
-  bool everything = false;  // every nonzero entry goes, whatever tau (the dense plan)
+  bool everyNonzero = false;  // every nonzero entry goes, whatever tau (the dense plan)
 };
 
 inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * indexBytes + 7) & ~size_t(7); }
@@ -124,7 +124,9 @@ inline bool validCompressor(dctCompressor_t c) {
   return c != nullptr && c->magic == dctCompressor::kMagic;
 }
 
-dctResult_t compressorCreate(dctComm_t comm, size_t count, dctDataType_t dtype,
+// ranks: comm's size (1 without a comm), which bounds the wire values so
+// that their sum over the ranks stays finite.
+dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out);
 void compressorDestroy(dctCompressor_t c);
 
@@ -143,10 +145,10 @@ bool inWarmup(dctCompressor_t c);
 // (and every NaN and Inf) meets it.
 double tauFloor(dctCompressor_t c);
 // Every nonzero entry is sent this step (warm-up, density 1).
-bool sendsAll(dctCompressor_t c);
+bool sendsEveryNonzero(dctCompressor_t c);
 // The tensor is past kStreamBytes: its new residual and its merged result
 // are streamed out.
-bool streamsTensor(dctCompressor_t c);
+bool usesStreamingStores(dctCompressor_t c);
 // The selection size the density asks for: k = max(1, round(density * count)).
 size_t targetNnz(dctCompressor_t c);
 

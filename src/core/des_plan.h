@@ -36,6 +36,7 @@ struct dctDesPlan {
   static constexpr unsigned kMagic = 0xdc7cde51u;
   unsigned magic = kMagic;
   dctComm_t comm = nullptr;
+  int rank = 0;     // this rank in comm
   uint64_t id = 0;  // the same on every rank (plans are created collectively)
   std::vector<size_t> rows, rowStart;  // P, P + 1
   std::vector<size_t> sentAt;          // P + 1: word offsets of the sent blocks
@@ -61,7 +62,7 @@ struct dctDesPlan {
 
   bool thinned() const { return format.maskFormat >= 0; }
 
-  size_t mine() const;  // rows[rank]
+  size_t mine() const { return rows[rank]; }
   size_t totalRows() const { return rowStart.back(); }
 };
 
@@ -69,11 +70,10 @@ namespace dct {
 
 inline bool validPlan(dctDesPlan_t p) { return p != nullptr && p->magic == dctDesPlan::kMagic; }
 
-// Collective: agrees on the split, rowLength and datatype, then builds the
-// plan (localError: this rank's own verdict on its arguments).
-// resolved.density 1 is the exact plan.
-dctResult_t desPlanCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLength, const dctDataType_t& dtype,
-                          const dctConfig_t& resolved, dctResult_t localError, dctDesPlan_t* out);
+// Fills a new plan from settings every rank agreed on (algo/ agrees on
+// them); no collective. resolved.density 1 is the exact plan.
+void buildDesPlan(dctDesPlan& p, const PlanPlace& at, const size_t* rowsPerRank, size_t rowLength,
+                  dctDataType_t dtype, const dctConfig_t& resolved);
 void desPlanDestroy(dctDesPlan_t p);
 // Binds the plan's kernels to the twin owning buf (first call; later calls
 // must stay in that memory space).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/dtype.h"
 #include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "kernels/thread_pool.h"

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/dtype.h"
 #include "kernels/cpu_context.h"
 
 namespace dct {

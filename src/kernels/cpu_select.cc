@@ -9,6 +9,8 @@
 #include "kernels/cpu_context.h"
 #include "kernels/cpu_select_simd.h"
 #include "kernels/cpu_stream.h"
+#include "kernels/rounding_residual.h"
+#include "kernels/select_types.h"
 
 namespace dct {
 namespace {
@@ -110,8 +112,7 @@ size_t emitChunk(const SelectArgs& a, const WorkerScratch& w, size_t offset) {
     const auto limit = limitOf<V>(a);
     for (size_t j = 0; j < fit; j++) {
       out[j] = storeSaturated<V>(val[j], limit);
-      const T error = val[j] - static_cast<T>(Value<V>::load(out[j]));
-      residual[idx[j]] = error == error ? error : T(0);  // NaN/Inf leave nothing behind
+      residual[idx[j]] = roundingResidual(val[j], out[j]);
     }
   }
   size_t nonFinite = 0;
@@ -121,33 +122,6 @@ size_t emitChunk(const SelectArgs& a, const WorkerScratch& w, size_t offset) {
   else
     nonFinite = w.nonFinite;
   return nonFinite;
-}
-
-// Calls fn.template operator()<T, G, V, I>() for the select's accumulator,
-// gradient, value and index types. Gradients and values are the
-// accumulator's type or a narrower float type.
-template <typename Fn>
-dctResult_t dispatchSelect(const SelectArgs& a, Fn&& fn) {
-  dctResult_t res = dctNotSupported;
-  dctResult_t outer = dispatchTypes(a.dtype, a.indexBytes, [&]<typename T, typename I>() {
-    auto withValue = [&]<typename G>() {
-      auto run = [&]<typename V>() {
-        fn.template operator()<T, G, V, I>();
-        res = dctSuccess;
-      };
-      const dctDataType_t v = a.valueT();
-      if (v == a.dtype) run.template operator()<T>();
-      else if (v == dctFloat32) run.template operator()<float>();
-      else if (v == dctFloat16) run.template operator()<Half>();
-      else if (v == dctBFloat16) run.template operator()<BFloat16>();
-    };
-    const dctDataType_t g = a.gradT();
-    if (g == a.dtype) withValue.template operator()<T>();
-    else if (g == dctFloat32) withValue.template operator()<float>();
-    else if (g == dctFloat16) withValue.template operator()<Half>();
-    else if (g == dctBFloat16) withValue.template operator()<BFloat16>();
-  });
-  return outer != dctSuccess ? outer : res;
 }
 
 }  // namespace
@@ -207,8 +181,7 @@ void selectDenseRange(const SelectArgs& a, size_t begin, size_t end, size_t& sel
       residual[i] = acc;
     } else {
       out[i] = storeSaturated<V>(acc, limit);
-      const T error = acc - static_cast<T>(Value<V>::load(out[i]));
-      residual[i] = error == error ? error : T(0);
+      residual[i] = roundingResidual(acc, out[i]);
     }
     hits += take;
     odd += !std::isfinite(acc);  // non-finite entries are always taken
@@ -223,7 +196,7 @@ dctResult_t cpuSelectDense(KernelContext* kc, SelectArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   SelectArgs& a = *args;
   size_t selected[kMaxWorkers] = {}, nonFinite[kMaxWorkers] = {};
-  dctResult_t res = dispatchSelect(a, [&]<typename T, typename G, typename V, typename>() {
+  dctResult_t res = dispatchSelectValues(a, [&]<typename T, typename G, typename V>() {
     ctx->pool.parallelFor(a.n, kMinPerWorker, [&](size_t b, size_t e, int w) {
       if (a.grad) selectDenseRange<T, G, V, true>(a, b, e, selected[w], nonFinite[w]);
       else selectDenseRange<T, G, V, false>(a, b, e, selected[w], nonFinite[w]);

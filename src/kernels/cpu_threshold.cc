@@ -17,6 +17,7 @@
 #endif
 
 #include "kernels/cpu_context.h"
+#include "kernels/sampling.h"
 #include "kernels/threshold_bisect.h"
 
 namespace dct {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "base/dtype.h"
 #include "dct/dct.h"
 #include "base/host_device.h"
 

@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/dtype.h"
 #include "base/env.h"
 #include "dct/dct_mpi.h"
-#include "kernels/kernels.h"  // dtypeSize
 #include "preload/session.h"
 #include "preload/shielded.h"
 

@@ -1,6 +1,6 @@
 #include "preload/nccl_interceptor.h"
 
-#include "kernels/kernels.h"  // dtypeSize
+#include "base/dtype.h"
 
 namespace dct::preload {
 namespace {

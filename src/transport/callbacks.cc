@@ -82,6 +82,9 @@ constexpr Transport kHostOnly = {
     .nodeColor = nullptr,
     .vote = vote,
     .destroy = destroy,
+    .allocate = nullptr,  // takes host buffers
+    .release = nullptr,
+    .synchronize = nullptr,
 };
 
 constexpr Transport withDevice(Transport t) {

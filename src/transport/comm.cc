@@ -21,7 +21,7 @@ const char* dctComm::lastErrorMessage() {
 namespace dct {
 void setCommLastError(dctComm_t comm, const char* msg) { comm->setLastError(msg); }
 
-dctResult_t everyone(dctComm_t comm, dctResult_t mine, const char* othersFailed) {
+dctResult_t voteOnSetup(dctComm_t comm, dctResult_t mine, const char* othersFailed) {
   int32_t worst = 0;
   const dctResult_t res = comm->transport->vote(comm, mine, &worst, nullptr);
   if (mine != dctSuccess) return mine;
@@ -65,7 +65,7 @@ dctResult_t settleComm(dctComm_t comm) {
   std::vector<SettingsHeader> all(comm->size);
   dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(mine), nullptr);
   if (res == dctSuccess) res = compareSettings(comm, mine, all);
-  DCTCHECK(everyone(comm, res, "another rank's DCT_* settings are malformed or differ from its peers'"));
+  DCTCHECK(voteOnSetup(comm, res, "another rank's DCT_* settings are malformed or differ from its peers'"));
   return buildHierarchy(comm);
 }
 

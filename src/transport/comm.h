@@ -43,7 +43,7 @@ namespace dct {
 // Every rank's outcome of a collective setup step, so that all fail alike:
 // this rank's error, or dctInvalidUsage with `othersFailed` where another
 // rank failed.
-dctResult_t everyone(dctComm_t comm, dctResult_t mine, const char* othersFailed);
+dctResult_t voteOnSetup(dctComm_t comm, dctResult_t mine, const char* othersFailed);
 
 // What every comm does once its transport is up: read the settings, agree
 // the wire-shaping ones across ranks (a mismatch fails every rank with

@@ -46,8 +46,8 @@ dctResult_t splitByNode(dctComm_t comm, int localSize) {
 dctResult_t buildHierarchy(dctComm_t comm) {
   // DCT_HIERARCHY and DCT_LOCAL_SIZE are agreed settings (settleComm).
   if (!comm->settings.hierarchy) return dctSuccess;
-  dctResult_t res =
-      everyone(comm, splitByNode(comm, comm->settings.localSize), "DCT_HIERARCHY: another rank failed to split the comm by node");
+  dctResult_t res = voteOnSetup(comm, splitByNode(comm, comm->settings.localSize),
+                                "DCT_HIERARCHY: another rank failed to split the comm by node");
   if (res != dctSuccess) destroyHierarchy(comm);
   return res;
 }

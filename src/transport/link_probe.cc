@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "base/debug.h"
@@ -21,14 +22,53 @@ namespace {
 constexpr size_t kSmallCount = 256, kLargeCount = size_t(1) << 18;  // fp32: 1 KiB, 1 MiB
 constexpr int kRuns = 5;                                             // the first warms up
 
-// Every rank runs every allreduce, failed or not (transport.h's contract).
-dctResult_t timeAllreduce(dctComm_t comm, const MappedMemory& in, const MappedMemory& out, size_t count,
-                          double& bestUs) {
+// The probe's two buffers, zero-filled, in memory the transport's allreduce
+// takes: mapped straight from the kernel where it takes host buffers (heap
+// memory that MPI had sent from, freed and reused for a compressor's
+// buffers, made its selection 30% slower for good: 64 MiB at 4 ranks, 25 ->
+// 32 ms), else the transport's own (NCCL: the comm's device). Null where
+// there is no memory.
+class ProbeBuffers {
+ public:
+  ProbeBuffers(dctComm_t comm, size_t bytes) : comm_(comm) {
+    if (comm->transport->hostBuffers) {
+      in_ = hostIn_.emplace(bytes).data();
+      out_ = hostOut_.emplace(bytes).data();
+    } else if (comm->transport->allocate(comm, bytes, &in_) == dctSuccess) {
+      (void)comm->transport->allocate(comm, bytes, &out_);  // null on failure: not ready()
+    }
+  }
+  ~ProbeBuffers() {
+    if (hostIn_) return;
+    comm_->transport->release(comm_, in_);
+    comm_->transport->release(comm_, out_);
+  }
+  ProbeBuffers(const ProbeBuffers&) = delete;
+  ProbeBuffers& operator=(const ProbeBuffers&) = delete;
+  bool ready() const { return in_ != nullptr && out_ != nullptr; }
+  void* in() const { return in_; }
+  void* out() const { return out_; }
+
+ private:
+  dctComm_t comm_;
+  std::optional<MappedMemory> hostIn_, hostOut_;  // no heap: nothing may throw before the vote
+  void* in_ = nullptr;
+  void* out_ = nullptr;
+};
+
+// Every rank runs every allreduce, failed or not (transport.h's contract);
+// a transport that queues its ops is waited for, so each run is timed whole.
+dctResult_t timeAllreduce(dctComm_t comm, const ProbeBuffers& buffers, size_t count, double& bestUs) {
+  const Transport* t = comm->transport;
   dctResult_t status = dctSuccess;
   bestUs = std::numeric_limits<double>::infinity();
   for (int run = 0; run < kRuns; run++) {
     const auto start = std::chrono::steady_clock::now();
-    const dctResult_t res = comm->transport->allreduce(comm, in.data(), out.data(), count, dctFloat32, nullptr);
+    dctResult_t res = t->allreduce(comm, buffers.in(), buffers.out(), count, dctFloat32, nullptr);
+    if (t->synchronize) {
+      const dctResult_t waited = t->synchronize(comm, nullptr);
+      if (res == dctSuccess) res = waited;
+    }
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (status == dctSuccess) status = res;
     if (run > 0) bestUs = std::min(bestUs, us);
@@ -39,24 +79,21 @@ dctResult_t timeAllreduce(dctComm_t comm, const MappedMemory& in, const MappedMe
 dctResult_t probeOne(dctComm_t comm) {
   comm->link = LinkTiming{};
   // Every rank of a comm has its transport: all measure, or none.
-  if (comm->size < 2 || !comm->transport->hostBuffers) return dctSuccess;
-  // Straight from the kernel and back to it, zero-filled: heap memory that
-  // MPI had sent from, freed and reused for a compressor's buffers, made its
-  // selection 30% slower for good (64 MiB at 4 ranks: 25 -> 32 ms).
-  const MappedMemory in(kLargeCount * sizeof(float)), out(kLargeCount * sizeof(float));
+  if (comm->size < 2 || !(comm->transport->hostBuffers || comm->transport->allocate)) return dctSuccess;
+  const ProbeBuffers buffers(comm, kLargeCount * sizeof(float));
   // Out of memory on one rank: all skip the probe alike (the model keeps
   // its defaults), nobody waits in an allreduce.
   int32_t missing = 0;
-  DCTCHECK(comm->transport->vote(comm, in.data() && out.data() ? 0 : 1, &missing, nullptr));
+  DCTCHECK(comm->transport->vote(comm, buffers.ready() ? 0 : 1, &missing, nullptr));
   if (missing) return dctSuccess;
   double mine[2] = {0, 0};
-  dctResult_t status = timeAllreduce(comm, in, out, kSmallCount, mine[0]);
-  const dctResult_t large = timeAllreduce(comm, in, out, kLargeCount, mine[1]);
+  dctResult_t status = timeAllreduce(comm, buffers, kSmallCount, mine[0]);
+  const dctResult_t large = timeAllreduce(comm, buffers, kLargeCount, mine[1]);
   if (status == dctSuccess) status = large;
   std::vector<double> all(2 * comm->size);
   const dctResult_t gathered = comm->transport->allgather(comm, mine, all.data(), sizeof(mine), nullptr);
   if (status == dctSuccess) status = gathered;
-  DCTCHECK(everyone(comm, status, "link probe: the transport failed on another rank"));
+  DCTCHECK(voteOnSetup(comm, status, "link probe: the transport failed on another rank"));
   LinkTiming t;
   t.smallBytes = kSmallCount * sizeof(float);
   t.largeBytes = kLargeCount * sizeof(float);
@@ -80,7 +117,7 @@ dctResult_t probeLinks(dctComm_t comm) {
   // The leaders' links carry the hierarchical steps' sparse exchange; the
   // other ranks learn how that went, so every rank fails alike.
   const dctResult_t mine = comm->leaders ? probeOne(comm->leaders) : dctSuccess;
-  return everyone(comm, mine, "link probe: the transport failed between the node leaders");
+  return voteOnSetup(comm, mine, "link probe: the transport failed between the node leaders");
 }
 
 }  // namespace dct

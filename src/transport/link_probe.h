@@ -8,10 +8,9 @@
 namespace dct {
 
 // Collective over comm; fills comm->link (and, under a hierarchy, the
-// leaders' comm's) on every rank alike (left
-// unmeasured on a single rank and on transports of device buffers only:
-// NCCL keeps the model's defaults). Fails every rank if the transport failed
-// on any.
+// leaders' comm's) on every rank alike (left unmeasured on a single rank,
+// and where a transport of device buffers only cannot allocate them). Fails
+// every rank if the transport failed on any.
 dctResult_t probeLinks(dctComm_t comm);
 
 }  // namespace dct

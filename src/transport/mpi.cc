@@ -441,6 +441,9 @@ constexpr Transport kMpiTransport = {
     .nodeColor = nodeColor,
     .vote = vote,
     .destroy = destroy,
+    .allocate = nullptr,  // takes host buffers
+    .release = nullptr,
+    .synchronize = nullptr,
 };
 
 }  // namespace

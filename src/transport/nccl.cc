@@ -40,7 +40,6 @@
 
 #include "base/memory_space.h"
 #include "dct/dct_nccl.h"
-#include "transport/hierarchy.h"
 #include "transport/nccl_state.h"
 
 namespace dct::nccl {
@@ -230,6 +229,30 @@ void destroy(dctComm_t comm) {
   comm->transportState = nullptr;
 }
 
+dctResult_t allocate(dctComm_t comm, size_t bytes, void** ptr) {
+  *ptr = nullptr;
+  DeviceGuard guard(stateOf(comm)->device);
+  void* p = nullptr;
+  CUDACHECK(cudaMalloc(&p, bytes));
+  if (const cudaError_t err = cudaMemset(p, 0, bytes); err != cudaSuccess) {
+    (void)cudaFree(p);
+    return cudaFail(err, "NCCL transport: zeroing its memory", __FILE__, __LINE__);
+  }
+  *ptr = p;
+  return dctSuccess;
+}
+
+void release(dctComm_t comm, void* ptr) {
+  DeviceGuard guard(stateOf(comm)->device);
+  if (ptr) (void)cudaFree(ptr);
+}
+
+dctResult_t synchronize(dctComm_t comm, void* stream) {
+  DeviceGuard guard(stateOf(comm)->device);
+  CUDACHECK(cudaStreamSynchronize(streamOf(stream)));
+  return dctSuccess;
+}
+
 dctResult_t split(dctComm_t comm, int color, dctComm_t* out);  // builds comms with the table below
 
 constexpr Transport kNcclTransport = {
@@ -251,6 +274,9 @@ constexpr Transport kNcclTransport = {
     .nodeColor = nodeColor,
     .vote = vote,
     .destroy = destroy,
+    .allocate = allocate,
+    .release = release,
+    .synchronize = synchronize,
 };
 
 // The communicator's rank, size and device, once it is ready (a nonblocking
@@ -345,22 +371,8 @@ dctResult_t split(dctComm_t comm, int color, dctComm_t* out) {
 
 namespace dct {
 
-// dctCommInitNccl's work (src/api/comm_api.cc guards it).
-dctResult_t createNcclComm(ncclComm_t ncclComm, dctComm_t* out) {
-  using namespace dct::nccl;
-  if (out == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
-  *out = nullptr;
-  if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
-  dctComm_t comm = nullptr;
-  DCTCHECK(createComm(ncclComm, false, &comm));
-  if (dctResult_t res = settleComm(comm); res != dctSuccess) {
-    destroyHierarchy(comm);
-    destroy(comm);
-    delete comm;
-    return res;
-  }
-  *out = comm;
-  return dctSuccess;
-}
+// A dctComm over ncclComm (not owned) for dctCommInitNccl (api/comm_api.cc
+// checks its arguments, guards it and settles the comm afterwards).
+dctResult_t createNcclComm(ncclComm_t ncclComm, dctComm_t* out) { return nccl::createComm(ncclComm, false, out); }
 
 }  // namespace dct

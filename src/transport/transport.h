@@ -79,6 +79,13 @@ struct Transport {
   // values; called by every rank whatever happened before in the step.
   dctResult_t (*vote)(dctComm_t comm, int32_t mine, int32_t* worst, void* stream);
   void (*destroy)(dctComm_t comm);
+  // Transports of device buffers only (NCCL): zero-filled memory their data
+  // ops take, for libdct's own traffic (the link probe), its release, and a
+  // wait for what the comm queued on `stream` (to time it). Null where the
+  // transport takes host buffers and its ops return when done.
+  dctResult_t (*allocate)(dctComm_t comm, size_t bytes, void** ptr);
+  void (*release)(dctComm_t comm, void* ptr);
+  dctResult_t (*synchronize)(dctComm_t comm, void* stream);
 };
 
 }  // namespace dct

@@ -24,8 +24,8 @@ struct Pair {
         dGrad(n_) {
     dctConfig_t resolved;
     REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
-    REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &host) == dctSuccess);
-    REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &device) == dctSuccess);
+    REQUIRE(compressorCreate(nullptr, 1, n, dctFloat32, resolved, &host) == dctSuccess);
+    REQUIRE(compressorCreate(nullptr, 1, n, dctFloat32, resolved, &device) == dctSuccess);
     std::vector<float> h(1);
     REQUIRE(bindTwin(host, h.data(), "test") == dctSuccess);
     REQUIRE(bindTwin(device, dGrad.get(), "test") == dctSuccess);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../mpi/des_util.h"
+#include "base/dtype.h"
 #include "cuda_util.h"
 
 using namespace dct;

@@ -3,6 +3,7 @@
 // add with a half (or any) second operand, and the fused EF + select
 // (compact and dense) with fp16/bf16 gradients and values. Inputs carry
 // NaN, +-Inf, subnormals and values past the half types' range.
+#include "base/dtype.h"
 #include "half_util.h"
 
 using namespace dct;

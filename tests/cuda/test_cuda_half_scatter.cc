@@ -3,6 +3,7 @@
 // (values at most as wide as the dense buffer), ascending and repeated
 // indices, byte for byte (half_util.h's rule). Wider values than the dense
 // buffer are refused with dctNotSupported.
+#include "base/dtype.h"
 #include "half_util.h"
 #include "kernels/index_packing.h"
 

@@ -8,6 +8,7 @@
 
 #include "../common/half_reference.h"
 #include "cuda_util.h"
+#include "kernels/sampling.h"
 
 using namespace dct;
 using namespace dct::test;

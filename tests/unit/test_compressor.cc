@@ -10,6 +10,7 @@
 
 #include "../common/drift_band.h"
 #include "api/config.h"
+#include "base/dtype.h"
 #include "core/compressor.h"
 
 using namespace dct;
@@ -23,7 +24,7 @@ struct Fixture {
   Fixture(size_t n, dctConfig_t cfg, size_t capacity) : idx(capacity), val(capacity) {
     dctConfig_t resolved;
     REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
-    REQUIRE(compressorCreate(nullptr, n, dctFloat32, resolved, &c) == dctSuccess);
+    REQUIRE(compressorCreate(nullptr, 1, n, dctFloat32, resolved, &c) == dctSuccess);
     std::vector<float> host(1);
     REQUIRE(bindTwin(c, host.data(), "test") == dctSuccess);
   }
@@ -40,7 +41,7 @@ struct Fixture {
   void denseStep(const float* grad, std::vector<float>& dense) {
     Message msg;
     msg.dense = dense.data();
-    msg.everything = true;
+    msg.everyNonzero = true;
     StepDraft draft;
     REQUIRE(compressStep(c, grad, msg, draft, nullptr) == dctSuccess);
     commitStep(c, draft, 0, 0, dctAlgoDense);
@@ -93,7 +94,7 @@ void checkNothingLostTyped(dctDataType_t dtype, dctDataType_t wire, size_t n, in
   cfg.wireType = wire;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
   dctCompressor_t c = nullptr;
-  REQUIRE(compressorCreate(nullptr, n, dtype, resolved, &c) == dctSuccess);
+  REQUIRE(compressorCreate(nullptr, 1, n, dtype, resolved, &c) == dctSuccess);
   std::vector<char> grad(n * dtypeSize(dtype)), values(n * dtypeSize(wire));
   std::vector<uint32_t> idx(n);
   REQUIRE(bindTwin(c, grad.data(), "test") == dctSuccess);
@@ -143,7 +144,7 @@ TEST_CASE("a wire type wider than the tensor is refused") {
   cfg.wireType = dctFloat32;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &cfg, &resolved) == dctSuccess);
   dctCompressor_t c = nullptr;
-  CHECK(compressorCreate(nullptr, 10, dctFloat16, resolved, &c) == dctInvalidArgument);
+  CHECK(compressorCreate(nullptr, 1, 10, dctFloat16, resolved, &c) == dctInvalidArgument);
   CHECK(c == nullptr);
 }
 

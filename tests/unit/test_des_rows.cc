@@ -9,6 +9,7 @@
 #include <random>
 
 #include "../mpi/des_util.h"
+#include "base/dtype.h"
 #include "kernels/kernels.h"
 #include "../common/same_bytes.h"
 

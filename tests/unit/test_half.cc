@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../common/half_reference.h"
+#include "base/dtype.h"
 #include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "reference.h"

@@ -39,7 +39,7 @@ struct Tensor {
     cfg.rowSelection = dctRowTopK;
     cfg.wireType = dctFloat32;
     cfg.compressor = dctCompressorTopk;
-    REQUIRE(compressorCreate(nullptr, n, dctFloat32, cfg, &c) == dctSuccess);
+    REQUIRE(compressorCreate(nullptr, 1, n, dctFloat32, cfg, &c) == dctSuccess);
     REQUIRE(bindTwin(c, idx.data(), "test") == dctSuccess);
   }
   ~Tensor() { compressorDestroy(c); }

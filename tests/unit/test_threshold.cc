@@ -16,6 +16,7 @@
 #include "../common/half_reference.h"
 #include "base/half_types.h"
 #include "kernels/kernels.h"
+#include "kernels/sampling.h"
 #include "reference.h"
 
 using namespace dct;

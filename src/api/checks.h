@@ -5,20 +5,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <exception>
-#include <mutex>
-#include <new>
 #include <vector>
 
-#include "core/compressor.h"
+#include "api/local_context.h"
 #include "base/debug.h"
-#include "transport/comm.h"
+#include "core/compressor.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
-
-#if DCT_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "transport/comm.h"
 
 namespace dct {
 
@@ -63,41 +57,6 @@ inline dctResult_t checkTransportSpace(dctComm_t comm, const void* buf, const ch
               device ? "device" : "host");
 }
 
-// One kernel context per twin (per device for the CUDA twin) for the local
-// entry points, created on first use and never destroyed: a static
-// destructor could call CUDA after the driver unloaded. Contexts are not
-// thread-safe, so fn runs under the slot's mutex.
-struct LocalContextSlot {
-  std::mutex mutex;
-  KernelContext* ctx = nullptr;
-};
-constexpr int kLocalContextDevices = 64;  // more devices: a context per call
-
-inline LocalContextSlot* localContextSlot(const KernelOps& twin) {
-  static LocalContextSlot* const slots = new LocalContextSlot[1 + kLocalContextDevices];
-  if (!twin.device) return &slots[0];
-  int device = -1;
-#if DCT_HAVE_CUDA
-  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
-#endif
-  return device >= 0 && device < kLocalContextDevices ? &slots[1 + device] : nullptr;
-}
-
-template <typename Fn>
-dctResult_t withLocalContext(const KernelOps& twin, Fn&& fn) {
-  LocalContextSlot* slot = localContextSlot(twin);
-  if (slot == nullptr) {
-    KernelContext* ctx = nullptr;
-    DCTCHECK(twin.createContext(&ctx));
-    dctResult_t res = fn(ctx);
-    twin.destroyContext(ctx);
-    return res;
-  }
-  std::lock_guard<std::mutex> lock(slot->mutex);
-  if (slot->ctx == nullptr) DCTCHECK(twin.createContext(&slot->ctx));
-  return fn(slot->ctx);
-}
-
 // Range check of indices `indexBytes` (4 or 8) wide; *ascending (when
 // given) tells whether they are strictly ascending, which lets scatter-add
 // split them in parallel, and `strict` makes anything else an error.
@@ -139,40 +98,6 @@ inline dctResult_t checkIndexList(dctComm_t comm, const void* indices, size_t nn
 inline dctResult_t checkIndices(dctComm_t comm, const uint32_t* idx, size_t nnz, size_t count, const char* fn,
                                 void* stream, bool* ascending = nullptr) {
   return checkIndexList(comm, idx, nnz, sizeof(uint32_t), count, fn, stream, ascending);
-}
-
-// Runs local work that may throw (allocations, checks) as an error code, in
-// place: a collective's rank must go on to take part in what follows (its
-// agreement, the votes) rather than unwind out of the transaction and leave
-// the others waiting. Use it for local work before and between collectives.
-template <typename Body>
-dctResult_t caught(dctComm_t comm, const char* fn, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
-  } catch (const std::exception& e) {
-    return fail(comm, dctInternalError, "%s: unexpected exception: %s", fn, e.what());
-  } catch (...) {
-    return fail(comm, dctInternalError, "%s: unexpected exception", fn);
-  }
-}
-
-// Runs an entry point's body; no exception ever crosses the C boundary.
-// Whatever failed underneath (a kernel, CUDA, a transport) reaches the
-// comm's last error, with a generic message if nothing recorded one. This
-// is the last resort only: an exception that reaches it has unwound out of
-// any collective the body was in, so the work inside a collective's
-// transaction must not throw (kernels: kernels/no_throw.h; local work:
-// caught(); buffers: base/buffer.h).
-template <typename Body>
-dctResult_t guarded(dctComm_t comm, const char* fn, Body&& body) noexcept {
-  const unsigned long long before = threadFailureCount();
-  const dctResult_t res = caught(comm, fn, body);
-  if (res == dctSuccess) return res;
-  if (threadFailureCount() == before) return fail(comm, res, "%s: %s", fn, dctGetErrorString(res));
-  if (comm != nullptr) setCommLastError(comm, threadLastErrorMessage());
-  return res;
 }
 
 }  // namespace dct

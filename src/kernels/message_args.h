@@ -1,0 +1,76 @@
+// Arguments of the ops on COO messages (kernels.h): scatter-add, the merge
+// of packed messages, index packing and the cut of a list into ranges.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dct/dct.h"
+
+namespace dct {
+
+// dense[indices[j]] += values[j] for j < nnz, in j order for equal indices.
+// dense is dtype, values valueType (any pair): each sum is formed in
+// dtype's accumulation type and rounded to dtype once.
+struct ScatterArgs {
+  void* dense;
+  size_t n;
+  dctDataType_t dtype;
+  int indexBytes;
+  const void* indices;
+  const void* values;
+  size_t nnz;
+  bool sortedUnique;  // indices strictly ascending: lets the twin split by range
+  size_t packedBytes = 0;  // scatterAddPacked: bytes of the packed index list
+  dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
+  dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
+};
+
+// The sum of several packed messages (the allgather algorithm's reduction):
+// dense[i] = v_0(i) + v_1(i) + ... in message order, starting from +0 and
+// skipping messages without entry i; every other element becomes 0. The
+// same bits as zeroing dense and scatterAddPacked-ing message after message,
+// in one pass that writes dense once.
+struct PackedMessage {
+  const void* indices;  // packed list (index_packing.h) of packedBytes bytes
+  const void* values;   // nnz values of valueType
+  size_t nnz;
+  size_t packedBytes;
+};
+struct MergeArgs {
+  void* dense;
+  size_t n;
+  dctDataType_t dtype;      // dense's (the accumulation type)
+  dctDataType_t valueType;  // the messages' values
+  int indexBytes;
+  const PackedMessage* messages;
+  int count;
+  int malformed = -1;  // out: the first message failing packing::validGroup
+  bool stream = false;  // the tensor is past kStreamBytes
+};
+
+// Delta bit-packing of a strictly ascending index list (index_packing.h).
+struct PackArgs {
+  const void* indices;  // nnz entries, strictly ascending
+  size_t nnz;
+  int indexBytes;
+  void* out;         // room for packing::maxPackedBytes(nnz, indexBytes)
+  size_t bytes = 0;  // out: bytes written (valid on the host when the op returns)
+  uint64_t base = 0; // the list stores index - base (every index >= base): a
+                     // piece of a list, relative to its range (split algorithm)
+};
+
+// Cut points of a strictly ascending index list: positions[j] = number of
+// entries below keys[j], for `keys` ascending (host arrays, results valid on
+// the host when the op returns). The split algorithm's cut of a selection
+// into its ranges.
+struct BoundsArgs {
+  const void* indices;  // nnz entries, strictly ascending, in the twin's memory
+  size_t nnz;
+  int indexBytes;
+  const uint64_t* keys;  // host
+  size_t count;
+  uint64_t* positions;   // host, `count` entries
+};
+
+}  // namespace dct
