@@ -224,14 +224,14 @@ TEST_CASE("near a tie, the winner's luckiest step does not keep a loser 15% chea
     return warm + (cold ? 50.0 : 0.0);
   };
   r.run(15, Costs{100, 150, 5e5}, real, dctAlgoDense);
-  // Until the lucky runs leave allgather's steady window (a few steps).
+  // Until the lucky runs are a minority of allgather's window (a few steps).
   CHECK(r.run(70, Costs{100, 150, 5e5}, real, dctAlgoDense) >= 60);
 }
 
 TEST_CASE("a close loser measured in a slow phase wins back at its re-measurement") {
   // Allgather takes 160 for the first 20 steps (a slow start), then 100;
-  // split takes 120 throughout. Allgather's re-measurement replaces a
-  // majority of its window, so its median follows.
+  // split takes 120 throughout. Allgather's re-measurement replaces its
+  // samples, so its median follows at once.
   NoisyRun r;
   auto real = [](dctAlgorithm_t a, uint64_t step, int, bool) {
     return a == dctAlgoSplit ? 120.0 : a == dctAlgoDense ? 1e6 : step < 20 ? 160.0 : 100.0;
