@@ -83,7 +83,10 @@ double TuneRules::fingerprint() const {
   auto mix = [&h](const void* p, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
   };
-  for (const TuneRule& r : rules) mix(&r, sizeof(r));
+  for (const TuneRule& r : rules) {  // field by field: the struct's padding is not part of the rule
+    const double fields[] = {r.bytesLo, r.bytesHi, r.densityLo, r.densityHi, static_cast<double>(r.algorithm)};
+    mix(fields, sizeof(fields));
+  }
   return static_cast<double>(h >> 12);  // 52 bits: exact in a double
 }
 
