@@ -4,6 +4,9 @@
 // or warn and fall back (tuning knobs) instead of silently reading 0.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace dct {
 
 enum class EnvStatus { Unset, Valid, Invalid };
@@ -21,6 +24,13 @@ EnvValue<double> envReal(const char* name);
 // A name from `names` (case-insensitive) maps to its position; a number is
 // taken as is (range checks are the caller's).
 EnvValue<int> envChoice(const char* name, const char* const* names, int count);
+
+// Pieces of structured values (DCT_TUNE's and the shims' rules):
+// a non-negative integer with an optional binary suffix K, M or G, the
+// whole string, without overflow; and the position of `text` among `names`
+// (case-insensitive), -1 when it is none of them.
+bool parseAmount(const std::string& s, uint64_t* out);
+int nameIndex(const char* text, const char* const* names, int count);
 
 // Tuning knobs: the value if valid and positive, else `fallback` (a WARN
 // log line names a malformed value).

@@ -11,7 +11,6 @@ namespace {
 const char* const kMethods[] = {"sampled", "exact", "bisect"};
 const char* const kTypes[] = {"fp32", "fp64", "fp16", "bf16"};
 const char* const kKinds[] = {"topk", "onebit"};
-const char* const kAlgorithms[] = {"auto", "allgather", "dense", "split"};
 const char* const kRowSelections[] = {"topk", "threshold"};
 
 const char* const kAgreedNames[kAgreedSettings] = {
@@ -63,7 +62,7 @@ ConfigEnv configEnvFromEnv() {
   e.warmupSteps = envInteger("DCT_WARMUP_STEPS");
   e.seed = envInteger("DCT_SEED");
   e.thresholdMethod = envChoice("DCT_THRESHOLD_METHOD", kMethods, 3);
-  e.algorithm = envChoice("DCT_ALGORITHM", kAlgorithms, 4);
+  e.algorithm = envChoice("DCT_ALGORITHM", kAlgorithmNames, kAlgorithmCount);
   e.rowSelection = envChoice("DCT_ROW_SELECTION", kRowSelections, 2);
   e.wireType = envChoice("DCT_WIRE_TYPE", kTypes, 4);
   e.compressor = envChoice("DCT_COMPRESSOR", kKinds, 2);

@@ -5,26 +5,20 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <strings.h>
+
+#include "base/env.h"
 
 namespace dct {
 namespace {
 
 constexpr double kOpen = std::numeric_limits<double>::infinity();
-const char* const kAlgorithmNames[] = {"auto", "allgather", "dense", "split"};  // dctAlgorithm_t order
 
-// A size with an optional K/M/G suffix; the whole string must parse.
+// A size: a non-negative integer with an optional K/M/G suffix.
 bool parseBytes(const std::string& s, double* out) {
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") v *= 1024.0;
-  else if (suffix == "M" || suffix == "m") v *= 1024.0 * 1024.0;
-  else if (suffix == "G" || suffix == "g") v *= 1024.0 * 1024.0 * 1024.0;
-  else if (!suffix.empty()) return false;
-  *out = v;
-  return std::isfinite(v);
+  uint64_t bytes = 0;
+  if (!parseAmount(s, &bytes)) return false;
+  *out = static_cast<double>(bytes);
+  return true;
 }
 
 bool parseDensity(const std::string& s, double* out) {
@@ -51,9 +45,7 @@ std::string parseRule(const std::string& rule, TuneRule* out) {
   const size_t colon = rule.rfind(':');
   if (colon == std::string::npos) return "'" + rule + "' has no ':algorithm'";
   const std::string range = rule.substr(0, colon), name = rule.substr(colon + 1);
-  out->algorithm = -1;
-  for (int a = 0; a < 4; a++)
-    if (strcasecmp(name.c_str(), kAlgorithmNames[a]) == 0) out->algorithm = a;
+  out->algorithm = nameIndex(name.c_str(), kAlgorithmNames, kAlgorithmCount);
   if (out->algorithm < 0) return "'" + name + "' is not auto, allgather, dense or split";
   const size_t at = range.find('@');
   const std::string bytes = range.substr(0, at);

@@ -15,6 +15,10 @@
 
 namespace dct {
 
+// dctAlgorithm_t's names in its order (DCT_ALGORITHM and DCT_TUNE).
+inline constexpr const char* kAlgorithmNames[] = {"auto", "allgather", "dense", "split"};
+inline constexpr int kAlgorithmCount = 4;
+
 struct TuneRule {
   double bytesLo = 0, bytesHi = 0;      // [lo, hi); hi = infinity when open
   double densityLo = 0, densityHi = 0;  // likewise

@@ -1,31 +1,13 @@
 #include "preload/policy.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/debug.h"
+#include "base/env.h"
 
 namespace dct::preload {
 namespace {
-
-// A non-negative integer with an optional binary suffix K, M or G.
-bool parseAmount(const std::string& s, uint64_t* out) {
-  // Digits first: strtoull would skip blanks and wrap a sign (" -1" = 2^64-1).
-  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str() || errno != 0) return false;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift) end++;
-  if (*end != '\0' || (shift && v > (UINT64_MAX >> shift))) return false;
-  *out = static_cast<uint64_t>(v) << shift;
-  return true;
-}
 
 bool parseRange(const std::string& s, Range* out) {
   const size_t dash = s.find('-');

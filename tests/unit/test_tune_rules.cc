@@ -47,7 +47,7 @@ TEST_CASE("unset or blank is no rule; a malformed string says what is wrong") {
   CHECK(r.text.empty());
   const char* const bad[] = {"dense",      "0-1M",        "0-1M:fast",  "1M-0:dense", "x-1M:dense",
                              "0-1Q:dense", "0-1M@2:dense", "0-1M@0.5-0.1:dense", "0-1M:dense,", "1M:dense",
-                             "0-1M@-:dense,-"};
+                             "0-1M@-:dense,-", "0-1.5M:dense", "-1-2K:dense"};
   for (const char* text : bad) {
     CAPTURE(text);
     const std::string error = parseTuneRules(text, &r);
