@@ -1,7 +1,7 @@
 // DCT_TUNE: a static override of auto's choice for users who know their
 // network, in the spirit of UCC's tuning strings. Comma-separated rules
 //   bytes[@density]:algorithm
-// where bytes is a range lo-hi of tensor sizes (K/M/G = 2^10/2^20/2^30,
+// where bytes is a range lo-hi of whole tensor sizes (K/M/G = 2^10/2^20/2^30,
 // either end open, or *), density an optional range of the configured
 // density, and algorithm one of auto|allgather|dense|split. A rule covers
 // lo <= x < hi; the first rule that covers a step decides it, auto hands
