@@ -15,7 +15,8 @@
 // passes before (acc stored and counted per tile, cub::DeviceScan of the
 // counts, acc read again to compact) took 357 us of GPU time at 64M and 1%
 // on an H200, 1.84x the 12-byte bound; the add alone ran at 89% of the copy
-// rate (bench/results/2026-11-25-gpu-h200). CUB's DeviceSelect does this
+// rate (bench/results/2026-11-25-gpu-h200). This pass takes 304 us there,
+// 1.50x the bound (bench/results/2026-11-26-gpu-h200). CUB's DeviceSelect does this
 // in one pass too, but writes no side output (the residual). Slots past
 // `capacity` are counted but not written, and their entries keep acc in the
 // residual. A value is acc rounded to the value type (saturating), and the
