@@ -14,13 +14,16 @@
 //
 // A null mask (format -1) means whole rows: plain copies at the offsets.
 // Wire layouts and the validation rules are the CPU twin's (cpu_rows.cc).
-// Values only move, so pack and unpack run on their bits: one instantiation
-// per width (2, 4, 8 bytes) serves all four value types.
+// Values in the rows' own type only move, so pack and unpack run on their
+// bits: one instantiation per width (2, 4, 8 bytes) serves all four value
+// types. A narrower wire type rounds in the pack and widens in the unpack
+// (storeValue / loadValue: the CPU twin's bits, NaN signs included).
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include "cuda_rows.cuh"
+#include "cuda_values.cuh"
 
 namespace dct::gpu {
 namespace {
@@ -41,6 +44,26 @@ dctResult_t dispatchBits(dctDataType_t dtype, Fn&& fn) {
   }
 }
 
+// fn.template operator()<T, W>() for rows of T whose values travel as W:
+// bits of one width when W is T, else the value types (W no wider than T).
+template <typename Fn>
+dctResult_t dispatchRowWire(const RowWireArgs& a, Fn&& fn) {
+  if (a.valueT() == a.dtype) return dispatchBits(a.dtype, [&]<typename T>() { return fn.template operator()<T, T>(); });
+  if (dtypeSize(a.valueT()) > dtypeSize(a.dtype)) return dctNotSupported;
+  return dispatchAnyValue(a.dtype, [&]<typename T>() {
+    return dispatchAnyValue(a.valueT(), [&]<typename W>() -> dctResult_t {
+      if constexpr (sizeof(W) <= sizeof(T) && !::cuda::std::is_same_v<W, T>) return fn.template operator()<T, W>();
+      else return dctNotSupported;
+    });
+  });
+}
+
+template <typename To, typename From>
+__device__ __forceinline__ To wireValue(From x) {
+  if constexpr (::cuda::std::is_same_v<To, From>) return x;
+  else return storeValue<To>(loadValue(x));
+}
+
 // Item r of the offsets scan: row r's count, 0 past the last row.
 struct WidenCount {
   const void* counts;
@@ -53,22 +76,22 @@ struct WidenCount {
   }
 };
 
-template <typename T, int THREADS>
+template <typename T, typename W, int THREADS>
 __global__ void __launch_bounds__(THREADS) packRows(RowWireArgs a) {
   __shared__ typename RowScan<THREADS>::TempStorage scan;
-  const size_t D = a.rowLength, W = dct::maskWords(D), bitmapBytes = dct::bitmapBytes(D);
+  const size_t D = a.rowLength, wordsPerRow = dct::maskWords(D), bitmapBytes = dct::bitmapBytes(D);
   const T* in = static_cast<const T*>(a.rows);
-  T* values = static_cast<T*>(a.values);
+  W* values = static_cast<W*>(a.values);
   DCT_ROW_LOOP(r, a.rowCount) {
     const size_t at = a.offsets[r] - a.base;
     const T* row = in + r * D;
     if (a.wireCounts && threadIdx.x == 0)
       writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
     if (a.mask == nullptr) {
-      for (size_t j = threadIdx.x; j < D; j += THREADS) values[at + j] = row[j];
+      for (size_t j = threadIdx.x; j < D; j += THREADS) values[at + j] = wireValue<W>(row[j]);
       continue;
     }
-    const uint32_t* words = a.mask + r * W;
+    const uint32_t* words = a.mask + r * wordsPerRow;
     if (a.maskFormat == 0) {  // the words' bytes, little-endian (the CPU twin's memcpy)
       uint8_t* out = static_cast<uint8_t*>(a.wireMask) + r * bitmapBytes;
       for (size_t b = threadIdx.x; b < bitmapBytes; b += THREADS)
@@ -79,7 +102,7 @@ __global__ void __launch_bounds__(THREADS) packRows(RowWireArgs a) {
         [&](size_t j, bool kept, size_t m) {
           if (!kept) return;
           if (a.maskFormat > 0) writeWidth(a.wireMask, at + m, a.maskFormat, static_cast<uint32_t>(j));
-          values[at + m] = row[j];
+          values[at + m] = wireValue<W>(row[j]);
         });
   }
 }
@@ -127,24 +150,24 @@ __global__ void __launch_bounds__(THREADS) decodeRows(RowWireArgs a, unsigned lo
 
 // Dense rows from the values: whole rows (null mask), else zeros off the
 // mask and the row's values in column order on it.
-template <typename T, int THREADS>
+template <typename T, typename W, int THREADS>
 __global__ void __launch_bounds__(THREADS) expandRows(RowWireArgs a) {
   __shared__ typename RowScan<THREADS>::TempStorage scan;
-  const size_t D = a.rowLength, W = dct::maskWords(D);
+  const size_t D = a.rowLength, wordsPerRow = dct::maskWords(D);
   T* out = static_cast<T*>(a.rows);
-  const T* values = static_cast<const T*>(a.values);
+  const W* values = static_cast<const W*>(a.values);
   DCT_ROW_LOOP(r, a.rowCount) {
     const size_t at = a.offsets[r] - a.base;
     T* row = out + r * D;
     if (a.mask == nullptr) {
-      for (size_t j = threadIdx.x; j < D; j += THREADS) row[j] = values[at + j];
+      for (size_t j = threadIdx.x; j < D; j += THREADS) row[j] = wireValue<T>(values[at + j]);
       continue;
     }
-    const uint32_t* words = a.mask + r * W;
+    const uint32_t* words = a.mask + r * wordsPerRow;
     rows::scanRow<THREADS>(
         scan, D, [&](size_t j) { return maskBit(words, j); },
         [&](size_t j, bool kept, size_t m) {
-          if (j < D) row[j] = kept ? values[at + m] : T(0);  // all-zero bits: +0 in every type
+          if (j < D) row[j] = kept ? wireValue<T>(values[at + m]) : T{};  // all-zero bits: +0 in every type
         });
   }
 }
@@ -177,10 +200,10 @@ dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream) {
 dctResult_t rowPack(KernelContext*, const RowWireArgs* args, void* stream) {
   const RowWireArgs& a = *args;
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchBits(a.dtype, [&]<typename T>() -> dctResult_t {
+  return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
-      packRows<T, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(a);
+      packRows<T, W, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(a);
       CUDACHECK_LAUNCH();
       return dctSuccess;
     });
@@ -193,7 +216,7 @@ dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream)
   const RowWireArgs& a = *args;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
-  return dispatchBits(a.dtype, [&]<typename T>() -> dctResult_t {
+  return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       const unsigned grid = rows::rowGrid(a.rowCount);
@@ -204,7 +227,7 @@ dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream)
         CUDACHECK(fetchCounters(c, s));
         if (c->host->malformed != 0) return dctInternalError;
       }
-      expandRows<T, THREADS><<<grid, THREADS, 0, s>>>(a);
+      expandRows<T, W, THREADS><<<grid, THREADS, 0, s>>>(a);
       CUDACHECK_LAUNCH();
       return dctSuccess;
     });

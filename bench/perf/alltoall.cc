@@ -8,7 +8,8 @@
 // Every row is a pure function of (seed, sender, receiver, step, row), so a
 // receiver rebuilds the sender's rows and their top-K masks itself, and a
 // sender rebuilds the gradient rows its peers sent back: the check needs no
-// extra communication and compares bit for bit.
+// extra communication and compares bit for bit, each kept value rounded
+// through the wire type (-W) by tests/common's independent conversions.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <numeric>
 #include <vector>
 
+#include "half_reference.h"
 #include "harness.h"
 
 namespace dctbench {
@@ -143,6 +145,28 @@ const char* maskFormatName(int f) {
   }
 }
 
+const char* wireName(dctDataType_t t) {
+  switch (t) {
+    case dctFloat64: return "fp64";
+    case dctFloat16: return "fp16";
+    case dctBFloat16: return "bf16";
+    default: return "fp32";
+  }
+}
+
+// x as it leaves a `wire` of another type: rounded once (fp64 to the half
+// types through fp32), widened exactly.
+template <typename T>
+T throughWire(T x, dctDataType_t wire) {
+  const float f = static_cast<float>(x);
+  switch (wire) {
+    case dctFloat16: return static_cast<T>(dcttest::refHalfToFloat(dcttest::refFloatToHalf(f)));
+    case dctBFloat16: return static_cast<T>(dcttest::refBf16ToFloat(dcttest::refFloatToBf16(f)));
+    case dctFloat32: return static_cast<T>(f);
+    default: return x;
+  }
+}
+
 const char* envOr(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
@@ -180,6 +204,7 @@ class AlltoallBench {
     MPI_Comm_rank(mpi, &rank_);
     MPI_Comm_size(mpi, &nranks_);
     elem_ = opt.dtype == dctFloat64 ? 8 : 4;
+    wire_ = opt.wireType == dctNumTypes ? opt.dtype : opt.wireType;
     D_ = opt.rowLength;
     // ceil(density * D), forgiving the product's rounding (0.07 * 100 is
     // 7.000000000000001) as the library does.
@@ -243,6 +268,7 @@ class AlltoallBench {
   RowSource src_;
   int rank_ = 0, nranks_ = 1;
   size_t elem_ = 4, D_ = 64, K_ = 1, rows_ = 0;
+  dctDataType_t wire_ = dctFloat32;  // the values' wire type (-W; the rows' own by default)
   MPI_Datatype rowType_ = MPI_DATATYPE_NULL;
   std::vector<int> sendCounts_, sendDispls_, recvCounts_, recvDispls_;
   HostBuffer send_, recvDense_, recvFwd_, gradSend_, gradRecv_;
@@ -279,6 +305,7 @@ bool AlltoallBench::setup(size_t rows) {
   dctConfig_t config = DCT_CONFIG_INITIALIZER;
   config.density = opt_.density;
   config.rowSelection = dctRowTopK;  // the reference models top-K, whatever DCT_ROW_SELECTION says
+  config.wireType = wire_;            // and rounds through -W, whatever DCT_WIRE_TYPE says
   dctResult_t res = dctAlltoallPlanCreate(comm_, sendRows.data(), recvRows.data(), D_, opt_.dtype,
                                           &config, &plan_);
   if (res != dctSuccess) {
@@ -406,6 +433,8 @@ void AlltoallBench::verify(uint64_t step, long long wrong[3]) {
   const T* back = rowsOf<T>(gradRecv_);
   const T* send = rowsOf<T>(send_);
   const T zero = T(0);
+  const dctDataType_t other = wire_ == opt_.dtype ? dctNumTypes : wire_;
+  auto wired = [other](T x) { return throughWire(x, other); };
   for (int q = 0; q < nranks_; q++) {
     // What q sent us: its rows, masked by their own top-K.
     for (size_t j = 0, n = perPeer(rank_); j < n; j++) {
@@ -413,7 +442,7 @@ void AlltoallBench::verify(uint64_t step, long long wrong[3]) {
       topKMask(x.data(), D_, K_, order, mask);
       const size_t at = (recvOffset(q) + j) * D_;
       for (size_t c = 0; c < D_; c++) {
-        wrong[0] += !sameBits(fwd[at + c], mask[c] ? x[c] : zero);
+        wrong[0] += !sameBits(fwd[at + c], mask[c] ? wired(x[c]) : zero);
         wrong[2] += !sameBits(dense[at + c], x[c]);
       }
     }
@@ -422,7 +451,7 @@ void AlltoallBench::verify(uint64_t step, long long wrong[3]) {
       const size_t at = (sendOffset(q) + j) * D_;
       topKMask(send + at, D_, K_, order, mask);
       src_.gradient(q, rank_, step, j, g.data());
-      for (size_t c = 0; c < D_; c++) wrong[1] += !sameBits(back[at + c], mask[c] ? g[c] : zero);
+      for (size_t c = 0; c < D_; c++) wrong[1] += !sameBits(back[at + c], mask[c] ? wired(g[c]) : zero);
     }
   }
 }
@@ -498,8 +527,8 @@ void AlltoallBench::printHeader() const {
   std::printf("# dct_perf: collective alltoall (DCT-MP forward + backward), libdct %d, %d ranks\n",
               version, nranks_);
   std::printf("# sizes %zu..%zu bytes of send buffer per rank x%g, iters %d, warmups %d, check %d,"
-              " type %s\n", opt_.minBytes, opt_.maxBytes, opt_.stepFactor, opt_.iters, opt_.warmups,
-              opt_.check, dtypeName(opt_.dtype));
+              " type %s, wire %s\n", opt_.minBytes, opt_.maxBytes, opt_.stepFactor, opt_.iters,
+              opt_.warmups, opt_.check, dtypeName(opt_.dtype), wireName(wire_));
   std::printf("# row length D %zu, density %g -> K = %zu per row (top-K, ties to the lower column),"
               " seed %llu\n", D_, opt_.density, K_, static_cast<unsigned long long>(opt_.seed));
   std::printf("# rows = size / (D * sizeof(type)), split evenly over the ranks (remainder to the"
@@ -510,17 +539,17 @@ void AlltoallBench::printHeader() const {
               envOr("OMPI_MCA_coll_tuned_alltoallv_algorithm", "(unset)"));
   std::printf("# times: median over iters of the per-iteration max over ranks (us); bw in GB/s;"
               " fwd_x, bwd_x = dense_us / fwd_us, bwd_us\n");
-  std::printf("#%11s %11s %9s %5s %6s %8s %4s %6s %11s %10s %10s %7s %7s %11s %11s %7s %7s %7s"
-              " %7s\n", "size", "count", "rows", "D", "type", "density", "K", "fmt", "dense_us",
+  std::printf("#%11s %11s %9s %5s %6s %5s %8s %4s %6s %11s %10s %10s %7s %7s %11s %11s %7s %7s %7s"
+              " %7s\n", "size", "count", "rows", "D", "type", "wire", "density", "K", "fmt", "dense_us",
               "fwd_us", "bwd_us", "fwd_x", "bwd_x", "wire_fwd", "wire_bwd", "ratio", "algbw",
               "busbw", "#wrong");
   std::fflush(stdout);
 }
 
 void AlltoallBench::printRow(const A2aRow& r) const {
-  std::printf(" %11zu %11zu %9zu %5zu %6s %8.4f %4zu %6s %11.1f %10.1f %10.1f %7.2f %7.2f %11.0f"
+  std::printf(" %11zu %11zu %9zu %5zu %6s %5s %8.4f %4zu %6s %11.1f %10.1f %10.1f %7.2f %7.2f %11.0f"
               " %11.0f %7.2f %7.3f %7.3f %7lld\n", r.bytes, r.count, r.rows, D_,
-              dtypeName(opt_.dtype), opt_.density, K_, maskFormatName(r.maskFormat), r.dense.med,
+              dtypeName(opt_.dtype), wireName(wire_), opt_.density, K_, maskFormatName(r.maskFormat), r.dense.med,
               r.fwd.med, r.bwd.med, r.fwd.med > 0 ? r.dense.med / r.fwd.med : 0.0,
               r.bwd.med > 0 ? r.dense.med / r.bwd.med : 0.0, r.wireFwd, r.wireBwd,
               r.wireFwd > 0 ? r.denseBytes / r.wireFwd : 0.0, r.algbw, r.busbw, r.wrong());
@@ -556,10 +585,10 @@ bool AlltoallBench::appendJson(const A2aRow& r) const {
   std::fprintf(f,
                "{\"bench\":\"dct_perf\",\"time\":%lld,\"collective\":\"alltoall\",\"nranks\":%d,"
                "\"size\":%zu,\"count\":%zu,\"rows\":%zu,\"row_length\":%zu,\"type\":\"%s\","
-               "\"density\":%g,\"k\":%zu,\"mask_format\":\"%s\",\"seed\":%llu,\"iters\":%d,"
+               "\"wire_type\":\"%s\",\"density\":%g,\"k\":%zu,\"mask_format\":\"%s\",\"seed\":%llu,\"iters\":%d,"
                "\"warmups\":%d,",
                static_cast<long long>(std::time(nullptr)), nranks_, r.bytes, r.count, r.rows, D_,
-               dtypeName(opt_.dtype), opt_.density, K_, maskFormatName(r.maskFormat),
+               dtypeName(opt_.dtype), wireName(wire_), opt_.density, K_, maskFormatName(r.maskFormat),
                static_cast<unsigned long long>(opt_.seed), opt_.iters, opt_.warmups);
   std::fprintf(f,
                "\"dense_us\":%.3f,\"dense_min_us\":%.3f,\"dense_max_us\":%.3f,"

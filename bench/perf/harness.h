@@ -32,6 +32,7 @@ struct Options {
   bool uniform = false;                  // -u
   uint64_t seed = 1;                     // -s
   size_t rowLength = 64;                 // -R / --row-length (alltoall)
+  dctDataType_t wireType = dctNumTypes;  // -W (alltoall): the values' wire type (dctNumTypes: the rows')
   bool phases = false;                   // -p: per-phase time columns
   double linkGbps = 0;                   // -l: link rate for the wire bound (0: none)
   double copyGBps = 0;                   // -M: copy rate for the memory bound (0: measured)

@@ -57,6 +57,8 @@ const char* kHelp =
     "  -s seed                    input seed (default 1; each rank derives its own)\n"
     "  -R, --row-length D         alltoall: elements per row (default 64); each row\n"
     "                             keeps K = ceil(density * D) entries\n"
+    "  -W fp32|fp64|fp16|bf16     alltoall: the type values travel in (config.wireType;\n"
+    "                             default the rows' own)\n"
     "  -p                         per-phase columns (stats.phaseUs: compress,\n"
     "                             agreement, exchange, reduce, other), mean over\n"
     "                             ranks of each rank's median\n"
@@ -91,7 +93,7 @@ const char* kHelp =
     "Exit status: 0 when every call succeeded and #wrong is 0 everywhere.\n"
     "Dense MPI times depend on malloc history; see GLIBC_TUNABLES in the preamble.\n"
     "alltoall prints its own columns (three timed calls; see bench/README.md):\n"
-    "  rows, D, K, fmt (wire mask), dense_us, fwd_us, bwd_us, fwd_x and bwd_x\n"
+    "  rows, D, wire (-W), K, fmt (wire mask), dense_us, fwd_us, bwd_us, fwd_x and bwd_x\n"
     "  (dense_us over each), wire_fwd / wire_bwd (plan stats, bytes sent to other\n"
     "  ranks), ratio (dense bytes / wire_fwd); -a, -L, -o, -u do not apply.\n";
 
@@ -162,7 +164,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
   static const struct option kLong[] = {{"row-length", required_argument, nullptr, 'R'},
                                         {"help", no_argument, nullptr, 'h'},
                                         {nullptr, 0, nullptr, 0}};
-  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:pl:M:I:h", kLong,
+  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:W:pl:M:I:h", kLong,
                                 nullptr)) != -1) {
     switch (c) {
       case 'C': opt.collective = optarg;
@@ -208,6 +210,14 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'R':
         ok = parseSize(optarg, opt.rowLength) && opt.rowLength >= 1 && opt.rowLength <= INT_MAX;
         break;
+      case 'W': {
+        static const char* const kWire[] = {"fp32", "fp64", "fp16", "bf16"};
+        static const dctDataType_t kType[] = {dctFloat32, dctFloat64, dctFloat16, dctBFloat16};
+        ok = false;
+        for (int i = 0; i < 4; i++)
+          if (!std::strcmp(optarg, kWire[i])) opt.wireType = kType[i], ok = true;
+        break;
+      }
       case 'h':
         if (verbose) std::fputs(kHelp, stdout);
         return 1;

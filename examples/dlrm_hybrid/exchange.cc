@@ -20,7 +20,7 @@ uint64_t remoteBytes(const std::vector<size_t>& rows, int self, int dim) {
 
 }  // namespace
 
-EmbeddingExchange::EmbeddingExchange(const RowLayout& layout, int dim, double density, dctComm_t comm)
+EmbeddingExchange::EmbeddingExchange(const RowLayout& layout, int dim, const MpOptions& options, dctComm_t comm)
     : layout_(layout), dim_(dim), rank_([comm] {
         int r = 0;
         DLRM_DCT_CHECK(comm, dctCommRank(comm, &r));
@@ -29,10 +29,11 @@ EmbeddingExchange::EmbeddingExchange(const RowLayout& layout, int dim, double de
       comm_(comm) {
   denseForward_ = remoteBytes(layout_.sendRows, rank_, dim_);
   denseBackward_ = remoteBytes(layout_.recvRows, rank_, dim_);
-  if (density <= 0) return;
+  if (options.density <= 0) return;
   dctConfig_t config = DCT_CONFIG_INITIALIZER;
-  config.density = density;
-  config.rowSelection = dctRowTopK;
+  config.density = options.density;
+  config.rowSelection = options.rowSelection;
+  config.wireType = options.wireType;
   DLRM_DCT_CHECK(comm_, dctAlltoallPlanCreate(comm_, layout_.sendRows.data(), layout_.recvRows.data(),
                                               static_cast<size_t>(dim_), dctFloat32, &config, &plan_));
 }
@@ -83,6 +84,7 @@ GradientSync::GradientSync(size_t count, const DpOptions& options, dctComm_t com
   config.density = options.density;
   config.errorFeedback = 1;
   config.algorithm = options.algorithm;
+  config.wireType = options.wireType;
   if (options.thresholdInterval > 0) config.thresholdInterval = options.thresholdInterval;
   if (options.warmupSteps >= 0) config.warmupSteps = options.warmupSteps;
   DLRM_DCT_CHECK(comm_, dctCompressorCreate(comm_, count_, dctFloat32, &config, &compressor_));

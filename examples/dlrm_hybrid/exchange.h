@@ -35,10 +35,15 @@ struct Traffic {
   }
 };
 
+struct MpOptions {
+  double density = 0;  // <= 0: dense MPI_Alltoallv; else DCT-MP with K = ceil(density D)
+  dctDataType_t wireType = dctFloat32;  // the type kept values travel in
+  int rowSelection = dctRowTopK;        // dctRowSelection_t
+};
+
 class EmbeddingExchange {
  public:
-  // density <= 0: dense MPI_Alltoallv; else DCT-MP with K = ceil(density D).
-  EmbeddingExchange(const RowLayout& layout, int dim, double density, dctComm_t comm);
+  EmbeddingExchange(const RowLayout& layout, int dim, const MpOptions& options, dctComm_t comm);
   ~EmbeddingExchange();
   EmbeddingExchange(const EmbeddingExchange&) = delete;
   EmbeddingExchange& operator=(const EmbeddingExchange&) = delete;
@@ -67,6 +72,7 @@ struct DpOptions {
   int thresholdInterval = 0;  // L; 0: the library's default
   int warmupSteps = -1;       // dense steps first; -1: the library's default
   int algorithm = dctAlgoAllgather;  // dctAlgorithm_t; see README (auto vs allgather)
+  dctDataType_t wireType = dctFloat32;  // the type kept values travel in
 };
 
 class GradientSync {

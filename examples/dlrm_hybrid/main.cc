@@ -90,9 +90,10 @@ int main(int argc, char** argv) {
     Split split(B, P);
     RowLayout layout(split, T, rank);
     Dlrm model(opt.model, opt.data.tableSizes, rank, P, opt.sharding);
-    EmbeddingExchange trainExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
-    EmbeddingExchange evalExchange(layout, D, dctMp ? opt.mpDensity : 0, comm);
-    EmbeddingExchange evalFullExchange(layout, D, 0, comm);
+    const MpOptions mpOptions{dctMp ? opt.mpDensity : 0, opt.mpWire, opt.mpSelection};
+    EmbeddingExchange trainExchange(layout, D, mpOptions, comm);
+    EmbeddingExchange evalExchange(layout, D, mpOptions, comm);
+    EmbeddingExchange evalFullExchange(layout, D, MpOptions{}, comm);
     const double desDensity = row && mp ? opt.desDensity : 1.0;
     RowExchange trainRows(split, T, D, row && mp, desDensity, comm), evalRows(split, T, D, row && mp, desDensity, comm);
     const auto trainForward = [&](const Batch& b) {
@@ -107,8 +108,8 @@ int main(int argc, char** argv) {
     };
     const Forward evalFullForward = [&](const Batch& b) { return model.forward(b, split, layout, evalFullExchange); };
     const Traffic& mpTraffic = row ? trainRows.traffic() : trainExchange.traffic();
-    GradientSync sync(model.params().size(), {dp ? opt.dpDensity : 0, opt.dpInterval, opt.dpWarmup, opt.dpAlgorithm},
-                      comm);
+    GradientSync sync(model.params().size(),
+                      {dp ? opt.dpDensity : 0, opt.dpInterval, opt.dpWarmup, opt.dpAlgorithm, opt.dpWire}, comm);
     Optimizer optimizer(opt.sgd ? Optimizer::kSgd : Optimizer::kAdagrad, opt.lr, model.params().size(),
                         opt.adagradInit);
     HeldOut heldOut = makeHeldOut(generator, opt.heldOut, split, rank);
@@ -116,13 +117,14 @@ int main(int argc, char** argv) {
     const bool evalFull = dctMp && opt.evalFull;
     if (rank == 0) {
       std::printf("# dlrm_hybrid mode=%s sharding=%s (MP exchange: %s) np=%d batch=%d (rank 0 slice %d) D=%d "
-                  "tables=%d dp_params=%zu mp_density=%g (K=%d of %d) dp_density=%g\n",
+                  "tables=%d dp_params=%zu mp_density=%g (K=%d of %d, %s, %s values) dp_density=%g (%s values)\n",
                   modeName(opt.mode), shardingName(opt.sharding),
                   row ? (mp ? "DES reduce-scatter" : "MPI_Alltoallv + sum")
                       : (mp ? "DCT-MP all-to-all" : "MPI_Alltoallv"),
                   P, B, split.counts[0], D, T, model.params().size(), dctMp ? opt.mpDensity : desDensity,
                   static_cast<int>(std::ceil((dctMp ? opt.mpDensity : desDensity) * D - 1e-9)), D,
-                  dp ? opt.dpDensity : 1.0);
+                  opt.mpSelection == dctRowThreshold ? "threshold" : "top-K", wireName(opt.mpWire),
+                  dp ? opt.dpDensity : 1.0, wireName(opt.dpWire));
       std::printf("# held-out %d samples; teacher (Bayes) logloss %.4f auc %.4f\n", opt.heldOut, bayes.logLoss,
                   bayes.auc);
       std::printf("%5s %8s %8s %8s %7s %8s %10s %10s %10s %10s %6s %10s %10s %6s %7s %6s %6s %s\n", "epoch",

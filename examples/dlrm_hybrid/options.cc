@@ -22,10 +22,21 @@ const char* modeName(Mode mode) {
 
 const char* shardingName(Sharding sharding) { return sharding == Sharding::kRow ? "row" : "table"; }
 
+const char* wireName(dctDataType_t type) {
+  return type == dctFloat16 ? "fp16" : type == dctBFloat16 ? "bf16" : "fp32";
+}
+
 namespace {
 
 constexpr double kTiny = 1e-300;  // "> 0" as an inclusive bound
 constexpr double kMaxInt = 2147483647.0;
+
+// fp32|fp16|bf16 into *out.
+bool wireType(const std::string& s, dctDataType_t* out) {
+  for (dctDataType_t t : {dctFloat32, dctFloat16, dctBFloat16})
+    if (s == wireName(t)) return *out = t, true;
+  return false;
+}
 
 // A number in [lo, hi] (a whole one for integer T) into *out.
 template <typename T>
@@ -61,7 +72,10 @@ void printUsage(const char* program) {
       "                         row: every table split by rows (id %% P), pooled partials summed by a\n"
       "                         reduce-scatter: MPI_Alltoallv + sum (dense, dp) or DES (mp, mpdp), exact\n"
       "  --mp-density X         DCT-MP fraction of each embedding row sent (0.05; row sharding: exact unless given)\n"
+      "  --mp-wire fp32|fp16|bf16  DCT-MP: the type the kept values travel in (fp32)\n"
+      "  --mp-selection topk|threshold  DCT-MP: K per row, or one threshold for all rows (topk)\n"
       "  --dp-density X         DCT-DP fraction of the MLP gradient sent (0.01)\n"
+      "  --dp-wire fp32|fp16|bf16  DCT-DP: the type the kept values travel in (fp32)\n"
       "  --dp-interval L        DCT-DP steps between threshold estimates (library default)\n"
       "  --dp-warmup W          DCT-DP dense warm-up steps (library default)\n"
       "  --dp-algorithm A       DCT-DP auto|allgather|dense (allgather: see README)\n"
@@ -117,6 +131,13 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
     } else if (flag == "--mp-density") {
       ok = number(v, kTiny, 1, &o->mpDensity);
       mpDensityGiven = true;
+    } else if (flag == "--mp-wire") { ok = wireType(v, &o->mpWire);
+    } else if (flag == "--dp-wire") { ok = wireType(v, &o->dpWire);
+    } else if (flag == "--mp-selection") {
+      const std::string m = v;
+      if (m == "topk") o->mpSelection = dctRowTopK;
+      else if (m == "threshold") o->mpSelection = dctRowThreshold;
+      else ok = false;
     } else if (flag == "--dp-density") { ok = number(v, kTiny, 1, &o->dpDensity);
     } else if (flag == "--dp-interval") { ok = number(v, 1, kMaxInt, &o->dpInterval);
     } else if (flag == "--dp-warmup") { ok = number(v, 0, kMaxInt, &o->dpWarmup);

@@ -13,13 +13,17 @@ namespace dlrm {
 enum class Mode { kDense, kMp, kDp, kMpDp };
 const char* modeName(Mode mode);
 const char* shardingName(Sharding sharding);
+const char* wireName(dctDataType_t type);
 
 struct Options {
   Mode mode = Mode::kMpDp;
   Sharding sharding = Sharding::kTable;  // row: the MP modes use DES, exact
   double mpDensity = 0.05;     // DCT-MP: K = ceil(density D) entries per row
   double desDensity = 1.0;     // --sharding row: DES keeps K = ceil(density D) of each non-zero row (1: exact)
+  dctDataType_t mpWire = dctFloat32;  // DCT-MP: the type values travel in (config.wireType)
+  int mpSelection = dctRowTopK;        // DCT-MP: dctRowSelection_t
   double dpDensity = 0.01;     // DCT-DP (mpdp only)
+  dctDataType_t dpWire = dctFloat32;  // DCT-DP: the type values travel in (rounding kept in the residual)
   int dpInterval = 0;          // DCT-DP threshold interval L (0: library default)
   int dpWarmup = -1;           // DCT-DP dense warm-up steps (-1: library default)
   int dpAlgorithm = dctAlgoAllgather;  // DCT-DP algorithm (dctAlgorithm_t)

@@ -36,6 +36,12 @@ RUNS=(
   "mpdp-0.05-0.01|--mode mpdp --mp-density 0.05 --dp-density 0.01"
   "mpdp-0.05-0.01-w10|--mode mpdp --mp-density 0.05 --dp-density 0.01 --dp-warmup 10"
   "mpdp-0.025-0.005-w10|--mode mpdp --mp-density 0.025 --dp-density 0.005 --dp-warmup 10"
+  "mp-1-fp16|--mode mp --mp-density 1 --mp-wire fp16"
+  "mp-0.05-fp16|--mode mp --mp-density 0.05 --mp-wire fp16"
+  "mp-0.05-thr-fp16|--mode mp --mp-density 0.05 --mp-selection threshold --mp-wire fp16"
+  "dp-0.01-fp16|--mode dp --dp-density 0.01 --dp-wire fp16"
+  "mpdp-0.05-0.01-fp16-w10|--mode mpdp --mp-density 0.05 --dp-density 0.01 --mp-wire fp16 --dp-wire fp16 --dp-warmup 10"
+  "mpdp-0.05-0.005-fp16-w10|--mode mpdp --mp-density 0.05 --dp-density 0.005 --mp-wire fp16 --dp-wire fp16 --dp-warmup 10"
   "row-dense|--mode dense --sharding row"
   "row-des|--mode mp --sharding row"
   "row-des-0.05|--mode mp --sharding row --mp-density 0.05"
@@ -140,12 +146,12 @@ NCOLS=$(echo $NPS | wc -w)
       fi
       plot="plot"
       j=0
-      colors=(9400d3 009e73 56b4e9 e69f00 8b6914 0072b2 e51e10 000000 cc79a7)
+      colors=(9400d3 009e73 56b4e9 e69f00 8b6914 0072b2 e51e10 000000 cc79a7 d55e00 f0e442 999999)
       for i in "${!SERIES[@]}"; do
         read -r snp stag <<< "${SERIES[$i]}"
         [ "$snp" = "$np" ] || continue
         j=$((j + 1))
-        plot="$plot 'dlrm_hybrid.dat' index $i using 3:7 with linespoints lw 2 lc rgb '#${colors[(j - 1) % 9]}' dt $(( (j - 1) % 5 + 1 )) pt $j title '$stag',"
+        plot="$plot 'dlrm_hybrid.dat' index $i using 3:7 with linespoints lw 2 lc rgb '#${colors[(j - 1) % 12]}' dt $(( (j - 1) % 5 + 1 )) pt $j title '$stag',"
       done
       echo "${plot%,}"
     done

@@ -120,8 +120,11 @@ typedef struct {
   int wireType;            /* dctDataType_t the selected values travel in: the
                               tensor's own type (default), or a narrower one,
                               e.g. fp32 gradients as fp16/bf16 values with the
-                              rounding error kept in the residual (DCT_WIRE_TYPE
-                              = fp32|fp64|fp16|bf16) */
+                              rounding error kept in the residual; the
+                              all-to-all's values too, forward and backward
+                              (no residual there; dctSparseAlltoall). A type
+                              wider than the data is refused. DES ignores it
+                              (DCT_WIRE_TYPE = fp32|fp64|fp16|bf16) */
   int compressor;          /* dctCompressorKind_t; top-K (DCT_COMPRESSOR = topk|onebit) */
 } dctConfig_t;
 
@@ -337,7 +340,17 @@ DCT_EXPORT dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
  * elsewhere. Backward sends the gradient of the received rows back along the
  * reverse route, values only at the forward's kept positions (no indices);
  * the original sender gets dense gradient rows, zeros off the mask.
- * There is no error feedback: activations belong to one sample and step.
+ * config.wireType narrower than the rows (fp32/fp64 rows as fp16/bf16
+ * values, fp64 as fp32) sends every value, both ways, rounded once to it
+ * (to nearest even; fp64 reaches the half types through fp32, a double
+ * rounding) and widened back exactly: half the value bytes of fp32 rows.
+ * The masks are chosen on the rows as given. Magnitudes past the type's
+ * range arrive as +-Inf (fp16: |x| >= 65520), below its subnormals as
+ * +-0, NaN as NaN; fp16 keeps 11 significant bits (relative error
+ * <= 2^-11), bf16 8 (<= 2^-8) with fp32's range. The wire type is part of
+ * the plan and must match on every rank; the stats count bytes in it.
+ * There is no error feedback: activations belong to one sample and step,
+ * so the rounding and the mask are the only losses.
  * Plan creation and both calls are collective; arguments that disagree
  * across ranks give an error on every rank. A failed call changes nothing
  * (the previous forward's masks stay in effect). Host buffers use the CPU

@@ -9,6 +9,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "core/alltoall_plan.h"
 #include "transport/comm.h"
 
@@ -21,7 +22,7 @@ struct AlltoallPlanHeader {
   int32_t datatype = 0;       // must match
   int32_t rowSelection = 0;   // must match
   int32_t localError = 0;     // dctResult_t of this rank's own checks
-  int32_t pad = 0;
+  int32_t wireType = 0;       // must match: config.wireType, resolved
 };
 
 dctResult_t checkPeer(dctComm_t comm, const AlltoallPlanHeader& mine, const AlltoallPlanHeader& h, int r,
@@ -29,9 +30,9 @@ dctResult_t checkPeer(dctComm_t comm, const AlltoallPlanHeader& mine, const Allt
   if (h.rowLength != mine.rowLength)
     return fail(comm, dctInvalidUsage, "%s: ranks disagree on rowLength (rank %d: %llu, this rank %d: %llu)", fn, r,
                 (unsigned long long)h.rowLength, comm->rank, (unsigned long long)mine.rowLength);
-  if (h.datatype != mine.datatype)
-    return fail(comm, dctInvalidUsage, "%s: ranks disagree on datatype (rank %d differs from this rank %d)", fn, r,
-                comm->rank);
+  if (h.datatype != mine.datatype || h.wireType != mine.wireType)
+    return fail(comm, dctInvalidUsage, "%s: ranks disagree on %s (rank %d differs from this rank %d)", fn,
+                h.datatype != mine.datatype ? "datatype" : "config.wireType (DCT_WIRE_TYPE)", r, comm->rank);
   if (h.keptPerRow != mine.keptPerRow || h.rowSelection != mine.rowSelection)
     return fail(comm, dctInvalidUsage,
                 "%s: ranks disagree on the selection (rank %d keeps %llu per row with rowSelection %d, this rank "
@@ -72,6 +73,7 @@ dctResult_t createAlltoallPlan(dctComm_t comm, const size_t* sendRows, const siz
   if (localError == dctSuccess) {
     mine.keptPerRow = rowKeep(resolved.density, rowLength);
     mine.rowSelection = resolved.rowSelection;
+    mine.wireType = wireTypeFor(resolved.wireType, dtype);
   }
   std::vector<AlltoallPlanHeader> all;
   DCTCHECK(agree(comm, mine, all, nullptr, fn));

@@ -8,6 +8,9 @@
 //             the spare masks; vote; commit (masks swap in, backward due)
 //   backward  values only at the committed masks, reverse route, same steps
 //
+// Values travel in the plan's wireType (config.wireType): rounded by the
+// pack, widened by the unpack; the masks are chosen on the rows as given.
+//
 // Fixed-size rows (top-K without non-finite overflow) need no counts at
 // all: the split and K fix every block's size.
 #include <cstring>
@@ -130,7 +133,7 @@ dctResult_t packForward(Call& call, const void* send, MaskSet& m, const ForwardD
                   p->send.rows[q], p->rowLength, p->dtype,
                   p->maskFormat >= 0 ? maskOf(m, p->send, q, p->rowLength) : nullptr, offsetsOf(m, p->send, q), 0,
                   p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr,
-                  d.variable ? block + b.countsAt : nullptr, p->countBytes, block + b.valuesAt};
+                  d.variable ? block + b.countsAt : nullptr, p->countBytes, block + b.valuesAt, p->wireType};
     DCTCHECK(p->ops->rowPack(p->kernels, &a, call.stream));
   }
   return dctSuccess;
@@ -168,7 +171,7 @@ dctResult_t unpackForward(Call& call, void* recv, MaskSet& m) {
     RowWireArgs a{static_cast<char*>(recv) + p->recv.rowStart[q] * rowBytes(p), rows, p->rowLength, p->dtype,
                   p->maskFormat >= 0 ? maskOf(m, p->recv, q, p->rowLength) : nullptr, offsetsOf(m, p->recv, q), 0,
                   p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr, nullptr, p->countBytes,
-                  block + b.valuesAt};
+                  block + b.valuesAt, p->wireType};
     if (p->ops->rowUnpack(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
   }
   return dctSuccess;
@@ -259,7 +262,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
     localError = fail(p->comm, dctInvalidUsage, "%s: no forward to go back through (backward runs once per forward)", fn);
   PlanCallHeader mine = planCallHeader(p, kBackward, localError);
   MaskSet &sent = p->sent[p->committed], &received = p->received[p->committed];
-  const size_t es = dtypeSize(p->dtype);
+  const size_t ws = dtypeSize(p->wireType);
   auto maskOrNull = [&](MaskSet& m, const RowSide& side, int q) {
     return p->maskFormat >= 0 ? maskOf(m, side, q, p->rowLength) : nullptr;
   };
@@ -268,8 +271,8 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
       call.out.bytes.resize(P);
       call.in.bytes.resize(P);
       for (int q = 0; q < P; q++) {
-        call.out.bytes[q] = packing::pad8(received.entries[q] * es);
-        call.in.bytes[q] = packing::pad8(sent.entries[q] * es);
+        call.out.bytes[q] = packing::pad8(received.entries[q] * ws);
+        call.in.bytes[q] = packing::pad8(sent.entries[q] * ws);
       }
       call.out.place();
       call.in.place();
@@ -280,7 +283,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
         RowWireArgs a{const_cast<char*>(static_cast<const char*>(gradSend)) + p->recv.rowStart[q] * rowBytes(p),
                       p->recv.rows[q], p->rowLength, p->dtype, maskOrNull(received, p->recv, q),
                       offsetsOf(received, p->recv, q), 0, -1, nullptr, nullptr, p->countBytes,
-                      p->wireOut.as<char>() + call.out.offsets[q]};
+                      p->wireOut.as<char>() + call.out.offsets[q], p->wireType};
         DCTCHECK(p->ops->rowPack(p->kernels, &a, stream));
       }
       return dctSuccess;
@@ -295,7 +298,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
     if (p->send.rows[q] == 0) continue;
     RowWireArgs a{static_cast<char*>(gradRecv) + p->send.rowStart[q] * rowBytes(p), p->send.rows[q], p->rowLength,
                   p->dtype, maskOrNull(sent, p->send, q), offsetsOf(sent, p->send, q), 0, -1, nullptr, nullptr,
-                  p->countBytes, p->wireIn.as<char>() + call.in.offsets[q]};
+                  p->countBytes, p->wireIn.as<char>() + call.in.offsets[q], p->wireType};
     res = p->ops->rowUnpack(p->kernels, &a, stream);
   }
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));

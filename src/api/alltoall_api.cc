@@ -33,7 +33,11 @@ dctResult_t checkCreate(dctComm_t comm, const size_t* sendRows, const size_t* re
     return fail(comm, dctInvalidArgument, "%s: rowLength %zu must be in [1, 2^32)", fn, rowLength);
   DCTCHECK(checkRows(comm, sendRows, "sendRows", fn));
   DCTCHECK(checkRows(comm, recvRows, "recvRows", fn));
-  return resolveConfig(comm, comm->settings.config, config, &resolved);
+  DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
+  if (wireTypeFor(resolved.wireType, dtype) == dctNumTypes)
+    return fail(comm, dctInvalidArgument, "%s: wireType %s is wider than the rows' %s", fn,
+                dtypeName(static_cast<dctDataType_t>(resolved.wireType)), dtypeName(dtype));
+  return dctSuccess;
 }
 
 // Buffers of one call: `rowsIn` rows readable at in, `rowsOut` writable at

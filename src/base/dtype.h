@@ -37,4 +37,12 @@ inline dctDataType_t accumulationType(dctDataType_t dtype) {
 // dctConfig_t.wireType left unset resolves to this: "the tensor's own type".
 constexpr int kWireTypeOfTensor = -1;
 
+// The type values of `dtype` travel in under config.wireType (resolved), or
+// dctNumTypes when that type is wider than dtype (refused: it would only
+// add bytes).
+inline dctDataType_t wireTypeFor(int wireType, dctDataType_t dtype) {
+  const auto wire = wireType == kWireTypeOfTensor ? dtype : static_cast<dctDataType_t>(wireType);
+  return dtypeSize(wire) > dtypeSize(dtype) ? dctNumTypes : wire;
+}
+
 }  // namespace dct

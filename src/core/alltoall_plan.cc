@@ -37,6 +37,7 @@ RowFormat rowFormat(double density, size_t rowLength, dctDataType_t dtype) {
   RowFormat f;
   f.rowLength = rowLength;
   f.dtype = dtype;
+  f.valueType = dtype;
   f.k = rowKeep(density, rowLength);
   f.maskFormat = rowMaskFormat(f.k, rowLength);
   f.countBytes = countWidth(rowLength);
@@ -51,7 +52,7 @@ BlockLayout blockLayout(const RowFormat& f, size_t rows, uint64_t entries, bool 
                            : f.maskFormat == 0 ? pad8(rows * ((f.rowLength + 7) / 8))
                                                : pad8(entries * f.maskFormat);
   b.valuesAt = b.maskAt + maskBytes;
-  b.bytes = b.valuesAt + pad8(entries * dtypeSize(f.dtype));
+  b.bytes = b.valuesAt + pad8(entries * dtypeSize(f.valueType));
   return b;
 }
 
@@ -59,6 +60,7 @@ BlockLayout blockLayout(const dctAlltoallPlan& p, size_t rows, uint64_t entries,
   RowFormat f;
   f.rowLength = p.rowLength;
   f.dtype = p.dtype;
+  f.valueType = p.wireType;
   f.k = p.k;
   f.maskFormat = p.maskFormat;
   f.countBytes = p.countBytes;
@@ -73,7 +75,9 @@ void buildAlltoallPlan(dctAlltoallPlan& p, const PlanPlace& at, const size_t* se
   fillSide(p.recv, recvRows, at.ranks);
   p.rowLength = rowLength;
   p.dtype = dtype;
+  p.wireType = wireTypeFor(resolved.wireType, dtype);
   p.config = resolved;
+  p.config.wireType = p.wireType;  // resolved: the type in use
   p.k = rowKeep(resolved.density, rowLength);
   p.maskFormat = rowMaskFormat(p.k, rowLength);
   p.countBytes = countWidth(rowLength);

@@ -35,10 +35,12 @@ struct BlockLayout {
 
 // The row wire format a density fixes (also the DES reduce-scatter's
 // thinned rows): K kept per row (nominal for dctRowThreshold), the mask
-// format (-1 plain rows, 0 bitmap, 1/2/4 index bytes), per-row count width.
+// format (-1 plain rows, 0 bitmap, 1/2/4 index bytes), per-row count width,
+// and the type values travel in (config.wireType resolved).
 struct RowFormat {
   size_t rowLength = 0;
   dctDataType_t dtype = dctFloat32;
+  dctDataType_t valueType = dctFloat32;
   size_t k = 0;
   int maskFormat = -1;
   int countBytes = 1;
@@ -54,6 +56,7 @@ struct dctAlltoallPlan {
   dct::RowSide send, recv;
   size_t rowLength = 0;
   dctDataType_t dtype = dctFloat32;
+  dctDataType_t wireType = dctFloat32;  // the values on the wire (config.wireType, resolved)
   dctConfig_t config{};
   size_t k = 0;        // entries kept per row (nominal for dctRowThreshold)
   int maskFormat = 0;  // -1 plain rows, 0 bitmap, 1/2/4 index bytes

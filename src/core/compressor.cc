@@ -376,17 +376,17 @@ dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
 
 dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
                              const dctConfig_t& resolved, dctCompressor_t* out) {
-  const int wire = resolved.wireType == kWireTypeOfTensor ? dtype : resolved.wireType;
-  if (dtypeSize(static_cast<dctDataType_t>(wire)) > dtypeSize(dtype))
+  const dctDataType_t wire = wireTypeFor(resolved.wireType, dtype);
+  if (wire == dctNumTypes)
     return fail(comm, dctInvalidArgument, "dctCompressorCreate: wireType %s is wider than the tensor's %s",
-                dtypeName(static_cast<dctDataType_t>(wire)), dtypeName(dtype));
+                dtypeName(static_cast<dctDataType_t>(resolved.wireType)), dtypeName(dtype));
   auto* c = new (std::nothrow) dctCompressor();
   if (c == nullptr) return fail(comm, dctOutOfMemory, "dctCompressorCreate: out of memory");
   c->comm = comm;
   c->count = count;
   c->dtype = dtype;
   c->accType = accumulationType(dtype);
-  c->wireType = static_cast<dctDataType_t>(wire);
+  c->wireType = wire;
   c->valueLimit = sumSafeLimit(c->wireType, ranks);
   c->indexBytes = count > 0xffffffffull ? 8 : 4;
   c->config = resolved;

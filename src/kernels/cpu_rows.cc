@@ -1,11 +1,12 @@
 // CPU twin of the DCT-MP row kernels (kernels.h, "DCT-MP rows"): per-row
 // selection into bitmaps, entry offsets, and the wire form of rows in both
-// directions. Rows are independent, so workers split them freely and the
-// result does not depend on the split.
+// directions (values in the wire type, row_args.h). Rows are independent,
+// so workers split them freely and the result does not depend on the split.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu_context.h"
@@ -93,6 +94,26 @@ void forEachKept(const uint32_t* words, size_t d, Fn&& fn) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) fn(w * 32 + std::countr_zero(bits));
 }
 
+// fn.template operator()<T, W>() for rows of T whose values travel as W
+// (no wider than T; a W of T's own type moves the bits unchanged).
+template <typename Fn>
+dctResult_t dispatchRowWire(const RowWireArgs& a, Fn&& fn) {
+  if (dtypeSize(a.valueT()) > dtypeSize(a.dtype)) return dctNotSupported;
+  dctResult_t inner = dctSuccess;
+  const dctResult_t outer = dispatchAnyValue(a.dtype, [&]<typename T>() {
+    inner = dispatchAnyValue(a.valueT(), [&]<typename W>() {
+      if constexpr (sizeof(W) <= sizeof(T)) fn.template operator()<T, W>();
+    });
+  });
+  return outer != dctSuccess ? outer : inner;
+}
+
+template <typename To, typename From>
+To wireValue(From x) {
+  if constexpr (std::is_same_v<To, From>) return x;
+  else return convertValue<To>(x);
+}
+
 // Decodes row r's wire mask into mask words; false if malformed.
 bool decodeRow(const RowWireArgs& a, size_t r, uint32_t* words) {
   const size_t d = a.rowLength, count = a.offsets[r + 1] - a.offsets[r], at = a.offsets[r] - a.base;
@@ -158,15 +179,16 @@ dctResult_t cpuRowPack(KernelContext* kc, const RowWireArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   const RowWireArgs& a = *args;
   const size_t d = a.rowLength;
-  return dispatchAnyValue(a.dtype, [&]<typename T>() {
+  return dispatchRowWire(a, [&]<typename T, typename W>() {
     const T* rows = static_cast<const T*>(a.rows);
-    T* values = static_cast<T*>(a.values);
+    W* values = static_cast<W*>(a.values);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
       for (size_t r = b; r < e; r++) {
         const size_t at = a.offsets[r] - a.base;
         if (a.wireCounts) writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
         if (a.mask == nullptr) {
-          std::memcpy(values + at, rows + r * d, d * sizeof(T));
+          if constexpr (std::is_same_v<T, W>) std::memcpy(values + at, rows + r * d, d * sizeof(T));
+          else std::transform(rows + r * d, rows + (r + 1) * d, values + at, wireValue<W, T>);
           continue;
         }
         const uint32_t* words = a.mask + r * maskWords(d);
@@ -175,7 +197,7 @@ dctResult_t cpuRowPack(KernelContext* kc, const RowWireArgs* args, void*) {
         size_t m = 0;
         forEachKept(words, d, [&](size_t j) {
           if (a.maskFormat > 0) writeWidth(a.wireMask, at + m, a.maskFormat, static_cast<uint32_t>(j));
-          values[at + m++] = rows[r * d + j];
+          values[at + m++] = wireValue<W>(rows[r * d + j]);
         });
       }
     });
@@ -194,21 +216,22 @@ dctResult_t cpuRowUnpack(KernelContext* kc, const RowWireArgs* args, void*) {
     });
     if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return dctInternalError;
   }
-  return dispatchAnyValue(a.dtype, [&]<typename T>() {
+  return dispatchRowWire(a, [&]<typename T, typename W>() {
     T* rows = static_cast<T*>(a.rows);
-    const T* values = static_cast<const T*>(a.values);
+    const W* values = static_cast<const W*>(a.values);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
       for (size_t r = b; r < e; r++) {
         const size_t at = a.offsets[r] - a.base;
         T* row = rows + r * d;
         if (a.mask == nullptr) {
-          std::memcpy(row, values + at, d * sizeof(T));
+          if constexpr (std::is_same_v<T, W>) std::memcpy(row, values + at, d * sizeof(T));
+          else std::transform(values + at, values + at + d, row, wireValue<T, W>);
           continue;
         }
         const uint32_t* words = a.mask + r * maskWords(d);
         std::fill(row, row + d, T{});  // +0 in every type
         size_t m = 0;
-        forEachKept(words, d, [&](size_t j) { row[j] = values[at + m++]; });
+        forEachKept(words, d, [&](size_t j) { row[j] = wireValue<T>(values[at + m++]); });
       }
     });
   });

@@ -54,6 +54,9 @@ struct RowOffsetsArgs {
 // entry positions; 0 = bitmap, ceil(D/8) bytes per row (byte b holds
 // columns 8b..8b+7, lowest bit first); -1 = no mask on the wire. A null
 // `mask` with format -1 means every row is whole (K >= D: plain rows).
+// Values travel as valueType, no wider than dtype: pack rounds each value
+// to it (nearest even, past its range to Inf, NaN stays NaN), unpack
+// widens it back exactly; the same type moves the bits unchanged.
 struct RowWireArgs {
   void* rows;              // R x D dense rows (pack: read; unpack: written, zeros off the mask)
   size_t rowCount;
@@ -67,6 +70,8 @@ struct RowWireArgs {
   void* wireCounts;        // pack only: counts written `countBytes` wide (null: not sent)
   int countBytes;
   void* values;            // packed values (pack: written; unpack: read)
+  dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
+  dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
 };
 
 // DES rows (dctDesReduceScatter): a block of R rows of D entries and its

@@ -1,9 +1,9 @@
 // CUDA twin of the DCT-MP row kernels against the CPU twin on the same
 // seeded rows: masks, counts and non-finite totals of top-K and threshold
 // selection, offsets, the packed wire bytes of every mask format (also at a
-// block whose offsets do not start at 0), the unpacked rows and decoded
-// masks, all bit for bit; malformed wire masks rejected by both twins with
-// no row written.
+// block whose offsets do not start at 0), values in a narrower wire type,
+// the unpacked rows and decoded masks, all bit for bit; malformed wire
+// masks rejected by both twins with no row written.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -121,14 +121,14 @@ void compareOffsets(Twins& tw, const std::vector<uint32_t>& counts, size_t R, si
 // One twin's buffers of a wire form, and the arguments of block b of two
 // (rows [0, h) and [h, R)): the second block's offsets start at offsets[h]
 // (its base) and its pointers at its own first row and entry.
-template <typename T>
+template <typename T, typename V>
 struct WireBuffers {
   T* rows;
   uint32_t* mask;
   const uint64_t* offsets;
   uint8_t* wireMask;
   uint8_t* wireCounts;
-  T* values;
+  V* values;  // in the wire type
 };
 
 struct Shape {
@@ -141,8 +141,8 @@ struct Shape {
   }
 };
 
-template <typename T>
-RowWireArgs blockArgs(const Shape& s, const WireBuffers<T>& b, int block, bool counts) {
+template <typename T, typename V>
+RowWireArgs blockArgs(const Shape& s, const WireBuffers<T, V>& b, int block, bool counts) {
   const size_t h = s.R / 2, r0 = block ? h : 0, rows = block ? s.R - h : h;
   const uint64_t e0 = s.offsets[r0];
   uint8_t* wire = s.format == 0 ? b.wireMask + r0 * s.bitmapBytes()
@@ -150,11 +150,11 @@ RowWireArgs blockArgs(const Shape& s, const WireBuffers<T>& b, int block, bool c
   return RowWireArgs{b.rows + r0 * s.D, rows, s.D, dtypeOf<T>(), b.mask ? b.mask + r0 * maskWords(s.D) : nullptr,
                      b.offsets + r0, e0, s.format, wire,
                      counts && b.wireCounts ? b.wireCounts + r0 * size_t(s.countBytes) : nullptr, s.countBytes,
-                     b.values + e0};
+                     b.values + e0, dtypeOf<V>()};
 }
 
-template <typename T>
-void runBlocks(const KernelOps& ops, KernelContext* ctx, void* stream, const Shape& s, const WireBuffers<T>& b,
+template <typename T, typename V>
+void runBlocks(const KernelOps& ops, KernelContext* ctx, void* stream, const Shape& s, const WireBuffers<T, V>& b,
                bool unpack) {
   for (int block = 0; block < 2; block++) {
     RowWireArgs a = blockArgs(s, b, block, !unpack);
@@ -165,29 +165,31 @@ void runBlocks(const KernelOps& ops, KernelContext* ctx, void* stream, const Sha
 
 // Pack with both twins (same bytes everywhere, untouched padding
 // included), then unpack the CPU twin's wire with both (same rows and
-// decoded masks). A null mask: whole rows.
-template <typename T>
+// decoded masks). A null mask: whole rows. V: the values' wire type.
+template <typename T, typename V = T>
 void compareWire(Twins& tw, const std::vector<T>& rows, const std::vector<uint32_t>* mask, Shape s) {
   CAPTURE(s.format);
   CAPTURE(s.countBytes);
+  CAPTURE(sizeof(V));
   const size_t R = s.R, D = s.D, W = maskWords(D), E = s.offsets[R];
-  std::vector<T> values(E + 1);
+  std::vector<V> values(E + 1);
   std::vector<uint8_t> wireMask(s.maskBytes() + 8, 0xee), wireCounts(R * s.countBytes + 8, 0xee);
-  std::memset(values.data(), 0xee, values.size() * sizeof(T));
+  std::memset(values.data(), 0xee, values.size() * sizeof(V));
   std::vector<T> rowsIn = rows;
   std::vector<uint32_t> maskIn = mask ? *mask : std::vector<uint32_t>();
-  WireBuffers<T> cpu{rowsIn.data(), mask ? maskIn.data() : nullptr, s.offsets.data(), wireMask.data(),
+  WireBuffers<T, V> cpu{rowsIn.data(), mask ? maskIn.data() : nullptr, s.offsets.data(), wireMask.data(),
                      s.countBytes ? wireCounts.data() : nullptr, values.data()};
   runBlocks(tw.cpu, tw.cpuCtx, nullptr, s, cpu, false);
 
-  DeviceArray<T> dRows(rows), dValues(values.size());
+  DeviceArray<T> dRows(rows);
+  DeviceArray<V> dValues(values.size());
   DeviceArray<uint32_t> dMask(maskIn);
   DeviceArray<uint64_t> dOffsets(s.offsets);
   DeviceArray<uint8_t> dWireMask(wireMask.size()), dWireCounts(wireCounts.size());
   dValues.fillBytes(0xee);
   dWireMask.fillBytes(0xee);
   dWireCounts.fillBytes(0xee);
-  WireBuffers<T> gpu{dRows.get(), mask ? dMask.get() : nullptr, dOffsets.get(), dWireMask.get(),
+  WireBuffers<T, V> gpu{dRows.get(), mask ? dMask.get() : nullptr, dOffsets.get(), dWireMask.get(),
                      s.countBytes ? dWireCounts.get() : nullptr, dValues.get()};
   runBlocks(tw.gpu, tw.gpuCtx, tw.stream, s, gpu, false);
   requireSameBytes(dValues.download(), values);
@@ -237,6 +239,16 @@ void compareAll(Twins& tw, size_t R, size_t D, size_t k, double tau, uint64_t se
   std::vector<uint64_t> whole(R + 1);
   for (size_t r = 0; r <= R; r++) whole[r] = r * D;
   compareWire(tw, rows, nullptr, Shape{R, D, -1, 0, whole});
+  // Narrower wire types: rounded by the pack, widened by the unpack.
+  const int format = formatsFor(D).back();
+  if constexpr (std::is_same_v<T, float>) {
+    compareWire<T, Half>(tw, rows, &sel.mask, Shape{R, D, format, 2, sel.offsets});
+    compareWire<T, BFloat16>(tw, rows, nullptr, Shape{R, D, -1, 0, whole});
+  } else if constexpr (std::is_same_v<T, double>) {
+    compareWire<T, float>(tw, rows, &sel.mask, Shape{R, D, 0, 2, sel.offsets});
+    compareWire<T, Half>(tw, rows, nullptr, Shape{R, D, -1, 0, whole});
+    compareWire<T, BFloat16>(tw, rows, &sel.mask, Shape{R, D, format, 0, sel.offsets});
+  }
 }
 
 }  // namespace

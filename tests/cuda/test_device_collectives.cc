@@ -84,32 +84,37 @@ void compareHalfHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorith
 }
 
 // The sparse all-to-all at one rank (all rows to itself): forward and
-// backward on device buffers over devComm equal the host path byte for byte.
+// backward on device buffers over devComm equal the host path byte for byte,
+// values on an fp32 and an fp16 wire.
 void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
   const size_t d = 64, rows = 37;
-  for (dctRowSelection_t sel : {dctRowTopK, dctRowThreshold}) {
-    CAPTURE(sel);
-    dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
-    cfg.density = 0.05;
-    cfg.rowSelection = sel;
-    dctAlltoallPlan_t hostPlan = nullptr, devPlan = nullptr;
-    REQUIRE(dctAlltoallPlanCreate(hostComm, &rows, &rows, d, dctFloat32, &cfg, &hostPlan) == dctSuccess);
-    REQUIRE(dctAlltoallPlanCreate(devComm, &rows, &rows, d, dctFloat32, &cfg, &devPlan) == dctSuccess);
-    const auto in = dct::test::randomVector<float>(rows * d, 71), grad = dct::test::randomVector<float>(rows * d, 72);
-    std::vector<float> out(rows * d), back(rows * d);
-    dct::test::DeviceArray<float> dIn(in), dOut(rows * d), dGrad(grad), dBack(rows * d);
-    REQUIRE(dctSparseAlltoall(hostPlan, in.data(), out.data(), nullptr) == dctSuccess);
-    REQUIRE(dctSparseAlltoallBackward(hostPlan, grad.data(), back.data(), nullptr) == dctSuccess);
-    REQUIRE(dctSparseAlltoall(devPlan, dIn.get(), dOut.get(), nullptr) == dctSuccess);
-    REQUIRE(dctSparseAlltoallBackward(devPlan, dGrad.get(), dBack.get(), nullptr) == dctSuccess);
-    const auto devOut = dOut.download(), devBack = dBack.download();
-    REQUIRE(std::memcmp(devOut.data(), out.data(), out.size() * sizeof(float)) == 0);
-    REQUIRE(std::memcmp(devBack.data(), back.data(), back.size() * sizeof(float)) == 0);
-    // Host buffers on a plan whose state is on the device: refused.
-    CHECK(dctSparseAlltoall(devPlan, in.data(), out.data(), nullptr) == dctInvalidArgument);
-    dctAlltoallPlanDestroy(hostPlan);
-    dctAlltoallPlanDestroy(devPlan);
-  }
+  for (dctRowSelection_t sel : {dctRowTopK, dctRowThreshold})
+    for (dctDataType_t wire : {dctFloat32, dctFloat16}) {
+      CAPTURE(sel);
+      CAPTURE(wire);
+      dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+      cfg.density = 0.05;
+      cfg.rowSelection = sel;
+      cfg.wireType = wire;
+      dctAlltoallPlan_t hostPlan = nullptr, devPlan = nullptr;
+      REQUIRE(dctAlltoallPlanCreate(hostComm, &rows, &rows, d, dctFloat32, &cfg, &hostPlan) == dctSuccess);
+      REQUIRE(dctAlltoallPlanCreate(devComm, &rows, &rows, d, dctFloat32, &cfg, &devPlan) == dctSuccess);
+      const auto in = dct::test::randomVector<float>(rows * d, 71);
+      const auto grad = dct::test::randomVector<float>(rows * d, 72);
+      std::vector<float> out(rows * d), back(rows * d);
+      dct::test::DeviceArray<float> dIn(in), dOut(rows * d), dGrad(grad), dBack(rows * d);
+      REQUIRE(dctSparseAlltoall(hostPlan, in.data(), out.data(), nullptr) == dctSuccess);
+      REQUIRE(dctSparseAlltoallBackward(hostPlan, grad.data(), back.data(), nullptr) == dctSuccess);
+      REQUIRE(dctSparseAlltoall(devPlan, dIn.get(), dOut.get(), nullptr) == dctSuccess);
+      REQUIRE(dctSparseAlltoallBackward(devPlan, dGrad.get(), dBack.get(), nullptr) == dctSuccess);
+      const auto devOut = dOut.download(), devBack = dBack.download();
+      REQUIRE(std::memcmp(devOut.data(), out.data(), out.size() * sizeof(float)) == 0);
+      REQUIRE(std::memcmp(devBack.data(), back.data(), back.size() * sizeof(float)) == 0);
+      // Host buffers on a plan whose state is on the device: refused.
+      CHECK(dctSparseAlltoall(devPlan, in.data(), out.data(), nullptr) == dctInvalidArgument);
+      dctAlltoallPlanDestroy(hostPlan);
+      dctAlltoallPlanDestroy(devPlan);
+    }
 }
 
 struct MpiSingleton {

@@ -104,8 +104,8 @@ void allgatherShapes(dctComm_t hostComm, dctComm_t devComm) {
 }
 
 // Sparse all-to-all forward and backward (top-K and threshold, uneven and
-// empty splits, NaN/Inf rows) on device buffers over devComm against host
-// buffers over hostComm, byte for byte.
+// empty splits, NaN/Inf rows, fp32 and bf16 wire values) on device buffers
+// over devComm against host buffers over hostComm, byte for byte.
 void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
   const int P = worldSize(), me = worldRank();
   const size_t d = 129;
@@ -115,35 +115,38 @@ void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
     S += send[q] = (me + 2 * q) % 3 * 5;
     R += recv[q] = (q + 2 * me) % 3 * 5;
   }
-  for (dctRowSelection_t sel : {dctRowTopK, dctRowThreshold}) {
-    CAPTURE(sel);
-    dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
-    cfg.density = 0.05;
-    cfg.rowSelection = sel;
-    cfg.thresholdInterval = 2;
-    dctAlltoallPlan_t hostPlan = nullptr, devPlan = nullptr;
-    REQUIRE(dctAlltoallPlanCreate(hostComm, send.data(), recv.data(), d, dctFloat32, &cfg, &hostPlan) == dctSuccess);
-    REQUIRE(dctAlltoallPlanCreate(devComm, send.data(), recv.data(), d, dctFloat32, &cfg, &devPlan) == dctSuccess);
-    Stream st;
-    DeviceVec<float> dIn(S * d, st.s), dOut(R * d, st.s), dGrad(R * d, st.s), dBack(S * d, st.s);
-    std::vector<float> out(R * d), back(S * d);
-    for (int step = 0; step < 3; step++) {
-      CAPTURE(step);
-      const auto in = dct::test::randomVector<float>(S * d, 50 + 7 * step + 100 * me);
-      const auto grad = dct::test::randomVector<float>(R * d, 60 + 7 * step + 100 * me, false);
-      dIn.upload(in);
-      dGrad.upload(grad);
-      REQUIRE(dctSparseAlltoall(hostPlan, in.data(), out.data(), nullptr) == dctSuccess);
-      REQUIRE(dctSparseAlltoallBackward(hostPlan, grad.data(), back.data(), nullptr) == dctSuccess);
-      REQUIRE(dctSparseAlltoall(devPlan, dIn.p, dOut.p, st.s) == dctSuccess);
-      REQUIRE(dctSparseAlltoallBackward(devPlan, dGrad.p, dBack.p, st.s) == dctSuccess);
-      const auto devOut = dOut.download(), devBack = dBack.download();
-      if (R) REQUIRE(std::memcmp(devOut.data(), out.data(), R * d * sizeof(float)) == 0);
-      if (S) REQUIRE(std::memcmp(devBack.data(), back.data(), S * d * sizeof(float)) == 0);
+  for (dctRowSelection_t sel : {dctRowTopK, dctRowThreshold})
+    for (dctDataType_t wire : {dctFloat32, dctBFloat16}) {
+      CAPTURE(sel);
+      CAPTURE(wire);
+      dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+      cfg.density = 0.05;
+      cfg.rowSelection = sel;
+      cfg.wireType = wire;
+      cfg.thresholdInterval = 2;
+      dctAlltoallPlan_t hostPlan = nullptr, devPlan = nullptr;
+      REQUIRE(dctAlltoallPlanCreate(hostComm, send.data(), recv.data(), d, dctFloat32, &cfg, &hostPlan) == dctSuccess);
+      REQUIRE(dctAlltoallPlanCreate(devComm, send.data(), recv.data(), d, dctFloat32, &cfg, &devPlan) == dctSuccess);
+      Stream st;
+      DeviceVec<float> dIn(S * d, st.s), dOut(R * d, st.s), dGrad(R * d, st.s), dBack(S * d, st.s);
+      std::vector<float> out(R * d), back(S * d);
+      for (int step = 0; step < 3; step++) {
+        CAPTURE(step);
+        const auto in = dct::test::randomVector<float>(S * d, 50 + 7 * step + 100 * me);
+        const auto grad = dct::test::randomVector<float>(R * d, 60 + 7 * step + 100 * me, false);
+        dIn.upload(in);
+        dGrad.upload(grad);
+        REQUIRE(dctSparseAlltoall(hostPlan, in.data(), out.data(), nullptr) == dctSuccess);
+        REQUIRE(dctSparseAlltoallBackward(hostPlan, grad.data(), back.data(), nullptr) == dctSuccess);
+        REQUIRE(dctSparseAlltoall(devPlan, dIn.p, dOut.p, st.s) == dctSuccess);
+        REQUIRE(dctSparseAlltoallBackward(devPlan, dGrad.p, dBack.p, st.s) == dctSuccess);
+        const auto devOut = dOut.download(), devBack = dBack.download();
+        if (R) REQUIRE(std::memcmp(devOut.data(), out.data(), R * d * sizeof(float)) == 0);
+        if (S) REQUIRE(std::memcmp(devBack.data(), back.data(), S * d * sizeof(float)) == 0);
+      }
+      dctAlltoallPlanDestroy(hostPlan);
+      dctAlltoallPlanDestroy(devPlan);
     }
-    dctAlltoallPlanDestroy(hostPlan);
-    dctAlltoallPlanDestroy(devPlan);
-  }
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // references: every rank rebuilds what each peer sent it (seeded per pair)
 // and checks the forward against the sort-based per-row top-K (or threshold)
 // mask, and the backward against the gradient restricted to its own masks.
-// Uneven and empty splits, ties, NaN/Inf rows, fp32/fp64, lossless K >= D
-// (bit-identical to MPI_Alltoallv), bad input on every rank.
+// Uneven and empty splits, ties, NaN/Inf rows, fp32/fp64, values on a
+// narrower wire (config.wireType), lossless K >= D (bit-identical to
+// MPI_Alltoallv, of the rounded rows on an fp16 wire), bad input on every
+// rank.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -86,14 +88,27 @@ std::vector<float> fromHalf(dctDataType_t half, const std::vector<uint16_t>& h) 
   return v;
 }
 
+// v as it arrives through a `wire` narrower than T (dctNumTypes: T itself):
+// rounded once (fp64 to the half types through fp32), widened exactly.
+template <typename T>
+std::vector<T> throughWire(dctDataType_t wire, std::vector<T> v) {
+  if (wire == dctNumTypes) return v;
+  for (T& x : v) {
+    const float f = static_cast<float>(x);
+    x = static_cast<T>(wire == dctFloat32 ? f : roundedTo(wire, {f})[0]);
+  }
+  return v;
+}
+
 template <typename T>
 void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyRank, uint64_t seed,
-                    dctDataType_t half = dctFloat32) {
+                    dctDataType_t half = dctFloat32, dctDataType_t wire = dctNumTypes) {
   CAPTURE(d);
   CAPTURE(density);
   CAPTURE(sel);
   CAPTURE(emptyRank);
   CAPTURE(half);
+  CAPTURE(wire);
   World w;
   const bool halves = half != dctFloat32;
   auto dataOf = [&](int p, int q, size_t rows, size_t len, uint64_t sd) {
@@ -119,6 +134,7 @@ void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyR
   const Split s(w.rank, w.size, emptyRank);
   const size_t k = std::min(d, std::max<size_t>(1, static_cast<size_t>(std::ceil(density * d - 1e-9))));
   dctConfig_t cfg = rowConfig(density, sel);
+  if (wire != dctNumTypes) cfg.wireType = wire;
   dctAlltoallPlan_t plan = nullptr;
   REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dt, &cfg, &plan) == dctSuccess);
 
@@ -138,7 +154,7 @@ void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyR
   for (int q = 0; q < w.size; q++) {
     auto block = dataOf(q, w.rank, s.recv[q], d, seed);
     for (size_t r = 0; r < s.recv[q]; r++) {
-      const auto want = maskedRow(&block[r * d], keepOf(&block[r * d], d, k, sel, taus[q]));
+      const auto want = throughWire(wire, maskedRow(&block[r * d], keepOf(&block[r * d], d, k, sel, taus[q])));
       const T* got = &recv[(s.recvStart[q] + r) * d];
       for (size_t j = 0; j < d; j++) REQUIRE(std::memcmp(&got[j], &want[j], sizeof(T)) == 0);
     }
@@ -155,7 +171,7 @@ void checkRoundTrip(size_t d, double density, dctRowSelection_t sel, bool emptyR
     auto g = dataOf(q, w.rank, s.send[q], d, seed + 1);
     for (size_t r = 0; r < s.send[q]; r++) {
       const T* row = &send[(s.sendStart[q] + r) * d];
-      const auto want = maskedRow(&g[r * d], keepOf(row, d, k, sel, taus[w.rank]));
+      const auto want = throughWire(wire, maskedRow(&g[r * d], keepOf(row, d, k, sel, taus[w.rank])));
       const T* got = &gradBack[(s.sendStart[q] + r) * d];
       for (size_t j = 0; j < d; j++) REQUIRE(std::memcmp(&got[j], &want[j], sizeof(T)) == 0);
     }
@@ -188,17 +204,35 @@ TEST_CASE("fp16 and bf16 rows: forward and backward match the masked references"
     }
 }
 
-TEST_CASE("K >= rowLength is lossless: bit-identical to MPI_Alltoallv") {
+TEST_CASE("values on a narrower wire: the masks of the rows as given, each value rounded once") {
+  uint64_t seed = 200;
+  for (size_t d : {1, 7, 64, 129})
+    for (dctDataType_t wire : {dctFloat16, dctBFloat16}) {
+      checkRoundTrip<float>(d, 0.05, dctRowTopK, d == 7, seed++, dctFloat32, wire);
+      checkRoundTrip<float>(d, 0.1, dctRowThreshold, d == 64, seed++, dctFloat32, wire);
+      checkRoundTrip<double>(d, 0.3, dctRowTopK, d == 1, seed++, dctFloat32, wire);
+    }
+  checkRoundTrip<double>(64, 0.05, dctRowTopK, true, seed++, dctFloat32, dctFloat32);
+  checkRoundTrip<float>(64, 0.05, dctRowTopK, false, seed++, dctFloat32, dctFloat32);  // the rows' own type
+}
+
+// K >= rowLength, forward and backward: MPI_Alltoallv of the rows as they
+// leave the wire (`wire` rounding, none for the rows' own type), bit for bit.
+void checkLossless(dctDataType_t wire) {
+  CAPTURE(wire);
   World w;
-  const size_t d = 33;
+  const size_t d = 36;  // whole rows of an even count: 8-byte aligned blocks in both types
   const Split s(w.rank, w.size, false);
   dctConfig_t cfg = rowConfig(1.0, dctRowTopK);
+  cfg.wireType = wire;
   dctAlltoallPlan_t plan = nullptr;
   REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &cfg, &plan) == dctSuccess);
-  std::vector<float> send(s.sendStart[w.size] * d), recv(s.recvStart[w.size] * d), dense(recv.size());
+  std::vector<float> send(s.sendStart[w.size] * d), recv(s.recvStart[w.size] * d), grad(recv.size());
   for (int q = 0; q < w.size; q++) {
     auto block = blockData<float>(w.rank, q, s.send[q], d, 99);
     std::copy(block.begin(), block.end(), send.begin() + s.sendStart[q] * d);
+    auto g = blockData<float>(w.rank, q, s.recv[q], d, 98);
+    std::copy(g.begin(), g.end(), grad.begin() + s.recvStart[q] * d);
   }
   std::vector<int> sc(w.size), sd(w.size), rc(w.size), rd(w.size);
   for (int q = 0; q < w.size; q++) {
@@ -207,15 +241,29 @@ TEST_CASE("K >= rowLength is lossless: bit-identical to MPI_Alltoallv") {
     rc[q] = static_cast<int>(s.recv[q] * d);
     rd[q] = static_cast<int>(s.recvStart[q] * d);
   }
-  MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_FLOAT, dense.data(), rc.data(), rd.data(), MPI_FLOAT,
+  const dctDataType_t own = wire == dctFloat32 ? dctNumTypes : wire;
+  const auto wireSend = throughWire(own, send), wireGrad = throughWire(own, grad);
+  std::vector<float> dense(recv.size()), denseBack(send.size()), back(send.size());
+  MPI_Alltoallv(wireSend.data(), sc.data(), sd.data(), MPI_FLOAT, dense.data(), rc.data(), rd.data(), MPI_FLOAT,
+                MPI_COMM_WORLD);
+  MPI_Alltoallv(wireGrad.data(), rc.data(), rd.data(), MPI_FLOAT, denseBack.data(), sc.data(), sd.data(), MPI_FLOAT,
                 MPI_COMM_WORLD);
   REQUIRE(dctSparseAlltoall(plan, send.data(), recv.data(), nullptr) == dctSuccess);
   REQUIRE(std::memcmp(recv.data(), dense.data(), recv.size() * sizeof(float)) == 0);
+  REQUIRE(dctSparseAlltoallBackward(plan, grad.data(), back.data(), nullptr) == dctSuccess);
+  REQUIRE(std::memcmp(back.data(), denseBack.data(), back.size() * sizeof(float)) == 0);
   dctAlltoallStats_t st;
   REQUIRE(dctAlltoallPlanGetStats(plan, &st) == dctSuccess);
   CHECK(st.maskFormat == -1);
-  CHECK(st.forwardBytesSent == st.denseBytesSent);  // plain rows: no mask, no counts
+  // Plain rows: no mask, no counts, values in the wire type.
+  const uint64_t wireBytes = wire == dctFloat32 ? 4 : 2;
+  CHECK(st.forwardBytesSent * 4 == st.denseBytesSent * wireBytes);
+  CHECK(st.backwardBytesSent * 4 == st.denseBytesReceived * wireBytes);
   dctAlltoallPlanDestroy(plan);
+}
+
+TEST_CASE("K >= rowLength is lossless: bit-identical to MPI_Alltoallv (of the rounded rows on a half wire)") {
+  for (dctDataType_t wire : {dctFloat32, dctFloat16, dctBFloat16}) checkLossless(wire);
 }
 
 TEST_CASE("bad input fails on every rank and loses nothing") {
@@ -239,6 +287,15 @@ TEST_CASE("bad input fails on every rank and loses nothing") {
   dctConfig_t bad = cfg;
   bad.density = 0;
   CHECK(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &bad, &plan) == dctInvalidArgument);
+  bad = cfg;
+  bad.wireType = dctFloat64;  // wider than the rows
+  CHECK(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &bad, &plan) == dctInvalidArgument);
+  CHECK(std::string(dctGetLastError(w.comm)).find("wider") != std::string::npos);
+  bad.wireType = w.rank == 0 ? dctFloat16 : dctBFloat16;  // differs across ranks
+  res = dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &bad, &plan);
+  CHECK(res == (w.size > 1 ? dctInvalidUsage : dctSuccess));
+  if (res == dctSuccess) dctAlltoallPlanDestroy(plan);
+  else CHECK(std::string(dctGetLastError(w.comm)).find("wireType") != std::string::npos);
 
   REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), d, dctFloat32, &cfg, &plan) == dctSuccess);
   std::vector<float> send(s.sendStart[w.size] * d, 1.0f), recv(s.recvStart[w.size] * d), grad(recv.size(), 2.0f),

@@ -1,13 +1,16 @@
 // DCT-MP row kernels of the CPU twin against the plain references: per-row
 // top-K and threshold selection, offsets, every wire mask format there and
-// back, and malformed wire masks rejected with nothing written.
+// back, values in a narrower wire type, and malformed wire masks rejected
+// with nothing written.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
+#include "../common/half_reference.h"
 #include "../common/row_reference.h"
+#include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "reference.h"
 
@@ -162,4 +165,98 @@ TEST_CASE("malformed wire masks are rejected and nothing is written") {
   REQUIRE(unpack(0, bitmapCount) == dctInternalError);  // 3 bits for 2 entries
   REQUIRE(unpack(0, bitmapTail) == dctInternalError);   // column 20 of 20
   for (float x : out) REQUIRE(x == 9.0f);
+}
+
+namespace {
+
+// x as wire type w (a 16-bit or fp32 pattern), from the independent
+// conversions of half_reference.h; fp64 reaches the half types through fp32.
+template <typename T>
+uint64_t refWireBits(T x, dctDataType_t w) {
+  const float f = static_cast<float>(x);
+  if (w == dctFloat16) return dcttest::refFloatToHalf(f);
+  if (w == dctBFloat16) return dcttest::refFloatToBf16(f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+double refWiden(uint64_t bits, dctDataType_t w) {
+  if (w == dctFloat16) return dcttest::refHalfToFloat(static_cast<uint16_t>(bits));
+  if (w == dctBFloat16) return dcttest::refBf16ToFloat(static_cast<uint16_t>(bits));
+  float f;
+  const uint32_t b = static_cast<uint32_t>(bits);
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint64_t readBits(const std::vector<uint8_t>& v, size_t i, size_t width) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, v.data() + i * width, width);
+  return bits;
+}
+// NaN matches NaN of the same sign (x86 narrows fp64 NaN payloads its own way).
+bool sameValue(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b);
+  return sameBits(a, b);
+}
+
+template <typename T>
+void checkWireType(dctDataType_t w, int format, uint64_t seed) {
+  CAPTURE(w);
+  CAPTURE(format);
+  Twin t;
+  const size_t R = 7, d = format == 1 ? 37 : 300, ws = dtypeSize(w);
+  std::vector<T> rows = testRows<T>(R, d, false, seed);
+  rows[3] = T(70000.0);   // past fp16's range: Inf on an fp16 wire
+  rows[4] = T(-1.0e-9);   // below fp16's subnormals: -0
+  rows[5] = T(65519.0);   // rounds down to 65504 in fp16
+  std::mt19937_64 rng(seed);
+  std::vector<uint32_t> mask(R * maskWords(d), 0), counts(R, 0);
+  for (size_t r = 0; r < R; r++)
+    for (size_t j = 0; j < d; j++)
+      if (format < 0 || j < 6 || rng() % 4 == 0) mask[r * maskWords(d) + j / 32] |= 1u << (j % 32), counts[r]++;
+  std::vector<uint64_t> offsets(R + 1);
+  RowOffsetsArgs off{counts.data(), 4, 0, R, offsets.data()};
+  REQUIRE(t.ops.rowOffsets(t.ctx, &off, nullptr) == dctSuccess);
+  const dctDataType_t dtype = sizeof(T) == 8 ? dctFloat64 : dctFloat32;
+  std::vector<uint8_t> wireMask(R * d * 4 + 8), values(off.total * ws + 8);
+  uint32_t* maskIn = format < 0 ? nullptr : mask.data();
+  RowWireArgs a{rows.data(), R, d, dtype, maskIn, offsets.data(), 0, format, wireMask.data(), nullptr, 0,
+                values.data(), w};
+  REQUIRE(t.ops.rowPack(t.ctx, &a, nullptr) == dctSuccess);
+  std::vector<T> out(R * d, T(5));
+  std::vector<uint32_t> decoded(mask.size());
+  a.rows = out.data();
+  if (maskIn) a.mask = decoded.data();
+  REQUIRE(t.ops.rowUnpack(t.ctx, &a, nullptr) == dctSuccess);
+  size_t m = 0;
+  for (size_t r = 0; r < R; r++)
+    for (size_t j = 0; j < d; j++) {
+      const T x = rows[r * d + j];
+      if (!bit(mask, r, d, j)) {
+        REQUIRE(sameBits(out[r * d + j], T(0)));
+        continue;
+      }
+      const uint64_t expected = refWireBits(x, w), sent = readBits(values, m++, ws);
+      if (w == dctFloat32) REQUIRE(sameValue(refWiden(sent, w), refWiden(expected, w)));
+      else REQUIRE(sent == expected);
+      REQUIRE(sameValue(static_cast<double>(out[r * d + j]), refWiden(expected, w)));
+    }
+  CHECK(std::isinf(static_cast<double>(out[3])) == (w == dctFloat16 && bit(mask, 0, d, 3)));
+}
+
+}  // namespace
+
+TEST_CASE("values travel in a narrower wire type: rounded by the pack, widened exactly by the unpack") {
+  uint64_t seed = 900;
+  for (int format : {-1, 0, 1, 2}) {
+    for (dctDataType_t w : {dctFloat16, dctBFloat16}) checkWireType<float>(w, format, seed++);
+    for (dctDataType_t w : {dctFloat32, dctFloat16, dctBFloat16}) checkWireType<double>(w, format, seed++);
+  }
+  Twin t;  // a wire type wider than the rows is refused, nothing written
+  std::vector<float> rows(4, 1.0f), values(4, 9.0f);
+  std::vector<uint64_t> offsets = {0, 4};
+  RowWireArgs wider{rows.data(), 1, 4, dctFloat32, nullptr, offsets.data(), 0, -1, nullptr, nullptr, 0,
+                    values.data(), dctFloat64};
+  REQUIRE(t.ops.rowPack(t.ctx, &wider, nullptr) == dctNotSupported);
+  for (float x : values) REQUIRE(x == 9.0f);
 }
