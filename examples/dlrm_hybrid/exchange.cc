@@ -34,6 +34,7 @@ EmbeddingExchange::EmbeddingExchange(const RowLayout& layout, int dim, const MpO
   config.density = options.density;
   config.rowSelection = options.rowSelection;
   config.wireType = options.wireType;
+  if (options.thresholdInterval > 0) config.thresholdInterval = options.thresholdInterval;
   DLRM_DCT_CHECK(comm_, dctAlltoallPlanCreate(comm_, layout_.sendRows.data(), layout_.recvRows.data(),
                                               static_cast<size_t>(dim_), dctFloat32, &config, &plan_));
 }

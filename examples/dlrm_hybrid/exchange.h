@@ -39,6 +39,7 @@ struct MpOptions {
   double density = 0;  // <= 0: dense MPI_Alltoallv; else DCT-MP with K = ceil(density D)
   dctDataType_t wireType = dctFloat32;  // the type kept values travel in
   int rowSelection = dctRowTopK;        // dctRowSelection_t
+  int thresholdInterval = 0;            // dctRowThreshold: steps between tau estimates; 0: the library's default
 };
 
 class EmbeddingExchange {

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     Split split(B, P);
     RowLayout layout(split, T, rank);
     Dlrm model(opt.model, opt.data.tableSizes, rank, P, opt.sharding);
-    const MpOptions mpOptions{dctMp ? opt.mpDensity : 0, opt.mpWire, opt.mpSelection};
+    const MpOptions mpOptions{dctMp ? opt.mpDensity : 0, opt.mpWire, opt.mpSelection, opt.mpInterval};
     EmbeddingExchange trainExchange(layout, D, mpOptions, comm);
     EmbeddingExchange evalExchange(layout, D, mpOptions, comm);
     EmbeddingExchange evalFullExchange(layout, D, MpOptions{}, comm);

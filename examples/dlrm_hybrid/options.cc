@@ -74,6 +74,7 @@ void printUsage(const char* program) {
       "  --mp-density X         DCT-MP fraction of each embedding row sent (0.05; row sharding: exact unless given)\n"
       "  --mp-wire fp32|fp16|bf16  DCT-MP: the type the kept values travel in (fp32)\n"
       "  --mp-selection topk|threshold  DCT-MP: K per row, or one threshold for all rows (topk)\n"
+      "  --mp-interval L        DCT-MP threshold: steps between tau estimates (library default)\n"
       "  --dp-density X         DCT-DP fraction of the MLP gradient sent (0.01)\n"
       "  --dp-wire fp32|fp16|bf16  DCT-DP: the type the kept values travel in (fp32)\n"
       "  --dp-interval L        DCT-DP steps between threshold estimates (library default)\n"
@@ -139,6 +140,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
       else if (m == "threshold") o->mpSelection = dctRowThreshold;
       else ok = false;
     } else if (flag == "--dp-density") { ok = number(v, kTiny, 1, &o->dpDensity);
+    } else if (flag == "--mp-interval") { ok = number(v, 1, kMaxInt, &o->mpInterval);
     } else if (flag == "--dp-interval") { ok = number(v, 1, kMaxInt, &o->dpInterval);
     } else if (flag == "--dp-warmup") { ok = number(v, 0, kMaxInt, &o->dpWarmup);
     } else if (flag == "--batch") { ok = number(v, 1, kMaxInt, &o->batch);

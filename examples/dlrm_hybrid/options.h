@@ -22,6 +22,7 @@ struct Options {
   double desDensity = 1.0;     // --sharding row: DES keeps K = ceil(density D) of each non-zero row (1: exact)
   dctDataType_t mpWire = dctFloat32;  // DCT-MP: the type values travel in (config.wireType)
   int mpSelection = dctRowTopK;        // DCT-MP: dctRowSelection_t
+  int mpInterval = 0;                  // DCT-MP threshold: steps between tau estimates (0: library default)
   double dpDensity = 0.01;     // DCT-DP (mpdp only)
   dctDataType_t dpWire = dctFloat32;  // DCT-DP: the type values travel in (rounding kept in the residual)
   int dpInterval = 0;          // DCT-DP threshold interval L (0: library default)

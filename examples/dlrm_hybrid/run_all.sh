@@ -38,7 +38,7 @@ RUNS=(
   "mpdp-0.025-0.005-w10|--mode mpdp --mp-density 0.025 --dp-density 0.005 --dp-warmup 10"
   "mp-1-fp16|--mode mp --mp-density 1 --mp-wire fp16"
   "mp-0.05-fp16|--mode mp --mp-density 0.05 --mp-wire fp16"
-  "mp-0.05-thr-fp16|--mode mp --mp-density 0.05 --mp-selection threshold --mp-wire fp16"
+  "mp-0.06-thr-fp16|--mode mp --mp-density 0.06 --mp-selection threshold --mp-interval 10 --mp-wire fp16"
   "dp-0.01-fp16|--mode dp --dp-density 0.01 --dp-wire fp16"
   "mpdp-0.05-0.01-fp16-w10|--mode mpdp --mp-density 0.05 --dp-density 0.01 --mp-wire fp16 --dp-wire fp16 --dp-warmup 10"
   "mpdp-0.05-0.005-fp16-w10|--mode mpdp --mp-density 0.05 --dp-density 0.005 --mp-wire fp16 --dp-wire fp16 --dp-warmup 10"
