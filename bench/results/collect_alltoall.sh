@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # DCT-MP sparse all-to-all (dct_perf -C alltoall): 4 ranks, fp32, on shared
 # memory and on 1 Gbit/s shaped links (bench/netem), row lengths 64 and 256,
-# densities 0.05 / 0.025 / 0.01, sizes 1M..64M bytes of send buffer per rank.
+# densities 0.05 / 0.025 / 0.01, sizes 1M..64M bytes of send buffer per rank,
+# values on the wire as fp32 (WIRES adds fp16 / bf16: dct_perf -W).
 # Every configuration runs REPEATS times, each in its own process; the tables
 # give the median of the per-run medians and the min-max over all timed
 # iterations of all runs. Writes markdown, .dat, gnuplot PNGs and a README.md
@@ -9,16 +10,18 @@
 #   bench/results/collect_alltoall.sh [build-dir]      (default: build)
 # Environment knobs (defaults): REPEATS=3 ITERS=7 WARMUPS=3 NETS="shm netem"
 #   ROWLENGTHS="64 256" DENSITIES="0.05 0.025 0.01" SIZES="-b 1M -e 64M -f 4"
+#   WIRES="fp32" OUT=bench/results/<date>-alltoall
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 PERF="$BUILD/bench/dct_perf"
-OUT="$ROOT/bench/results/$(date +%Y-%m-%d)-alltoall"
+OUT="${OUT:-$ROOT/bench/results/$(date +%Y-%m-%d)-alltoall}"
 REPEATS=${REPEATS:-3} ITERS=${ITERS:-7} WARMUPS=${WARMUPS:-3}
 NETS=${NETS:-shm netem}
 ROWLENGTHS=${ROWLENGTHS:-64 256}
 DENSITIES=${DENSITIES:-0.05 0.025 0.01}
 SIZES=${SIZES:--b 1M -e 64M -f 4}
+WIRES=${WIRES:-fp32}
 RATE_BPS=1000000000  # what netem() below shapes to
 [[ -x $PERF ]] || { echo "no $PERF: build dct_perf first" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -42,11 +45,13 @@ STARTED=$(date -u +%Y-%m-%dT%H:%MZ)
 for net in $NETS; do
   for D in $ROWLENGTHS; do
     for d in $DENSITIES; do
-      for ((r = 1; r <= REPEATS; r++)); do
-        LOADS+="$(loadavg | cut -d' ' -f1) "
-        # shellcheck disable=SC2086  # SIZES is a list of flags
-        $net -C alltoall $SIZES -R "$D" -D "$d" -n "$ITERS" -w "$WARMUPS" \
-          -J "$OUT/${net}_R${D}_D${d}.json" | tee -a "$OUT/${net}.log"
+      for w in $WIRES; do
+        for ((r = 1; r <= REPEATS; r++)); do
+          LOADS+="$(loadavg | cut -d' ' -f1) "
+          # shellcheck disable=SC2086  # SIZES is a list of flags
+          $net -C alltoall $SIZES -R "$D" -D "$d" -W "$w" -n "$ITERS" -w "$WARMUPS" \
+            -J "$OUT/${net}_R${D}_D${d}_W${w}.json" | tee -a "$OUT/${net}.log"
+        done
       done
     done
   done
@@ -58,13 +63,13 @@ python3 - "$OUT" "$RATE_BPS" <<'PY'
 import glob, json, os, statistics, sys
 out, rate = sys.argv[1], float(sys.argv[2])
 NET = {"shm": "shared memory (4 ranks on 2 cores)", "netem": "1 Gbit/s shaped links (tc tbf)"}
-groups = {}  # (net, D, density) -> size -> [rows]
+groups = {}  # (net, D, density, wire) -> size -> [rows]
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     net = os.path.basename(path).split("_")[0]
     for line in open(path):
         if line.strip():
             r = json.loads(line)
-            key = (net, r["row_length"], r["density"])
+            key = (net, r["row_length"], r["density"], r.get("wire_type", "fp32"))
             groups.setdefault(key, {}).setdefault(r["size"], []).append(r)
 
 def summary(rows):
@@ -95,19 +100,20 @@ def ms(s, k):
 md_all = []
 for net in ("netem", "shm"):
     for D in sorted({k[1] for k in groups if k[0] == net}):
-        keys = sorted((k for k in groups if k[0] == net and k[1] == D), key=lambda k: -k[2])
+        wires = ["fp32", "fp64", "fp16", "bf16"]
+        keys = sorted((k for k in groups if k[0] == net and k[1] == D), key=lambda k: (-k[2], wires.index(k[3])))
         if not keys:
             continue
         shaped = net == "netem"
         lines = [f"### {NET.get(net, net)}, row length {D}\n",
-                 "| size (B) | density | K | mask | dense ms (min-max) | fwd ms (min-max) "
+                 "| size (B) | density | wire | K | mask | dense ms (min-max) | fwd ms (min-max) "
                  "| bwd ms (min-max) | fwd x | bwd x | wire fwd B/rank | wire bwd B/rank | ratio "
                  + ("| floor dense / fwd / bwd ms " if shaped else "") + "| #wrong |",
-                 "|---:|---:|---:|:--|---:|---:|---:|---:|---:|---:|---:|---:|"
+                 "|---:|---:|:--|---:|:--|---:|---:|---:|---:|---:|---:|---:|---:|"
                  + ("---:|" if shaped else "") + "---:|"]
         first = None
         for key in keys:
-            dat = [f"# {NET.get(net, net)}, D={D}, density {key[2]:g}",
+            dat = [f"# {NET.get(net, net)}, D={D}, density {key[2]:g}, wire {key[3]}",
                    "# size dense_us fwd_us bwd_us fwd_x bwd_x wire_fwd wire_bwd ratio "
                    "floor_dense_ms floor_fwd_ms floor_bwd_ms wrong runs"]
             for size in sorted(groups[key]):
@@ -116,7 +122,7 @@ for net in ("netem", "shm"):
                 wrong = f"{s['wrong']}" + (" (unchecked runs)" if s["unchecked"] else "")
                 floor = (f"| {s['floor_dense']:.2f} / {s['floor_fwd']:.2f} / {s['floor_bwd']:.2f} "
                          if shaped else "")
-                lines.append(f"| {size} | {key[2]:g} | {s['k']} | {s['mask_format']} | {ms(s, 'dense')} "
+                lines.append(f"| {size} | {key[2]:g} | {key[3]} | {s['k']} | {s['mask_format']} | {ms(s, 'dense')} "
                              f"| {ms(s, 'fwd')} | {ms(s, 'bwd')} | {s['fwd_x']:.2f}x | {s['bwd_x']:.2f}x "
                              f"| {s['wire_fwd']:.0f} | {s['wire_bwd']:.0f} | {s['ratio']:.1f}x "
                              f"{floor}| {wrong} |")
@@ -125,7 +131,7 @@ for net in ("netem", "shm"):
                     round(s["bwd_x"], 4), s["wire_fwd"], s["wire_bwd"], round(s["ratio"], 4),
                     round(s["floor_dense"], 4), round(s["floor_fwd"], 4), round(s["floor_bwd"], 4),
                     s["wrong"], s["runs"])))
-            with open(os.path.join(out, f"{net}_R{D}_D{key[2]:g}.dat"), "w") as f:
+            with open(os.path.join(out, f"{net}_R{D}_D{key[2]:g}_W{key[3]}.dat"), "w") as f:
                 f.write("\n".join(dat) + "\n")
         lines.append(f"\n{first['nranks']} ranks, {first['type']}; {first['runs']} runs per row, "
                      f"each {first['iters']} timed iterations after {first['warmups']} warm-ups; "
@@ -154,20 +160,20 @@ do for [net in nets] {
     set title sprintf("row length %s", D)
     set xlabel "send buffer bytes per rank"
     set ylabel "ms"
-    first = sprintf("%s/%s_R%s_D%s.dat", dir, net, D, word(densities, 1))
-    file(i) = sprintf("%s/%s_R%s_D%s.dat", dir, net, D, word(densities, i))
+    first = sprintf("%s/%s_R%s_D%s.dat", dir, net, D, word(series, 1))
+    file(i) = sprintf("%s/%s_R%s_D%s.dat", dir, net, D, word(series, i))
     # The dense floor only exists on the shaped links: an extra curve there.
     floor = net eq "netem" ? "1 Gbit/s floor of dense (bytes / rate)" : ""
     plot first using 1:($2/1e3) with linespoints lw 2 lc rgb "black" title "dense MPI_Alltoallv", \
-         for [i=1:words(densities)] file(i) using 1:($3/1e3) with linespoints lc i title sprintf("forward, density %s", word(densities, i)), \
-         for [i=1:words(densities)] file(i) using 1:($4/1e3) with linespoints dt 2 lc i title sprintf("backward, density %s", word(densities, i)), \
+         for [i=1:words(series)] file(i) using 1:($3/1e3) with linespoints lc i title sprintf("forward, density %s", word(series, i)), \
+         for [i=1:words(series)] file(i) using 1:($4/1e3) with linespoints dt 2 lc i title sprintf("backward, density %s", word(series, i)), \
          for [k=1:(net eq "netem")] first using 1:10 with lines dt 3 lc rgb "gray40" title floor
   }
   unset multiplot
 }
 GP
-dens_fmt=""; for d in $DENSITIES; do dens_fmt+="$(python3 -c "print('%g' % $d)") "; done
-gnuplot -e "dir='$OUT'; nets='$NETS'; rowlengths='$ROWLENGTHS'; densities='${dens_fmt% }'" "$OUT/plots.gp"
+series=""; for d in $DENSITIES; do for w in $WIRES; do series+="$(python3 -c "print('%g' % $d)")_W$w "; done; done
+gnuplot -e "dir='$OUT'; nets='$NETS'; rowlengths='$ROWLENGTHS'; series='${series% }'" "$OUT/plots.gp"
 
 DIRTY=""
 if git -C "$ROOT" status --porcelain -- src include bench | grep -q .; then DIRTY=" + uncommitted changes"; fi
@@ -206,11 +212,11 @@ if git -C "$ROOT" status --porcelain -- src include bench | grep -q .; then DIRT
   echo
   echo '```sh'
   echo "bench/results/collect_alltoall.sh ${1:-build}    # REPEATS=$REPEATS ITERS=$ITERS WARMUPS=$WARMUPS"
-  echo "# which runs, for D in {$ROWLENGTHS}, d in {$DENSITIES}, $REPEATS times each:"
+  echo "# which runs, for D in {$ROWLENGTHS}, d in {$DENSITIES}, w in {$WIRES}, $REPEATS times each:"
   echo "export GLIBC_TUNABLES=$GLIBC_TUNABLES"
   echo "export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_alltoallv_algorithm=1"
-  echo "mpirun -np 4 --oversubscribe -x GLIBC_TUNABLES build/bench/dct_perf -C alltoall $SIZES -R \$D -D \$d -n $ITERS -w $WARMUPS -J shm_R\${D}_D\${d}.json"
-  echo "bench/netem/run.sh -np 4 --rate 1gbit --timeout 1700 -- build/bench/dct_perf -C alltoall $SIZES -R \$D -D \$d -n $ITERS -w $WARMUPS -J netem_R\${D}_D\${d}.json"
+  echo "mpirun -np 4 --oversubscribe -x GLIBC_TUNABLES build/bench/dct_perf -C alltoall $SIZES -R \$D -D \$d -W \$w -n $ITERS -w $WARMUPS -J shm_R\${D}_D\${d}_W\${w}.json"
+  echo "bench/netem/run.sh -np 4 --rate 1gbit --timeout 1700 -- build/bench/dct_perf -C alltoall $SIZES -R \$D -D \$d -W \$w -n $ITERS -w $WARMUPS -J netem_R\${D}_D\${d}_W\${w}.json"
   echo '```'
   echo
   # shellcheck disable=SC2016  # the backquotes are markdown
