@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "count_arg.h"
+#include "cuda_row_bench.h"
 #include "kernels/index_packing.h"
 #include "kernels/kernels.h"
 #include "kernels/sampling.h"
@@ -39,7 +40,10 @@ const char* kUsage =
     "       cuda_kernel_perf -T [-b minN] [-e maxN] [-f factor] [-n reps] [-D density]\n"
     "                        [-d float|double|half|bf16]\n"
     "  the threshold estimators side by side (sampled / exact / bisect; see\n"
-    "  kernel_perf -h): defaults 1M .. 16M by 4, densities 0.001, 0.01, 0.1, 5 reps.\n";
+    "  kernel_perf -h): defaults 1M .. 16M by 4, densities 0.001, 0.01, 0.1, 5 reps.\n"
+    "       cuda_kernel_perf -R [-L rowLength] [-K rowDensity] [-b minN] [-e maxN] [-f factor] [-n reps]\n"
+    "  DCT-MP row kernels (row-select, row-pack, row-unpack) vs memcpy-d2d, fp32 rows,\n"
+    "  defaults D 64, K = ceil(0.05 D), 1M .. 64M elements by 4.\n";
 
 #define CHECK_CUDA(call)                                                         \
   do {                                                                           \
@@ -150,8 +154,9 @@ int main(int argc, char** argv) {
   using dctbench::parseCount;
   Options opt;
   dctbench::ThresholdBenchOptions topt;
-  bool thresholds = false, sized = false, factored = false, repeated = false, dense = false;
-  for (int c; (c = getopt(argc, argv, "b:e:f:n:D:d:Th")) != -1;) {
+  dctbench::CudaRowOptions ropt;
+  bool thresholds = false, rowKernels = false, sized = false, factored = false, repeated = false, dense = false;
+  for (int c; (c = getopt(argc, argv, "b:e:f:n:D:d:L:K:TRh")) != -1;) {
     bool ok = true;
     if (c == 'b') ok = parseCount(optarg, opt.minN), sized = true;
     else if (c == 'e') ok = parseCount(optarg, opt.maxN), sized = true;
@@ -160,6 +165,9 @@ int main(int argc, char** argv) {
     else if (c == 'D') ok = (opt.density = std::atof(optarg)) > 0 && opt.density <= 1, dense = true;
     else if (c == 'd') ok = dctbench::parseThresholdType(optarg, topt.dtype);
     else if (c == 'T') thresholds = true;
+    else if (c == 'R') rowKernels = true;
+    else if (c == 'L') ok = parseCount(optarg, ropt.rowLength) && ropt.rowLength >= 1;
+    else if (c == 'K') ok = (ropt.rowDensity = std::atof(optarg)) > 0 && ropt.rowDensity <= 1;
     else ok = false;
     if (!ok) {
       std::fputs(kUsage, c == 'h' ? stdout : stderr);
@@ -173,6 +181,12 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (rowKernels) {
+    if (sized) ropt.minN = opt.minN, ropt.maxN = opt.maxN;
+    if (factored) ropt.factor = opt.factor;
+    if (repeated) ropt.reps = opt.reps;
+    return dctbench::runCudaRowBench(ropt, prop.name);
+  }
   if (thresholds) {
     if (sized) topt.minN = opt.minN, topt.maxN = opt.maxN;
     if (factored) topt.factor = static_cast<double>(opt.factor);
