@@ -143,12 +143,15 @@ typedef struct {
  * stream, so a phase holds its launch time unless it waits (the agreement
  * waits on the stream before it reads the header). */
 typedef enum {
-  dctPhaseCompress = 0, /* error feedback, threshold, selection, index packing */
+  dctPhaseCompress = 0, /* error feedback, threshold, selection, index packing
+                           (1-bit: the worker's compression) */
   dctPhaseAgree = 1,    /* planning, the header allgather, votes (this rank
                            waiting for the slowest one lands here) */
-  dctPhaseExchange = 2, /* the data collective: allgatherv or dense allreduce */
+  dctPhaseExchange = 2, /* the data collective: allgatherv or dense allreduce
+                           (1-bit: both sign exchanges) */
   dctPhaseReduce = 3,   /* building the sum: the merge of all messages,
-                           averaging */
+                           averaging (1-bit: the server's average and
+                           re-compression, the decode) */
   dctPhaseOther = 4,    /* staging copies and conversions, commit */
   dctNumPhases = 5
 } dctPhase_t;
@@ -172,7 +175,7 @@ typedef struct {
   uint64_t totalBytesSent;
   uint64_t totalBytesReceived;
   uint64_t totalDenseBytes;
-  double phaseUs[dctNumPhases];      /* last step, by dctPhase_t (0 for 1-bit) */
+  double phaseUs[dctNumPhases];      /* last step, by dctPhase_t */
   double totalPhaseUs[dctNumPhases]; /* since creation */
 } dctStats_t;
 

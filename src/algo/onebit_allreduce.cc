@@ -28,6 +28,7 @@
 #include "algo/algorithms.h"
 #include "base/debug.h"
 #include "base/dtype.h"
+#include "base/phase_timer.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -53,6 +54,7 @@ struct Step {
   double workerScale = 0;
   bool nonFinite = false;  // some server scale is NaN: output NaN, commit no error
   size_t sent = 0, received = 0;
+  PhaseTimer clock{};
 
   char* at(size_t offset) const { return c->onebit.arena.as<char>() + offset; }
   uint32_t* words(size_t offset) const { return reinterpret_cast<uint32_t*>(at(offset)); }
@@ -192,10 +194,13 @@ dctResult_t exchange(Step& s) {
   keep(t->alltoallv(comm, s.at(s.arena.workerSigns), sendBytes.data(), offsets.data(), s.at(s.arena.receivedSigns),
                     recvBytes.data(), offsets.data(), total, s.stream));
   keep(t->allgather(comm, s.at(s.arena.workerScale), s.at(s.arena.workerScales), s.scaleBytes, s.stream));
+  s.clock.lap(dctPhaseExchange);
   if (res == dctSuccess) res = serverWork(s);
+  s.clock.lap(dctPhaseReduce);
   keep(t->allgather(comm, s.at(s.arena.serverSigns), s.at(s.arena.gatheredSigns), stride, s.stream));
   keep(t->allgather(comm, s.at(s.arena.serverScale), s.at(s.arena.serverScales), s.scaleBytes, s.stream));
   if (res == dctSuccess) res = readServerScales(s);
+  s.clock.lap(dctPhaseExchange);
   return res;
 }
 
@@ -245,23 +250,31 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.mode = s.warm ? 1 : 0;
   mine.localError = localWork(s);
   mine.bytes = s.sent;
+  s.clock.lap(dctPhaseCompress);
   constexpr int32_t kLateTail = 1;  // header flag: this rank finishes its result after the exchange vote
   const bool early = sendbuf != recvbuf || copiesAfterCommit(s);
   if (!early) mine.flags |= kLateTail;
   DCTCHECK(agree(comm, mine, all, stream, fn));
+  s.clock.lap(dctPhaseAgree);
   auto tail = [&]() -> dctResult_t {
     DCTCHECK(finish(s));
-    return c->ops->streamEnd(c->kernels, stream);
+    dctResult_t res = c->ops->streamEnd(c->kernels, stream);
+    s.clock.lap(dctPhaseReduce);
+    return res;
   };
   dctResult_t exchanged = exchange(s);
   if (exchanged == dctSuccess && early) exchanged = tail();
   DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
+  s.clock.lap(dctPhaseAgree);
   bool late = false;
   for (const CallHeader& h : all) late = late || (h.flags & kLateTail);
   if (late) DCTCHECK(vote(comm, early ? dctSuccess : tail(), stream, fn, "copy of the result"));
+  s.clock.lap(dctPhaseAgree);
 
   commit(s);
   if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.result, c->count * dtypeSize(c->dtype), stream);
+  s.clock.lap(dctPhaseOther);
+  s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
   DCT_TRACE("step %llu: 1-bit%s, worker scale %g%s", (unsigned long long)c->stats.step, s.warm ? " (dense warm-up)" : "",
             s.workerScale, s.nonFinite ? ", non-finite: output NaN, errors kept" : "");
   return dctSuccess;
