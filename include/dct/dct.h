@@ -288,8 +288,8 @@ DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, cons
  * call, so training code and the drop-in shims switch with DCT_COMPRESSOR=
  * onebit): each rank sends the sign bits of x = sendbuf + worker error and
  * one scale ||x||_2 / sqrt(count); rank j averages chunk j over the ranks,
- * adds its server error and re-compresses it the same way; the chunks' bits
- * and scales are allgathered. About count/8 bytes per phase instead of
+ * adds its server error and re-compresses it the same way; the chunks'
+ * scales and bits are allgathered. About count/8 bytes per phase instead of
  * 4*count. recvbuf is the average by construction (dctSum multiplies it by
  * the rank count); sums in fp32 (fp64 for fp64 tensors), rounded once to the
  * tensor's type. A NaN/Inf in any rank's input makes this step's recvbuf NaN

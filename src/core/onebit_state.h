@@ -12,25 +12,27 @@
 
 namespace dct {
 
-// The arena's pieces, in bytes from its start (each 8-byte aligned).
+// The arena's pieces, in bytes from its start (each 8-byte aligned): the
+// step's messages as slots (onebit_kernels.h: each chunk's scale, then its
+// sign words) and the compress op's fp64 partials.
 struct OnebitArena {
-  size_t workerSigns, receivedSigns, serverSigns, gatheredSigns;  // sign words
-  size_t workerScale, workerScales, serverScale, serverScales;    // accumulation-type scales
-  size_t scratch;  // the compress op's fp64 partials
+  size_t slotBytes;
+  size_t workerSlots;    // this rank's worker signs, one slot per server
+  size_t receivedSlots;  // every rank's worker signs of this rank's chunk
+  size_t serverSlot;     // this rank's server signs
+  size_t gatheredSlots;  // every server's signs: the result
+  size_t scratch;
   size_t bytes;
-  OnebitArena(const OnebitChunks& chunks, size_t scaleBytes) {
+  OnebitArena(const OnebitChunks& chunks, size_t scaleBytes)
+      : slotBytes(onebitSlotBytes(chunks.chunkWords, scaleBytes)) {
     auto pad8 = [](size_t b) { return (b + 7) & ~size_t(7); };
-    const size_t P = static_cast<size_t>(chunks.ranks), all = pad8(P * chunks.chunkWords * 4);
+    const size_t all = pad8(static_cast<size_t>(chunks.ranks) * slotBytes);
     size_t at = 0;
     auto take = [&](size_t b) { const size_t here = at; at += pad8(b); return here; };
-    workerSigns = take(all);
-    receivedSigns = take(all);
-    serverSigns = take(chunks.chunkWords * 4);
-    gatheredSigns = take(all);
-    workerScale = take(scaleBytes);
-    workerScales = take(P * scaleBytes);
-    serverScale = take(scaleBytes);
-    serverScales = take(P * scaleBytes);
+    workerSlots = take(all);
+    receivedSlots = take(all);
+    serverSlot = take(slotBytes);
+    gatheredSlots = take(all);
     scratch = take(onebitScratchBytes(chunks.n));
     bytes = at;
   }
