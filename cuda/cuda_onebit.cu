@@ -12,7 +12,8 @@
 //             partial. reduceLevel repeats the tree over 32 partials at a
 //             time until one is left, which the host reads back to form the
 //             scale (onebitScale, shared); feedback then writes the scale
-//             into the slots and updates the error.
+//             into the slots and updates the error (unless keepX: the
+//             error is then formed by the next compression, pending).
 //   decode:   a grid-stride element kernel over the shared rule of
 //             onebit_math.h.
 //
@@ -47,11 +48,12 @@ __device__ __forceinline__ uint32_t* signWord(unsigned char* slots, size_t slotB
 }
 
 // errIn and errOut may alias: each element is read before it is written,
-// by the same thread. ranks > 0: x is the mean over `mean`'s slots + errIn.
+// by the same thread. ranks > 0: x is the mean over `mean`'s slots + the
+// error; pending: errIn holds a kept x sent with scale p (onebitErrorIn).
 template <typename T, typename A>
-__global__ void compressGroups(const T* in, const A* errIn, A* errOut, size_t n, OnebitSlotsOf<A> mean, int ranks,
-                               unsigned char* __restrict__ slots, size_t slotBytes, size_t chunkWords,
-                               double* __restrict__ partials) {
+__global__ void compressGroups(const T* in, const A* errIn, bool pending, A p, A* errOut, size_t n,
+                               OnebitSlotsOf<A> mean, int ranks, unsigned char* __restrict__ slots, size_t slotBytes,
+                               size_t chunkWords, double* __restrict__ partials) {
   const unsigned lane = threadIdx.x & 31u;
   const size_t words = onebitWords(n), groups = (words + 31) / 32;
   for (size_t g = warpIndex(); g < groups; g += warpCount()) {  // uniform per warp
@@ -63,7 +65,8 @@ __global__ void compressGroups(const T* in, const A* errIn, A* errOut, size_t n,
       const bool valid = i < n;
       A x = A(0);
       if (valid) {
-        x = ranks > 0 ? onebitMean(mean, ranks, i) + errIn[i] : onebitInput(in, errIn, i);
+        const A e = onebitErrorIn(errIn, i, pending, p);
+        x = ranks > 0 ? onebitMean(mean, ranks, i) + e : onebitInput(in, e, i);
         errOut[i] = x;
       }
       const uint32_t bits = __ballot_sync(kFullWarp, valid && onebitBit(x));
@@ -134,13 +137,14 @@ dctResult_t compressTyped(OnebitCompressArgs& a, cudaStream_t s) {
   if (groups) {
     const OnebitSlotsOf<A> mean{static_cast<const unsigned char*>(a.mean.slots), a.mean.slotBytes};
     compressGroups<T, A><<<gridForWarps(groups), kThreads, 0, s>>>(
-        in, static_cast<const A*>(a.errorIn), errOut, a.n, mean, a.mean.ranks, slots, a.slotBytes, a.chunkWords,
-        a.scratch);
+        in, static_cast<const A*>(a.errorIn), a.pending, static_cast<A>(a.pendingScale), errOut, a.n, mean,
+        a.mean.ranks, slots, a.slotBytes, a.chunkWords, a.scratch);
     CUDACHECK_LAUNCH();
   }
   DCTCHECK(finishSum(a.scratch, groups, s, &a.sumOfSquares));
   a.scaleValue = onebitScale(a.sumOfSquares, a.n, Value<A>::type);
-  const bool update = !std::isnan(a.scaleValue);  // a NaN scale: the step is never committed
+  // A NaN scale leaves x (the step is never committed), as keepX does.
+  const bool update = !std::isnan(a.scaleValue) && !a.keepX;
   feedback<A><<<update && a.n ? gridFor(a.n) : 1, kThreads, 0, s>>>(errOut, a.n, static_cast<A>(a.scaleValue),
                                                                     update, slots, a.slotBytes, a.slotCount);
   CUDACHECK_LAUNCH();

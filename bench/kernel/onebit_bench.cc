@@ -21,12 +21,17 @@ bool runOnebitKernels(const KernelOptions& opt, const dct::KernelOps& ops, dct::
   std::mt19937_64 rng(7);
   for (uint64_t& u : received) u = rng() & 0x3f3f3f3f3f3f3f3full;  // finite positive scales, random signs
 
-  // In place: the error stays bounded rep after rep.
+  // As the allreduce runs it (keepX, pending), in place: x stays bounded
+  // rep after rep.
   dct::OnebitCompressArgs worker{input, error, error, n, opt.dtype, slots.data(), slotBytes, chunks.chunkWords,
                                  kRanks, scratch.data()};
+  worker.keepX = worker.pending = true;
+  worker.pendingScale = 1.0;
   const double workerUs = median([&] { return ops.onebitCompress(ctx, &worker, nullptr); });
   dct::OnebitCompressArgs server{nullptr, error, error, n, opt.dtype, serverSlot.data(), serverBytes, serverWords,
                                  1, scratch.data(), dct::OnebitMean{received.data(), serverBytes, kRanks}};
+  server.keepX = server.pending = true;
+  server.pendingScale = 1.0;
   const double serverUs = median([&] { return ops.onebitCompress(ctx, &server, nullptr); });
   dct::OnebitDecodeArgs decode{slots.data(), slotBytes, chunks.chunkWords, n, opt.dtype, out, 4.0};
   const double decodeUs = median([&] { return ops.onebitDecode(ctx, &decode, nullptr); });

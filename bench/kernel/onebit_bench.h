@@ -4,10 +4,10 @@
 // elements plus its error, and the decode of n elements from 4 slots.
 //
 // Bytes per call are the least traffic, es per element per tensor-sized
-// read or write: onebit-worker 3*es (read input and error, write the
-// error; the scale makes the kernel read input and error a second time),
-// onebit-server 2*es (read and write the error; read twice), onebit-decode
-// es (write the result); the n/8-byte slots are not counted.
+// read or write: onebit-worker 3*es (read input and its kept x, write x),
+// onebit-server 2*es (read and write its kept x), onebit-decode es (write
+// the result); the n/8-byte slots are not counted. Both compressions run
+// as the allreduce runs them: one pass, x kept (keepX, pending).
 #pragma once
 
 #include <functional>

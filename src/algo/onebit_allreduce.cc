@@ -2,13 +2,17 @@
 // ICML 2021) as one transaction over every rank, like sparse_allreduce.cc:
 //
 //   local work   state set-up (first step); the worker compresses sendbuf +
-//                its committed error into sign words, one scale and the
-//                spare error (kernels/onebit_kernels.h); transport staging
+//                its committed error into sign words and one scale, and
+//                keeps x as the spare residual (kernels/onebit_kernels.h:
+//                keepX; the error x leaves is formed by the next step as it
+//                reads x back, so the error costs no pass of its own);
+//                transport staging
 //   agreement    header allgather + vote
 //   exchange     alltoallv of the worker's slots (chunk j's scale and signs
 //                to rank j); the server compresses the average of its
 //                chunk over the ranks plus its committed error into its own
-//                slot and spare error; allgather of the server slots; vote
+//                slot, keeping its x as the spare error as the worker does;
+//                allgather of the server slots; vote
 //   commit       both errors swap in (not on a non-finite step), stats;
 //                recvbuf decoded from the server slots
 //
@@ -53,7 +57,7 @@ struct Step {
   bool warm = false;
   void* target = nullptr;  // warm-up: where the dense sum lands (recv, or staged in place)
   void* result = nullptr;  // where finish() writes: recv, or (copiesAfterCommit) staged
-  double workerScale = 0;
+  double workerScale = 0, serverScale = 0;
   bool nonFinite = false;  // some server scale is NaN: output NaN, commit no error
   size_t sent = 0, received = 0;
   PhaseTimer clock{};
@@ -95,6 +99,7 @@ dctResult_t allocateState(Step& s) {
   DCTCHECK(st.serverErrors[1].reserve(serverBytes));
   DCTCHECK(c->ops->zero(c->kernels, st.serverErrors[0].as(), serverBytes, s.stream));
   st.serverCommitted = 0;
+  st.serverPending = false;
   // The worker error is the residual, allocated and zeroed by bindOps.
   if (c->residuals[0].capacity() < errorBytes || c->residuals[1].capacity() < errorBytes) return dctInternalError;
   st.ops = c->ops;
@@ -137,6 +142,11 @@ dctResult_t localWork(Step& s) {
   OnebitCompressArgs w{s.send, c->residual(), c->spareResidual(), c->count, c->dtype, s.at(s.arena.workerSlots),
                        s.arena.slotBytes, s.chunks.chunkWords, s.comm->size,
                        reinterpret_cast<double*>(s.at(s.arena.scratch))};
+  // One pass: the error the committed x left is formed as x is read, and
+  // this step's x is kept for the next one (OnebitState::pending).
+  w.keepX = true;
+  w.pending = c->onebit.pending;
+  w.pendingScale = c->onebit.pendingScale;
   DCTCHECK(c->ops->onebitCompress(c->kernels, &w, s.stream));
   s.workerScale = w.scaleValue;
   countBytes(s);
@@ -151,7 +161,12 @@ dctResult_t serverWork(Step& s) {
                             s.chunks.length(s.comm->rank), c->dtype, s.at(s.arena.serverSlot), s.arena.slotBytes,
                             s.chunks.chunkWords, 1, reinterpret_cast<double*>(s.at(s.arena.scratch))};
   server.mean = OnebitMean{s.at(s.arena.receivedSlots), s.arena.slotBytes, s.comm->size};
-  return c->ops->onebitCompress(c->kernels, &server, s.stream);
+  server.keepX = true;  // one pass, as the worker's
+  server.pending = c->onebit.serverPending;
+  server.pendingScale = c->onebit.serverPendingScale;
+  DCTCHECK(c->ops->onebitCompress(c->kernels, &server, s.stream));
+  s.serverScale = server.scaleValue;
+  return dctSuccess;
 }
 
 // Every rank sees every server scale: one NaN makes the step non-finite.
@@ -213,7 +228,13 @@ void commit(Step& s) {
   d.threshold = s.warm ? 0.0 : s.workerScale;
   d.nonFinite = !s.warm && std::isnan(s.workerScale) ? 1 : 0;
   d.newResidual = !s.warm && !s.nonFinite;  // the worker error swaps in with the residual
-  if (d.newResidual) c->onebit.serverCommitted = 1 - c->onebit.serverCommitted;
+  if (d.newResidual) {
+    c->onebit.serverCommitted = 1 - c->onebit.serverCommitted;
+    c->onebit.pending = true;  // the residual about to be committed holds this step's x
+    c->onebit.pendingScale = s.workerScale;
+    c->onebit.serverPending = true;
+    c->onebit.serverPendingScale = s.serverScale;
+  }
   commitStep(c, d, s.sent, s.received, s.warm ? dctAlgoDense : static_cast<dctAlgorithm_t>(dctNumAlgorithms));
 }
 
@@ -236,6 +257,20 @@ dctResult_t finish(Step& s) {
 }
 
 }  // namespace
+
+dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream) {
+  // A compression of the error alone: its x is the error itself, kept into out.
+  const OnebitChunks chunks(c->count, c->comm->size);
+  const OnebitArena arena(chunks, dtypeSize(accumulationType(c->dtype)));
+  char* base = c->onebit.arena.as<char>();
+  if (!c->onebit.readyFor(c->ops, c->kernels) || base == nullptr) return dctInternalError;
+  OnebitCompressArgs a{nullptr, c->residual(), out, c->count, c->dtype, base + arena.workerSlots, arena.slotBytes,
+                       chunks.chunkWords, c->comm->size, reinterpret_cast<double*>(base + arena.scratch)};
+  a.keepX = true;
+  a.pending = true;
+  a.pendingScale = c->onebit.pendingScale;
+  return c->ops->onebitCompress(c->kernels, &a, stream);
+}
 
 dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,

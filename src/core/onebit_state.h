@@ -1,8 +1,9 @@
 // What a 1-bit compressor keeps besides the worker error (which lives in
-// the compressor's two residual buffers): the server error of the chunk
-// this rank reduces, double-buffered like the residual so a failed step
-// changes nothing, and one arena for the step's sign words and scales.
-// Allocated on the first 1-bit step, in the compressor's twin.
+// the compressor's two residual buffers, as an error or as the x that
+// left it): the server error of the chunk this rank reduces,
+// double-buffered like the residual so a failed step changes nothing, and
+// one arena for the step's sign words and scales. Allocated on the first
+// 1-bit step, in the compressor's twin.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +43,14 @@ struct OnebitState {
   TwinBuffer arena;
   TwinBuffer serverErrors[2];
   int serverCommitted = 0;
+  // Both errors are kept as the x they were formed from (onebit_kernels.h:
+  // keepX), the error x - (x >= 0 ? p : -p) formed by the next step as it
+  // reads x back. The worker's x is the compressor's residual: its flag
+  // survives release() and bindOps clears it as it zeroes the residual.
+  bool pending = false;
+  double pendingScale = 0;
+  bool serverPending = false;
+  double serverPendingScale = 0;
   // The twin the buffers were set up for: a compressor re-bound to another
   // ops table or context (tests) starts over.
   const KernelOps* ops = nullptr;

@@ -1,7 +1,8 @@
 // CPU twin of the 1-bit kernels (onebit_kernels.h). Compress is two passes
 // over x's sources, neither of which stores x: the signs and the
 // fixed-order sum of squares; then, with the scale, the error (x formed
-// again from the same reads). A server's x is its ranks' decoded mean plus
+// again from the same reads). With keepX it is one pass that stores x
+// (the next compression forms the error as it reads x back: pending). A server's x is its ranks' decoded mean plus
 // its error, formed the same way in both passes, so the average is never
 // written out. Whole sign words run in the vector bodies
 // (cpu_onebit_simd.h: SSE2, or AVX2 where the CPU has it), the last
@@ -40,18 +41,21 @@ constexpr bool kVector = DCT_ONEBIT_SIMD && (std::is_same_v<A, float> || std::is
 
 template <int kMode, typename T, typename A>
 A xAt(const OnebitSource<T, A>& s, size_t i) {
-  if constexpr (kMode == kFromMean) return onebitMean(s.slots, s.ranks, i) + s.err[i];
-  else return onebitInput(kMode == kFromInput ? s.input : static_cast<const T*>(nullptr), s.err, i);
+  const A e = onebitErrorIn(s.err, i, s.pending, s.pendingPlus);
+  if constexpr (kMode == kFromMean) return onebitMean(s.slots, s.ranks, i) + e;
+  else return onebitInput(kMode == kFromInput ? s.input : static_cast<const T*>(nullptr), e, i);
 }
 
-// Word w of n elements by the scalar rules: its sign word and sum of squares.
+// Word w of n elements by the scalar rules: its sign word and sum of
+// squares, and x to xOut when not null.
 template <int kMode, typename T, typename A>
-double wordScalar(const OnebitSource<T, A>& s, size_t n, size_t w, uint32_t* sign) {
+double wordScalar(const OnebitSource<T, A>& s, size_t n, size_t w, uint32_t* sign, A* xOut) {
   double squares[32];
   uint32_t bits = 0;
   const size_t base = w * 32, m = std::min<size_t>(n - base, 32);
   for (size_t l = 0; l < m; l++) {
     const A x = xAt<kMode>(s, base + l);
+    if (xOut) xOut[base + l] = x;
     bits |= onebitBit(x) << l;
     squares[l] = onebitSquare(x);
   }
@@ -60,21 +64,23 @@ double wordScalar(const OnebitSource<T, A>& s, size_t n, size_t w, uint32_t* sig
   return onebitTree32(squares);
 }
 
-// Words [wb, we) of one chunk: signs[k] gets word wb + k, sums[k] its sum.
+// Words [wb, we) of one chunk: signs[k] gets word wb + k, sums[k] its sum;
+// x goes to xOut when not null (streamed with stream).
 template <int kMode, typename T, typename A>
-void signsAndSquares(const OnebitSource<T, A>& s, size_t n, size_t wb, size_t we, uint32_t* signs, double* sums) {
+void signsAndSquares(const OnebitSource<T, A>& s, size_t n, size_t wb, size_t we, uint32_t* signs, double* sums,
+                     A* xOut, bool stream) {
   size_t w = wb;
 #if DCT_ONEBIT_SIMD
   if constexpr (kVector<T, A>) {
     const size_t full = std::min(we, n / 32);
     if (w < full) {
-      if (cpuHasAvx2()) onebit_avx2::signsAndSquares<kMode>(s, w, full, signs, sums);
-      else onebit_sse2::signsAndSquares<kMode>(s, w, full, signs, sums);
+      if (cpuHasAvx2()) onebit_avx2::signsAndSquares<kMode>(s, w, full, signs, sums, xOut, stream);
+      else onebit_sse2::signsAndSquares<kMode>(s, w, full, signs, sums, xOut, stream);
       w = full;
     }
   }
 #endif
-  for (; w < we; w++) sums[w - wb] = wordScalar<kMode>(s, n, w, signs + (w - wb));
+  for (; w < we; w++) sums[w - wb] = wordScalar<kMode>(s, n, w, signs + (w - wb), xOut);
 }
 
 // Words [wb, we): the error of every element (x itself for a NaN scale).
@@ -116,11 +122,14 @@ double reduceLevels(double* partials, size_t count) {
 // aligned (every 32-element word then does).
 bool streams(const void* out, size_t bytes) { return bytes >= kStreamBytes && streamAligned(out); }
 
-// Pass one: the signs into the slots, the sum of squares, the scale.
+// Pass one: the signs into the slots, the sum of squares, the scale; with
+// keepX, x into errorOut.
 template <int kMode, typename T, typename A>
 void signsAndScale(CpuContext* ctx, OnebitCompressArgs& a, const OnebitSource<T, A>& src) {
   unsigned char* slots = static_cast<unsigned char*>(a.slots);
   const size_t words = onebitWords(a.n), groups = (words + 31) / 32, cw = a.chunkWords;
+  A* xOut = a.keepX ? static_cast<A*>(a.errorOut) : nullptr;
+  const bool stream = xOut && streams(xOut, a.n * sizeof(A));
   ctx->pool.parallelFor(groups, kMinGroupsPerWorker, [&](size_t b, size_t e, int) {
     for (size_t g = b; g < e; g++) {
       double sums[32] = {};
@@ -128,11 +137,12 @@ void signsAndScale(CpuContext* ctx, OnebitCompressArgs& a, const OnebitSource<T,
       for (size_t w = wb, q = wb / cw; w < we; q++) {  // runs within one chunk's slot
         const size_t run = std::min(we, (q + 1) * cw);
         uint32_t* signs = reinterpret_cast<uint32_t*>(slots + q * a.slotBytes + sizeof(A)) + (w - q * cw);
-        signsAndSquares<kMode>(src, a.n, w, run, signs, sums + (w - wb));
+        signsAndSquares<kMode>(src, a.n, w, run, signs, sums + (w - wb), xOut, stream);
         w = run;
       }
       a.scratch[g] = onebitTree32(sums);
     }
+    if (stream) streamFence();  // before the pool hands x on
   });
   a.sumOfSquares = reduceLevels(a.scratch, groups);
   a.scaleValue = onebitScale(a.sumOfSquares, a.n, Value<A>::type);
@@ -159,8 +169,9 @@ void errorWords(CpuContext* ctx, const OnebitCompressArgs& a, const OnebitSource
 // Calls fn.template operator()<kMode>(source) with a's source of x.
 template <typename T, typename A, typename Fn>
 void withSource(const OnebitCompressArgs& a, Fn&& fn) {
-  OnebitSource<T, A> src{static_cast<const T*>(a.input), static_cast<const A*>(a.errorIn), {}, 0, nullptr, nullptr,
-                         nullptr};
+  const A p = static_cast<A>(a.pendingScale);
+  OnebitSource<T, A> src{static_cast<const T*>(a.input), static_cast<const A*>(a.errorIn), a.pending, p, -p, {}, 0,
+                         nullptr, nullptr, nullptr};
   if (a.mean.ranks == 0) {
     if (a.input) fn.template operator()<kFromInput>(src);
     else fn.template operator()<kFromError>(src);
@@ -209,7 +220,7 @@ dctResult_t cpuOnebitCompress(KernelContext* kc, OnebitCompressArgs* args, void*
   return dispatchOnebit(a.dtype, [&]<typename T, typename A>() {
     withSource<T, A>(a, [&]<int kMode>(const OnebitSource<T, A>& src) {
       signsAndScale<kMode>(ctx, a, src);
-      errorWords<kMode>(ctx, a, src, 0, onebitWords(a.n));
+      if (!a.keepX) errorWords<kMode>(ctx, a, src, 0, onebitWords(a.n));
     });
   });
 }

@@ -108,6 +108,15 @@ DCT_ONEBIT_TARGET inline typename Lanes<A>::M laneBits(int b) {
   return m << (b * Lanes<A>::L);
 }
 
+// Block b (L lanes) of word w's error going in, as onebitErrorIn.
+template <typename T, typename A>
+DCT_ONEBIT_TARGET inline typename Lanes<A>::V errorIn(const OnebitSource<T, A>& s, size_t w, int b) {
+  using V = typename Lanes<A>::V;
+  const V e = loadu<V>(s.err + 32 * w + b * Lanes<A>::L);
+  if (!s.pending) return e;
+  return e - (e >= splat<V>(A(0)) ? splat<V>(s.pendingPlus) : splat<V>(s.pendingMinus));
+}
+
 // x of word w (elements 32w ..), block b (L lanes) in x[b], as
 // onebitInput / onebitMean. The mean runs the ranks in the outer loop so
 // the blocks' sums are independent chains.
@@ -116,12 +125,11 @@ DCT_ONEBIT_TARGET inline void wordX(const OnebitSource<T, A>& s, size_t w, typen
   using V = typename Lanes<A>::V;
   using M = typename Lanes<A>::M;
   constexpr int L = Lanes<A>::L, B = 32 / L;
-  const A* err = s.err + 32 * w;
   if constexpr (kMode == kFromError) {
-    for (int b = 0; b < B; b++) x[b] = loadu<V>(err + b * L);
+    for (int b = 0; b < B; b++) x[b] = errorIn(s, w, b);
   } else if constexpr (kMode == kFromInput) {
     const T* in = s.input + 32 * w;
-    for (int b = 0; b < B; b++) x[b] = loadInput<T, A>(in + b * L) + loadu<V>(err + b * L);
+    for (int b = 0; b < B; b++) x[b] = loadInput<T, A>(in + b * L) + errorIn(s, w, b);
   } else {
     const M zero = splat<M>(0);
     auto decoded = [&](int r, int b) DCT_ONEBIT_TARGET {
@@ -132,7 +140,7 @@ DCT_ONEBIT_TARGET inline void wordX(const OnebitSource<T, A>& s, size_t w, typen
     for (int r = 1; r < s.ranks; r++)
       for (int b = 0; b < B; b++) x[b] = x[b] + decoded(r, b);
     const V ranks = splat<V>(static_cast<A>(s.ranks));
-    for (int b = 0; b < B; b++) x[b] = x[b] / ranks + loadu<V>(err + b * L);
+    for (int b = 0; b < B; b++) x[b] = x[b] / ranks + errorIn(s, w, b);
   }
 }
 
@@ -148,15 +156,20 @@ DCT_ONEBIT_TARGET inline double tree32(DV* d) {
 }
 
 // Words [wb, we): sign word w to signs[w - wb], its sum of squares to
-// sums[w - wb].
+// sums[w - wb], and x itself to xOut (when not null; streamed with stream).
 template <int kMode, typename T, typename A>
 DCT_ONEBIT_TARGET void signsAndSquares(const OnebitSource<T, A>& s, size_t wb, size_t we, uint32_t* signs,
-                                       double* sums) {
+                                       double* sums, A* xOut, bool stream) {
   using V = typename Lanes<A>::V;
   constexpr int L = Lanes<A>::L, kPerBlock = L / kLD;
   for (size_t w = wb; w < we; w++) {
     V xs[32 / L];
     wordX<kMode>(s, w, xs);
+    if (xOut)
+      for (int b = 0; b < 32 / L; b++) {
+        if (stream) store<true>(xOut + 32 * w + b * L, xs[b]);
+        else store<false>(xOut + 32 * w + b * L, xs[b]);
+      }
     DV d[32 / kLD];
     uint32_t bits = 0;
     for (int b = 0; b < 32 / L; b++) {

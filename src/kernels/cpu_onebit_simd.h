@@ -22,6 +22,8 @@ template <typename T, typename A>
 struct OnebitSource {
   const T* input;
   const A* err;
+  bool pending;  // err holds a kept x: its error is err - (err >= 0 ? p : -p)
+  A pendingPlus, pendingMinus;  // p, -p
   // kFromMean: the ranks' slots, and per rank its sign words of the chunk,
   // its scale and the scale negated.
   OnebitSlotsOf<A> slots;

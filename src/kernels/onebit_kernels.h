@@ -64,15 +64,21 @@ struct OnebitMean {
 };
 
 // One worker's (or server's) compression of n values:
-//   x = (input ? input : 0) + errorIn   (input widened exactly; errorIn alone
+//   e = errorIn, or with pending, errorIn - (errorIn >= 0 ? p : -p) with
+//       p = pendingScale (errorIn holds the x of a keepX compression, p
+//       its scale: e is the error that x left)
+//   x = (input ? input : 0) + e         (input widened exactly; e alone
 //                                       when input is null), or, when
 //                                       mean.ranks > 0 (input null),
 //   x = (sum over r = 0..ranks-1, in r order, of (bit ? s_r : -s_r)) / ranks
-//       + errorIn                        (bit i of rank r's signs, s_r its
+//       + e                              (bit i of rank r's signs, s_r its
 //                                       scale; the server's average)
 //   signs = the sign bits of x, scale = the rule above,
 //   errorOut = x - (x >= 0 ? scale : -scale)   (errorOut = x when the
 //                                              scale is NaN: never committed)
+//   or, with keepX, errorOut = x: the error is formed by the next
+//   compression (pending), which reads x once for both, so the error
+//   update needs no pass of its own.
 // input is dtype (any), errorIn/errorOut/scale accumulationType(dtype).
 // errorOut may equal errorIn. The signs go into slots (layout above): sign
 // word w into slot w / chunkWords; the scale into the first slotCount
@@ -91,6 +97,9 @@ struct OnebitCompressArgs {
   int slotCount;
   double* scratch;
   OnebitMean mean{};
+  bool keepX = false;
+  bool pending = false;
+  double pendingScale = 0;  // exactly an accumulation-type value
   double sumOfSquares = 0;  // out (host)
   double scaleValue = 0;    // out (host): the scale, exactly
 };

@@ -14,8 +14,8 @@ namespace dct {
 
 // x = v + e (v widened exactly to the accumulation type A), or e itself.
 template <typename T, typename A>
-DCT_HOST_DEVICE A onebitInput(const T* input, const A* error, size_t i) {
-  return input ? static_cast<A>(Value<T>::load(input[i])) + error[i] : error[i];
+DCT_HOST_DEVICE A onebitInput(const T* input, A e, size_t i) {
+  return input ? static_cast<A>(Value<T>::load(input[i])) + e : e;
 }
 
 // The sign bit: set for x >= 0 (+0 and -0 included), clear for x < 0 and NaN.
@@ -34,6 +34,13 @@ DCT_HOST_DEVICE A onebitSigned(uint32_t word, unsigned bit, A scale) {
 template <typename A>
 DCT_HOST_DEVICE A onebitError(A x, A scale) {
   return x - (x >= A(0) ? scale : -scale);
+}
+
+// Element i's error going in: error[i], or the error a kept x left
+// (pending: error holds x, sent with scale p).
+template <typename A>
+DCT_HOST_DEVICE A onebitErrorIn(const A* error, size_t i, bool pending, A p) {
+  return pending ? onebitError(error[i], p) : error[i];
 }
 
 // x^2 in fp64, never fused with the add that consumes it.

@@ -57,11 +57,17 @@ struct Compressed {
   OnebitCompressArgs args;
 };
 
+// What a compression keeps and reads back (keepX, pending).
+struct Keep {
+  bool keepX = false, pending = false;
+  double pendingScale = 0;
+};
+
 // One compression into `chunks` slots of chunkWords words (0: one slot for
 // everything); every slot must carry the scale, words past n stay as they were.
 template <typename T, typename A = typename Value<T>::Acc>
 Compressed<T> compress(Cpu& cpu, const std::vector<T>* input, const std::vector<A>& errorIn, bool inPlace,
-                       size_t chunkWords = 0, const OnebitMean& mean = {}) {
+                       size_t chunkWords = 0, const OnebitMean& mean = {}, Keep keep = {}) {
   const size_t n = errorIn.size(), words = onebitWords(n);
   const size_t cw = chunkWords ? chunkWords : std::max<size_t>(words, 1);
   const size_t chunks = std::max<size_t>((words + cw - 1) / cw, 1);
@@ -71,7 +77,8 @@ Compressed<T> compress(Cpu& cpu, const std::vector<T>* input, const std::vector<
   std::vector<double> scratch(onebitScratchBytes(n) / sizeof(double));
   c.args = OnebitCompressArgs{input ? input->data() : nullptr, inPlace ? c.error.data() : errorIn.data(),
                               c.error.data(), n, Value<T>::type, slots.base(), slots.slotBytes, cw,
-                              static_cast<int>(chunks), scratch.data(), mean};
+                              static_cast<int>(chunks), scratch.data(), mean, keep.keepX, keep.pending,
+                              keep.pendingScale};
   REQUIRE(cpu.ops.onebitCompress(cpu.ctx, &c.args, nullptr) == dctSuccess);
   for (size_t w = 0; w < words; w++) c.signs.push_back(slots.word(w));
   for (size_t w = words; w < chunks * cw; w++) CHECK(slots.word(w) == 0xdeadbeefu);
@@ -167,6 +174,50 @@ TEST_CASE("compress into several slots: word w in slot w / chunkWords, the scale
   checkCompress<double>((size_t(8) << 20) / 8 + 33, seed++, false, true, 20000);
 }
 
+// keepX keeps x and pending forms the error it left as it reads x back:
+// two chained steps give the signs, scales and errors of the plain ones.
+template <typename T>
+void checkKeptX(size_t n, uint64_t seed, bool inPlace) {
+  using A = typename Value<T>::Acc;
+  CAPTURE(n);
+  CAPTURE(inPlace);
+  Cpu cpu;
+  const std::vector<T> v1 = seededValues<T>(n, seed), v2 = seededValues<T>(n, seed + 1);
+  std::vector<A> e0 = seededValues<A>(n, seed + 2, 0.3);
+  if (n > 5) e0[5] = A(-0.0);  // a negative zero error must come back as itself
+  const Compressed<T> plain1 = compress<T>(cpu, &v1, e0, false, 977);
+  const Compressed<T> plain2 = compress<T>(cpu, &v2, plain1.error, false, 977);
+
+  const Compressed<T> kept1 = compress<T>(cpu, &v1, e0, inPlace, 977, {}, Keep{true, false, 0});
+  std::vector<A> x1(n);
+  for (size_t i = 0; i < n; i++) x1[i] = static_cast<A>(Value<T>::load(v1[i])) + e0[i];
+  CHECK(sameBytes(kept1.error, x1));
+  CHECK(sameBytes(kept1.signs, plain1.signs));
+  CHECK(sameBits(kept1.scale, plain1.scale));
+  const Keep pending{true, true, kept1.args.scaleValue};
+  const Compressed<T> kept2 = compress<T>(cpu, &v2, kept1.error, inPlace, 977, {}, pending);
+  CHECK(sameBytes(kept2.signs, plain2.signs));
+  CHECK(sameBits(kept2.scale, plain2.scale));
+  // The error alone, kept: the error x1 left, which the plain step stored.
+  const Compressed<T> resolved = compress<T>(cpu, nullptr, kept1.error, false, 0, {}, pending);
+  CHECK(sameBytes(resolved.error, plain1.error));
+  // Pending without keepX: the plain error.
+  const Keep plainOut{false, true, kept1.args.scaleValue};
+  const Compressed<T> mixed = compress<T>(cpu, &v2, kept1.error, inPlace, 977, {}, plainOut);
+  CHECK(sameBytes(mixed.error, plain2.error));
+}
+
+TEST_CASE("keepX keeps x; pending forms the error it left: chained steps equal plain ones") {
+  uint64_t seed = 700;
+  for (size_t n : {size_t(0), size_t(1), size_t(33), size_t(100003), (size_t(8) << 20) / 4 + 9})
+    for (bool inPlace : {false, true}) {
+      checkKeptX<float>(n, seed++, inPlace);
+      checkKeptX<double>(n, seed++, inPlace);
+      checkKeptX<Half>(n, seed++, inPlace);
+      checkKeptX<BFloat16>(n, seed++, inPlace);
+    }
+}
+
 TEST_CASE("compress of n = 0 writes a zero scale") {
   Cpu cpu;
   const std::vector<float> none;
@@ -246,6 +297,16 @@ void checkMean(size_t n, int ranks, uint64_t seed, bool inPlace) {
   CHECK(sameBits(got.scale, scale));
   CHECK(sameBytes(got.signs, signs));
   CHECK(sameBytes(got.error, newError));
+  // Kept as the server keeps it: y itself, then a pending error read back
+  // as the error y left.
+  const Compressed<T> kept = compress<T>(cpu, nullptr, error, inPlace, 0, mean, Keep{true, false, 0});
+  CHECK(sameBytes(kept.error, y));
+  CHECK(sameBytes(kept.signs, signs));
+  const Keep pending{true, true, kept.args.scaleValue};
+  const Compressed<T> next = compress<T>(cpu, nullptr, kept.error, inPlace, 0, mean, pending);
+  const Compressed<T> plainNext = compress<T>(cpu, nullptr, newError, false, 0, mean);
+  CHECK(sameBytes(next.signs, plainNext.signs));
+  CHECK(sameBits(next.scale, plainNext.scale));
 }
 
 TEST_CASE("server compression of the ranks' mean matches the reference (ranks in order, / P, + error)") {
