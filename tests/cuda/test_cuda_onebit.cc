@@ -38,12 +38,18 @@ struct SlotBytes {
   unsigned char* base() { return reinterpret_cast<unsigned char*>(units.data()); }
 };
 
+// Keeping x (keepX) and reading a kept x back (pending, its scale).
+struct Keep {
+  bool keepX = false, pending = false;
+  double pendingScale = 0;
+};
+
 // Compress on both twins (x from the input, the error alone, or `mean`'s
 // slots); signs and scales compared as the slots' bytes.
 template <typename T>
 void compareCompress(Twins& tw, size_t n, const std::vector<T>* input,
                      const std::vector<typename Value<T>::Acc>& errorIn, size_t chunkWords, bool poison,
-                     SlotBytes* mean, int ranks) {
+                     SlotBytes* mean, int ranks, Keep keep = {}) {
   using A = typename Value<T>::Acc;
   const size_t words = onebitWords(n), scratchDoubles = onebitScratchBytes(n) / sizeof(double);
   const size_t cw = chunkWords ? chunkWords : std::max<size_t>(words, 1);
@@ -55,6 +61,9 @@ void compareCompress(Twins& tw, size_t n, const std::vector<T>* input,
   OnebitCompressArgs c{input ? input->data() : nullptr, errorIn.data(), cpuError.data(), n, dtypeOf<T>(),
                        cpuSlots.base(), cpuSlots.slotBytes, cw, static_cast<int>(chunks), cpuScratch.data()};
   if (mean) c.mean = OnebitMean{mean->base(), mean->slotBytes, ranks};
+  c.keepX = keep.keepX;
+  c.pending = keep.pending;
+  c.pendingScale = keep.pendingScale;
   REQUIRE(tw.cpu.onebitCompress(tw.cpuCtx, &c, nullptr) == dctSuccess);
 
   DeviceArray<T> dIn(input ? *input : std::vector<T>{});
@@ -66,6 +75,9 @@ void compareCompress(Twins& tw, size_t n, const std::vector<T>* input,
   OnebitCompressArgs g{input ? dIn.get() : nullptr, dErr.get(), dErr.get(), n, dtypeOf<T>(),
                        dSlots.get(), gpuSlots.slotBytes, cw, static_cast<int>(chunks), dScratch.get()};
   if (mean) g.mean = OnebitMean{dMean.get(), mean->slotBytes, ranks};
+  g.keepX = keep.keepX;
+  g.pending = keep.pending;
+  g.pendingScale = keep.pendingScale;
   REQUIRE(tw.gpu.onebitCompress(tw.gpuCtx, &g, tw.stream) == dctSuccess);
   CUDA_REQUIRE(cudaStreamSynchronize(tw.stream));
 
@@ -163,6 +175,30 @@ TEST_CASE("1-bit compress: CUDA twin equals CPU twin byte for byte") {
       checkCompress<float>(tw, n, seed++, true, false, cw);
       checkCompress<double>(tw, n, seed++, true, false, cw);
     }
+}
+
+TEST_CASE("1-bit kept x (keepX) and its error read back (pending): CUDA twin equals CPU twin byte for byte") {
+  Twins tw;
+  uint64_t seed = 50;
+  for (size_t n : {size_t(1), size_t(33), size_t(100003), size_t(1000003)})
+    for (Keep keep : {Keep{true, false, 0}, Keep{true, true, 0.75}, Keep{false, true, 1.5}}) {
+      CAPTURE(n);
+      CAPTURE(keep.keepX);
+      CAPTURE(keep.pending);
+      const std::vector<float> input = seededValues<float>(n, seed), x = seededValues<float>(n, seed + 1, 0.5);
+      compareCompress<float>(tw, n, &input, x, 977, false, nullptr, 0, keep);
+      const std::vector<double> xD = seededValues<double>(n, seed + 2);
+      compareCompress<double>(tw, n, nullptr, xD, 0, false, nullptr, 0, keep);
+      seed += 4;
+    }
+  for (int ranks : {1, 3, 8}) {  // a server's kept x
+    const size_t n = 100003;
+    SlotBytes mean(onebitWords(n) + 1, ranks, sizeof(float));
+    std::mt19937_64 rng(seed++);
+    for (auto& u : mean.units) u = rng() & 0x3f3f3f3f3f3f3f3full;  // finite positive scales
+    const std::vector<float> x = seededValues<float>(n, seed++, 0.1);
+    compareCompress<float>(tw, n, nullptr, x, 0, false, &mean, ranks, Keep{true, true, 0.25});
+  }
 }
 
 TEST_CASE("1-bit server compression of the ranks' mean: CUDA twin equals CPU twin byte for byte") {
