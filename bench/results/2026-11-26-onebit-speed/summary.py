@@ -17,7 +17,10 @@ for net in ("shm", "netem"):
     print("| build | runs | 1-bit ms (min-max of runs) | dense ring ms | speedup vs dense | compress | agree | exchange "
           "| reduce | other | bound ms (wire / memory) | x bound | #wrong |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, rs in rows[net].items():
+    order = ["head", "phases", "simd", "final"]  # then anything else, by name
+    labels = sorted(rows[net], key=lambda l: (order.index(l) if l in order else len(order), l))
+    for label in labels:
+        rs = rows[net][label]
         med = lambda k: statistics.median(r[k] for r in rs) / 1e3
         ph = lambda k: statistics.median(r["phase_us"][k] for r in rs) / 1e3
         dct, dense = med("dct_us"), med("dense_us")
