@@ -148,7 +148,6 @@ dctResult_t rowScatter(KernelContext* ctx, const RowBlockArgs* args, void* strea
 dctResult_t rowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void* stream);
 // 1-bit compressed allreduce: cuda_onebit.cu.
 dctResult_t onebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
-dctResult_t onebitAverage(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);
 dctResult_t onebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
 
 }  // namespace dct::gpu

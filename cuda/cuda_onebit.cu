@@ -1,16 +1,20 @@
 // CUDA twin of the 1-bit kernels (src/kernels/onebit_kernels.h), bit for
 // bit equal to the CPU twin (src/kernels/cpu_onebit.cc):
 //
-//   entry     onebitCompress / onebitAverage / onebitDecode: type dispatch
+//   entry     onebitCompress / onebitDecode: type dispatch
 //   compress  compressGroups: one warp per group of 32 sign words (1024
-//             elements): lane l holds element 32w + l of word w, so loads are
-//             coalesced, the sign word is one __ballot_sync and the word's
-//             sum of squares the halving tree as a shuffle-down reduction;
-//             lane k keeps word k's sum and the same tree gives the group's
+//             elements): lane l holds element 32w + l of word w (the
+//             tensor plus the error, or a server's mean over the ranks'
+//             slots plus its error), so loads are coalesced, the sign word
+//             is one __ballot_sync into its slot and the word's sum of
+//             squares the halving tree as a shuffle-down reduction; lane k
+//             keeps word k's sum and the same tree gives the group's
 //             partial. reduceLevel repeats the tree over 32 partials at a
 //             time until one is left, which the host reads back to form the
-//             scale (onebitScale, shared); feedback then updates the error.
-//   average / decode: grid-stride element kernels over the shared rules of
+//             scale (onebitScale, shared); feedback then writes the scale
+//             into the slots and updates the error (unless keepX: the
+//             error is then formed by the next compression, pending).
+//   decode:   a grid-stride element kernel over the shared rule of
 //             onebit_math.h.
 //
 // CUB's reductions are not used for the sum of squares: their order is an
@@ -36,11 +40,20 @@ __device__ __forceinline__ double warpTree32(double v) {
 __device__ __forceinline__ size_t warpIndex() { return (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; }
 __device__ __forceinline__ size_t warpCount() { return static_cast<size_t>(gridDim.x) * blockDim.x / 32; }
 
+// Where sign word w goes: its chunk's slot (onebit_kernels.h).
+template <typename A>
+__device__ __forceinline__ uint32_t* signWord(unsigned char* slots, size_t slotBytes, size_t chunkWords, size_t w) {
+  const size_t q = w / chunkWords;
+  return reinterpret_cast<uint32_t*>(slots + q * slotBytes + sizeof(A)) + (w - q * chunkWords);
+}
+
 // errIn and errOut may alias: each element is read before it is written,
-// by the same thread.
+// by the same thread. ranks > 0: x is the mean over `mean`'s slots + the
+// error; pending: errIn holds a kept x sent with scale p (onebitErrorIn).
 template <typename T, typename A>
-__global__ void compressGroups(const T* in, const A* errIn, A* errOut, size_t n, uint32_t* __restrict__ signs,
-                               double* __restrict__ partials) {
+__global__ void compressGroups(const T* in, const A* errIn, bool pending, A p, A* errOut, size_t n,
+                               OnebitSlotsOf<A> mean, int ranks, unsigned char* __restrict__ slots, size_t slotBytes,
+                               size_t chunkWords, double* __restrict__ partials) {
   const unsigned lane = threadIdx.x & 31u;
   const size_t words = onebitWords(n), groups = (words + 31) / 32;
   for (size_t g = warpIndex(); g < groups; g += warpCount()) {  // uniform per warp
@@ -52,11 +65,12 @@ __global__ void compressGroups(const T* in, const A* errIn, A* errOut, size_t n,
       const bool valid = i < n;
       A x = A(0);
       if (valid) {
-        x = onebitInput(in, errIn, i);
+        const A e = onebitErrorIn(errIn, i, pending, p);
+        x = ranks > 0 ? onebitMean(mean, ranks, i) + e : onebitInput(in, e, i);
         errOut[i] = x;
       }
       const uint32_t bits = __ballot_sync(kFullWarp, valid && onebitBit(x));
-      if (lane == 0) signs[w] = bits;
+      if (lane == 0) *signWord<A>(slots, slotBytes, chunkWords, w) = bits;
       const double word = __shfl_sync(kFullWarp, warpTree32(valid ? onebitSquare(x) : 0.0), 0);
       if (lane == k) mine = word;
     }
@@ -77,22 +91,17 @@ __global__ void reduceLevel(const double* __restrict__ in, size_t count, double*
 }
 
 template <typename A>
-__global__ void feedback(A* __restrict__ err, size_t n, A scale, bool update, A* __restrict__ scaleOut) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) *scaleOut = scale;
+__global__ void feedback(A* __restrict__ err, size_t n, A scale, bool update, unsigned char* __restrict__ slots,
+                         size_t slotBytes, int slotCount) {
+  DCT_GRID_STRIDE(q, static_cast<size_t>(slotCount)) *reinterpret_cast<A*>(slots + q * slotBytes) = scale;
   if (!update) return;
   DCT_GRID_STRIDE(i, n) err[i] = onebitError(err[i], scale);
 }
 
-template <typename A>
-__global__ void averageKernel(const uint32_t* __restrict__ signs, size_t stride, const A* __restrict__ scales,
-                              int ranks, const A* errIn, A* out, size_t n) {
-  DCT_GRID_STRIDE(i, n) out[i] = onebitMean(signs, stride, scales, ranks, i) + errIn[i];
-}
-
 template <typename T, typename A>
-__global__ void decodeKernel(const uint32_t* __restrict__ signs, const A* __restrict__ scales, size_t chunkLength,
-                             size_t n, A factor, bool nanFactor, T* __restrict__ out) {
-  DCT_GRID_STRIDE(i, n) out[i] = onebitDecoded<T>(signs, scales, chunkLength, i, factor, nanFactor);
+__global__ void decodeKernel(OnebitSlotsOf<A> slots, size_t chunkWords, size_t n, A factor, bool nanFactor,
+                             T* __restrict__ out) {
+  DCT_GRID_STRIDE(i, n) out[i] = onebitDecoded<T>(slots, chunkWords, i, factor, nanFactor);
 }
 
 // Warps enough for `items` warp-sized work items.
@@ -123,17 +132,21 @@ template <typename T, typename A>
 dctResult_t compressTyped(OnebitCompressArgs& a, cudaStream_t s) {
   const T* in = static_cast<const T*>(a.input);
   A* errOut = static_cast<A*>(a.errorOut);
+  unsigned char* slots = static_cast<unsigned char*>(a.slots);
   const size_t groups = (onebitWords(a.n) + 31) / 32;
   if (groups) {
-    compressGroups<T, A><<<gridForWarps(groups), kThreads, 0, s>>>(in, static_cast<const A*>(a.errorIn), errOut, a.n,
-                                                                   a.signs, a.scratch);
+    const OnebitSlotsOf<A> mean{static_cast<const unsigned char*>(a.mean.slots), a.mean.slotBytes};
+    compressGroups<T, A><<<gridForWarps(groups), kThreads, 0, s>>>(
+        in, static_cast<const A*>(a.errorIn), a.pending, static_cast<A>(a.pendingScale), errOut, a.n, mean,
+        a.mean.ranks, slots, a.slotBytes, a.chunkWords, a.scratch);
     CUDACHECK_LAUNCH();
   }
   DCTCHECK(finishSum(a.scratch, groups, s, &a.sumOfSquares));
   a.scaleValue = onebitScale(a.sumOfSquares, a.n, Value<A>::type);
-  const bool finite = !std::isnan(a.scaleValue);  // a NaN scale: the step is never committed
-  feedback<A><<<finite && a.n ? gridFor(a.n) : 1, kThreads, 0, s>>>(errOut, a.n, static_cast<A>(a.scaleValue),
-                                                                    finite, static_cast<A*>(a.scale));
+  // A NaN scale leaves x (the step is never committed), as keepX does.
+  const bool update = !std::isnan(a.scaleValue) && !a.keepX;
+  feedback<A><<<update && a.n ? gridFor(a.n) : 1, kThreads, 0, s>>>(errOut, a.n, static_cast<A>(a.scaleValue),
+                                                                    update, slots, a.slotBytes, a.slotCount);
   CUDACHECK_LAUNCH();
   return dctSuccess;
 }
@@ -141,35 +154,22 @@ dctResult_t compressTyped(OnebitCompressArgs& a, cudaStream_t s) {
 }  // namespace
 
 dctResult_t onebitCompress(KernelContext*, OnebitCompressArgs* args, void* stream) {
+  if (args->chunkWords == 0 || (args->mean.ranks > 0 && args->input)) return dctInternalError;
   return dispatchAnyValue(args->dtype, [&]<typename T>() -> dctResult_t {
     return compressTyped<T, typename Value<T>::Acc>(*args, cudaStreamOf(stream));
   });
 }
 
-dctResult_t onebitAverage(KernelContext*, const OnebitAverageArgs* args, void* stream) {
-  const OnebitAverageArgs& a = *args;
-  if (a.ranks < 1) return dctInternalError;
-  return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
-    using A = typename Value<T>::Acc;
-    if (a.n == 0) return dctSuccess;
-    averageKernel<A><<<gridFor(a.n), kThreads, 0, cudaStreamOf(stream)>>>(
-        a.signs, a.strideWords, static_cast<const A*>(a.scales), a.ranks, static_cast<const A*>(a.errorIn),
-        static_cast<A*>(a.out), a.n);
-    CUDACHECK_LAUNCH();
-    return dctSuccess;
-  });
-}
-
 dctResult_t onebitDecode(KernelContext*, const OnebitDecodeArgs* args, void* stream) {
   const OnebitDecodeArgs& a = *args;
-  if (a.chunkLength == 0 || a.chunkLength % 32 != 0) return dctInternalError;
+  if (a.chunkWords == 0) return dctInternalError;
   return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
     using A = typename Value<T>::Acc;
     if (a.n == 0) return dctSuccess;
     const bool nanFactor = std::isnan(a.factor);
+    const OnebitSlotsOf<A> slots{static_cast<const unsigned char*>(a.slots), a.slotBytes};
     decodeKernel<T, A><<<gridFor(a.n), kThreads, 0, cudaStreamOf(stream)>>>(
-        a.signs, static_cast<const A*>(a.scales), a.chunkLength, a.n, static_cast<A>(nanFactor ? 1.0 : a.factor),
-        nanFactor, static_cast<T*>(a.out));
+        slots, a.chunkWords, a.n, static_cast<A>(nanFactor ? 1.0 : a.factor), nanFactor, static_cast<T*>(a.out));
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

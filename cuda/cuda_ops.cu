@@ -134,7 +134,6 @@ const KernelOps& cudaKernelOps() {
       .rowScatter = gpu::rowScatter,
       .rowAccumulate = gpu::rowAccumulate,
       .onebitCompress = gpu::onebitCompress,
-      .onebitAverage = gpu::onebitAverage,
       .onebitDecode = gpu::onebitDecode,
   };
   return ops;

@@ -4,6 +4,7 @@
 
 #include "base/dtype.h"
 #include "kernels/sampling.h"
+#include "onebit_bench.h"
 #include "row_bench.h"
 
 #include <algorithm>
@@ -179,6 +180,7 @@ bool KernelBench::run(size_t n, SizeResult& out) {
 
   auto timed = [&](const std::function<dctResult_t()>& body) { return medianUs([&](int) { return body(); }, false); };
   if (!runRowKernels(opt_, ops_, ctx_, n, grad_.data(), dense_.data(), timed, out)) failed_ = true;
+  if (!runOnebitKernels(opt_, ops_, ctx_, n, grad_.data(), residual_.data(), dense_.data(), timed, out)) failed_ = true;
 
   // Same pool, same chunking grain as the kernels (2^16 elements a worker).
   dct::ThreadPool& pool = dct::ThreadPool::instance();

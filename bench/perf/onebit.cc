@@ -145,6 +145,10 @@ class OnebitCase final : public PerfCase {
     return true;
   }
 
+  // As allreduce: read the gradient and the worker error, write the error
+  // and the result (the scale's second read of x is not counted).
+  double copiesPerCall() const override { return 2; }
+
   bool runDense() override {
     int err = MPI_Allreduce(grad_.data(), outDense_.data(), static_cast<int>(count_), mpiType(opt_.dtype), MPI_SUM,
                             mpi_);
@@ -166,6 +170,8 @@ class OnebitCase final : public PerfCase {
     info.bytesSent = stats.bytesSent;
     info.denseBytes = stats.denseBytes;
     info.algorithm = stats.algorithm == dctAlgoDense ? "dense" : "onebit";
+    info.bytesReceived = stats.bytesReceived;
+    for (int p = 0; p < dctNumPhases; p++) info.phaseUs[p] = stats.phaseUs[p];
     return info;
   }
 

@@ -143,12 +143,15 @@ typedef struct {
  * stream, so a phase holds its launch time unless it waits (the agreement
  * waits on the stream before it reads the header). */
 typedef enum {
-  dctPhaseCompress = 0, /* error feedback, threshold, selection, index packing */
+  dctPhaseCompress = 0, /* error feedback, threshold, selection, index packing
+                           (1-bit: the worker's compression) */
   dctPhaseAgree = 1,    /* planning, the header allgather, votes (this rank
                            waiting for the slowest one lands here) */
-  dctPhaseExchange = 2, /* the data collective: allgatherv or dense allreduce */
+  dctPhaseExchange = 2, /* the data collective: allgatherv or dense allreduce
+                           (1-bit: both sign exchanges) */
   dctPhaseReduce = 3,   /* building the sum: the merge of all messages,
-                           averaging */
+                           averaging (1-bit: the server's average and
+                           re-compression, the decode) */
   dctPhaseOther = 4,    /* staging copies and conversions, commit */
   dctNumPhases = 5
 } dctPhase_t;
@@ -172,7 +175,7 @@ typedef struct {
   uint64_t totalBytesSent;
   uint64_t totalBytesReceived;
   uint64_t totalDenseBytes;
-  double phaseUs[dctNumPhases];      /* last step, by dctPhase_t (0 for 1-bit) */
+  double phaseUs[dctNumPhases];      /* last step, by dctPhase_t */
   double totalPhaseUs[dctNumPhases]; /* since creation */
 } dctStats_t;
 
@@ -285,8 +288,8 @@ DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, cons
  * call, so training code and the drop-in shims switch with DCT_COMPRESSOR=
  * onebit): each rank sends the sign bits of x = sendbuf + worker error and
  * one scale ||x||_2 / sqrt(count); rank j averages chunk j over the ranks,
- * adds its server error and re-compresses it the same way; the chunks' bits
- * and scales are allgathered. About count/8 bytes per phase instead of
+ * adds its server error and re-compresses it the same way; the chunks'
+ * scales and bits are allgathered. About count/8 bytes per phase instead of
  * 4*count. recvbuf is the average by construction (dctSum multiplies it by
  * the rank count); sums in fp32 (fp64 for fp64 tensors), rounded once to the
  * tensor's type. A NaN/Inf in any rank's input makes this step's recvbuf NaN

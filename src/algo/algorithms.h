@@ -129,5 +129,8 @@ dctResult_t desBackward(dctDesPlan_t plan, const void* gradSummed, void* gradPar
 dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
                             dctResult_t localError, const char* fn);
+// A 1-bit compressor's committed worker error into out (its twin's memory)
+// when the residual holds a kept x (OnebitState::pending).
+dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream);
 
 }  // namespace dct

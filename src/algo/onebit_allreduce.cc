@@ -2,16 +2,22 @@
 // ICML 2021) as one transaction over every rank, like sparse_allreduce.cc:
 //
 //   local work   state set-up (first step); the worker compresses sendbuf +
-//                its committed error into sign words, one scale and the
-//                spare error (kernels/onebit_kernels.h); transport staging
+//                its committed error into sign words and one scale, and
+//                keeps x as the spare residual (kernels/onebit_kernels.h:
+//                keepX; the error x leaves is formed by the next step as it
+//                reads x back, so the error costs no pass of its own);
+//                transport staging
 //   agreement    header allgather + vote
-//   exchange     alltoallv of the sign words (chunk j to rank j) and
-//                allgather of the worker scales; the server averages its
-//                chunk over the ranks, adds its committed error and
-//                compresses that into its own signs, scale and spare error;
-//                allgather of the server signs and of the server scales; vote
+//   exchange     alltoallv of the worker's slots (chunk j's scale and signs
+//                to rank j); the server compresses the average of its
+//                chunk over the ranks plus its committed error into its own
+//                slot, keeping its x as the spare error as the worker does;
+//                allgather of the server slots; vote
 //   commit       both errors swap in (not on a non-finite step), stats;
-//                recvbuf decoded from the server signs and scales
+//                recvbuf decoded from the server slots
+//
+// Each scale rides in front of its sign words (onebit_kernels.h's slots),
+// so each phase is one collective.
 //
 // Chunk j (OnebitChunks: word-aligned, possibly empty) is served by rank j.
 // About n/8 bytes leave each rank per phase instead of dense's ~4n.
@@ -28,6 +34,7 @@
 #include "algo/algorithms.h"
 #include "base/debug.h"
 #include "base/dtype.h"
+#include "base/phase_timer.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -50,12 +57,12 @@ struct Step {
   bool warm = false;
   void* target = nullptr;  // warm-up: where the dense sum lands (recv, or staged in place)
   void* result = nullptr;  // where finish() writes: recv, or (copiesAfterCommit) staged
-  double workerScale = 0;
+  double workerScale = 0, serverScale = 0;
   bool nonFinite = false;  // some server scale is NaN: output NaN, commit no error
   size_t sent = 0, received = 0;
+  PhaseTimer clock{};
 
   char* at(size_t offset) const { return c->onebit.arena.as<char>() + offset; }
-  uint32_t* words(size_t offset) const { return reinterpret_cast<uint32_t*>(at(offset)); }
   void* serverError(int which) const { return c->onebit.serverErrors[which].as(); }
 };
 
@@ -65,14 +72,17 @@ Step makeStep(const void* send, void* recv, dctRedOp_t op, dctCompressor_t c, dc
   return Step{send, recv, op, c, comm, stream, chunks, scaleBytes, OnebitArena(chunks, scaleBytes)};
 }
 
+// Bytes of the worker's message to server q: the scale and chunk q's words.
+size_t workerBytes(const Step& s, int q) { return s.scaleBytes + s.chunks.words(q) * 4; }
+
 // Payload this rank sends to / receives from the other ranks in one step.
 void countBytes(Step& s) {
   const int P = s.comm->size, me = s.comm->rank;
-  const size_t peers = static_cast<size_t>(P - 1), gathered = peers * (s.chunks.chunkWords * 4 + s.scaleBytes);
-  s.sent = gathered + peers * s.scaleBytes;
+  const size_t peers = static_cast<size_t>(P - 1), gathered = peers * s.arena.slotBytes;
+  s.sent = gathered;
   for (int q = 0; q < P; q++)
-    if (q != me) s.sent += s.chunks.words(q) * 4;
-  s.received = gathered + peers * (s.scaleBytes + s.chunks.words(me) * 4);
+    if (q != me) s.sent += workerBytes(s, q);
+  s.received = gathered + peers * workerBytes(s, me);
 }
 
 dctResult_t allocateState(Step& s) {
@@ -89,6 +99,7 @@ dctResult_t allocateState(Step& s) {
   DCTCHECK(st.serverErrors[1].reserve(serverBytes));
   DCTCHECK(c->ops->zero(c->kernels, st.serverErrors[0].as(), serverBytes, s.stream));
   st.serverCommitted = 0;
+  st.serverPending = false;
   // The worker error is the residual, allocated and zeroed by bindOps.
   if (c->residuals[0].capacity() < errorBytes || c->residuals[1].capacity() < errorBytes) return dctInternalError;
   st.ops = c->ops;
@@ -127,10 +138,15 @@ dctResult_t localWork(Step& s) {
     return s.comm->transport->prepare(s.comm, s.target, bytes, s.stream);
   }
   DCTCHECK(setUp(s));
-  const size_t most = P * s.chunks.chunkWords * 4 > P * s.scaleBytes ? P * s.chunks.chunkWords * 4 : P * s.scaleBytes;
-  DCTCHECK(s.comm->transport->prepare(s.comm, c->onebit.arena.as(), most, s.stream));
-  OnebitCompressArgs w{s.send, c->residual(), c->spareResidual(), c->count, c->dtype,
-                       s.words(s.arena.workerSigns), s.at(s.arena.workerScale), reinterpret_cast<double*>(s.at(s.arena.scratch))};
+  DCTCHECK(s.comm->transport->prepare(s.comm, c->onebit.arena.as(), P * s.arena.slotBytes, s.stream));
+  OnebitCompressArgs w{s.send, c->residual(), c->spareResidual(), c->count, c->dtype, s.at(s.arena.workerSlots),
+                       s.arena.slotBytes, s.chunks.chunkWords, s.comm->size,
+                       reinterpret_cast<double*>(s.at(s.arena.scratch))};
+  // One pass: the error the committed x left is formed as x is read, and
+  // this step's x is kept for the next one (OnebitState::pending).
+  w.keepX = true;
+  w.pending = c->onebit.pending;
+  w.pendingScale = c->onebit.pendingScale;
   DCTCHECK(c->ops->onebitCompress(c->kernels, &w, s.stream));
   s.workerScale = w.scaleValue;
   countBytes(s);
@@ -141,22 +157,26 @@ dctResult_t localWork(Step& s) {
 dctResult_t serverWork(Step& s) {
   dctCompressor_t c = s.c;
   const int committed = c->onebit.serverCommitted;
-  const size_t len = s.chunks.length(s.comm->rank);
-  void* spare = s.serverError(1 - committed);
-  OnebitAverageArgs avg{s.words(s.arena.receivedSigns), s.chunks.chunkWords, s.at(s.arena.workerScales),
-                        s.comm->size, s.serverError(committed), spare, len, c->dtype};
-  DCTCHECK(c->ops->onebitAverage(c->kernels, &avg, s.stream));
-  OnebitCompressArgs server{nullptr, spare, spare, len, c->dtype, s.words(s.arena.serverSigns),
-                            s.at(s.arena.serverScale), reinterpret_cast<double*>(s.at(s.arena.scratch))};
-  return c->ops->onebitCompress(c->kernels, &server, s.stream);
+  OnebitCompressArgs server{nullptr, s.serverError(committed), s.serverError(1 - committed),
+                            s.chunks.length(s.comm->rank), c->dtype, s.at(s.arena.serverSlot), s.arena.slotBytes,
+                            s.chunks.chunkWords, 1, reinterpret_cast<double*>(s.at(s.arena.scratch))};
+  server.mean = OnebitMean{s.at(s.arena.receivedSlots), s.arena.slotBytes, s.comm->size};
+  server.keepX = true;  // one pass, as the worker's
+  server.pending = c->onebit.serverPending;
+  server.pendingScale = c->onebit.serverPendingScale;
+  DCTCHECK(c->ops->onebitCompress(c->kernels, &server, s.stream));
+  s.serverScale = server.scaleValue;
+  return dctSuccess;
 }
 
 // Every rank sees every server scale: one NaN makes the step non-finite.
 dctResult_t readServerScales(Step& s) {
   const int P = s.comm->size;
-  std::vector<double> scales(P);
   std::vector<unsigned char> raw(P * s.scaleBytes);
-  DCTCHECK(s.c->ops->copy(s.c->kernels, raw.data(), s.at(s.arena.serverScales), raw.size(), s.stream));
+  for (int j = 0; j < P; j++) {
+    const char* scale = s.at(s.arena.gatheredSlots + j * s.arena.slotBytes);  // a slot's first bytes
+    DCTCHECK(s.c->ops->copy(s.c->kernels, raw.data() + j * s.scaleBytes, scale, s.scaleBytes, s.stream));
+  }
   DCTCHECK(s.c->ops->synchronize(s.c->kernels, s.stream));
   for (int j = 0; j < P; j++) {
     double v;
@@ -171,31 +191,32 @@ dctResult_t readServerScales(Step& s) {
   return dctSuccess;
 }
 
-// Runs all four collectives whatever fails on the way; returns the first error.
+// Runs both collectives whatever fails on the way; returns the first error.
 dctResult_t exchange(Step& s) {
   dctComm_t comm = s.comm;
   const Transport* t = comm->transport;
   if (s.warm) return t->allreduce(comm, s.send, s.target, s.c->count, s.c->dtype, s.stream);
   const int P = comm->size, me = comm->rank;
-  const size_t stride = s.chunks.chunkWords * 4;
   std::vector<size_t> sendBytes(P), recvBytes(P), offsets(P);
+  size_t total = 0;  // what all ranks send together
   for (int q = 0; q < P; q++) {
-    sendBytes[q] = s.chunks.words(q) * 4;
-    recvBytes[q] = s.chunks.words(me) * 4;
-    offsets[q] = q * stride;
+    sendBytes[q] = workerBytes(s, q);
+    recvBytes[q] = workerBytes(s, me);
+    offsets[q] = q * s.arena.slotBytes;
+    total += static_cast<size_t>(P) * sendBytes[q];
   }
-  const size_t total = static_cast<size_t>(P) * onebitWords(s.c->count) * 4;
   dctResult_t res = dctSuccess;
   auto keep = [&](dctResult_t r) {
     if (res == dctSuccess) res = r;
   };
-  keep(t->alltoallv(comm, s.at(s.arena.workerSigns), sendBytes.data(), offsets.data(), s.at(s.arena.receivedSigns),
+  keep(t->alltoallv(comm, s.at(s.arena.workerSlots), sendBytes.data(), offsets.data(), s.at(s.arena.receivedSlots),
                     recvBytes.data(), offsets.data(), total, s.stream));
-  keep(t->allgather(comm, s.at(s.arena.workerScale), s.at(s.arena.workerScales), s.scaleBytes, s.stream));
+  s.clock.lap(dctPhaseExchange);
   if (res == dctSuccess) res = serverWork(s);
-  keep(t->allgather(comm, s.at(s.arena.serverSigns), s.at(s.arena.gatheredSigns), stride, s.stream));
-  keep(t->allgather(comm, s.at(s.arena.serverScale), s.at(s.arena.serverScales), s.scaleBytes, s.stream));
+  s.clock.lap(dctPhaseReduce);
+  keep(t->allgather(comm, s.at(s.arena.serverSlot), s.at(s.arena.gatheredSlots), s.arena.slotBytes, s.stream));
   if (res == dctSuccess) res = readServerScales(s);
+  s.clock.lap(dctPhaseExchange);
   return res;
 }
 
@@ -207,7 +228,13 @@ void commit(Step& s) {
   d.threshold = s.warm ? 0.0 : s.workerScale;
   d.nonFinite = !s.warm && std::isnan(s.workerScale) ? 1 : 0;
   d.newResidual = !s.warm && !s.nonFinite;  // the worker error swaps in with the residual
-  if (d.newResidual) c->onebit.serverCommitted = 1 - c->onebit.serverCommitted;
+  if (d.newResidual) {
+    c->onebit.serverCommitted = 1 - c->onebit.serverCommitted;
+    c->onebit.pending = true;  // the residual about to be committed holds this step's x
+    c->onebit.pendingScale = s.workerScale;
+    c->onebit.serverPending = true;
+    c->onebit.serverPendingScale = s.serverScale;
+  }
   commitStep(c, d, s.sent, s.received, s.warm ? dctAlgoDense : static_cast<dctAlgorithm_t>(dctNumAlgorithms));
 }
 
@@ -224,12 +251,26 @@ dctResult_t finish(Step& s) {
     return c->ops->convert(c->kernels, s.result, c->dtype, s.target, c->dtype, c->count, factor, s.stream);
   }
   const double factor = s.nonFinite ? std::numeric_limits<double>::quiet_NaN() : (s.op == dctSum ? P : 1.0);
-  OnebitDecodeArgs out{s.words(s.arena.gatheredSigns), s.at(s.arena.serverScales), s.chunks.chunkLength(), c->count,
-                       c->dtype, s.result, factor};
+  OnebitDecodeArgs out{s.at(s.arena.gatheredSlots), s.arena.slotBytes, s.chunks.chunkWords, c->count, c->dtype,
+                       s.result, factor};
   return c->ops->onebitDecode(c->kernels, &out, s.stream);
 }
 
 }  // namespace
+
+dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream) {
+  // A compression of the error alone: its x is the error itself, kept into out.
+  const OnebitChunks chunks(c->count, c->comm->size);
+  const OnebitArena arena(chunks, dtypeSize(accumulationType(c->dtype)));
+  char* base = c->onebit.arena.as<char>();
+  if (!c->onebit.readyFor(c->ops, c->kernels) || base == nullptr) return dctInternalError;
+  OnebitCompressArgs a{nullptr, c->residual(), out, c->count, c->dtype, base + arena.workerSlots, arena.slotBytes,
+                       chunks.chunkWords, c->comm->size, reinterpret_cast<double*>(base + arena.scratch)};
+  a.keepX = true;
+  a.pending = true;
+  a.pendingScale = c->onebit.pendingScale;
+  return c->ops->onebitCompress(c->kernels, &a, stream);
+}
 
 dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
@@ -245,23 +286,31 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.mode = s.warm ? 1 : 0;
   mine.localError = localWork(s);
   mine.bytes = s.sent;
+  s.clock.lap(dctPhaseCompress);
   constexpr int32_t kLateTail = 1;  // header flag: this rank finishes its result after the exchange vote
   const bool early = sendbuf != recvbuf || copiesAfterCommit(s);
   if (!early) mine.flags |= kLateTail;
   DCTCHECK(agree(comm, mine, all, stream, fn));
+  s.clock.lap(dctPhaseAgree);
   auto tail = [&]() -> dctResult_t {
     DCTCHECK(finish(s));
-    return c->ops->streamEnd(c->kernels, stream);
+    dctResult_t res = c->ops->streamEnd(c->kernels, stream);
+    s.clock.lap(dctPhaseReduce);
+    return res;
   };
   dctResult_t exchanged = exchange(s);
   if (exchanged == dctSuccess && early) exchanged = tail();
   DCTCHECK(vote(comm, exchanged, stream, fn, "exchange"));
+  s.clock.lap(dctPhaseAgree);
   bool late = false;
   for (const CallHeader& h : all) late = late || (h.flags & kLateTail);
   if (late) DCTCHECK(vote(comm, early ? dctSuccess : tail(), stream, fn, "copy of the result"));
+  s.clock.lap(dctPhaseAgree);
 
   commit(s);
   if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.result, c->count * dtypeSize(c->dtype), stream);
+  s.clock.lap(dctPhaseOther);
+  s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
   DCT_TRACE("step %llu: 1-bit%s, worker scale %g%s", (unsigned long long)c->stats.step, s.warm ? " (dense warm-up)" : "",
             s.workerScale, s.nonFinite ? ", non-finite: output NaN, errors kept" : "");
   return dctSuccess;

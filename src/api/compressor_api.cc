@@ -2,6 +2,7 @@
 #include <cmath>
 #include <memory>
 
+#include "algo/algorithms.h"
 #include "api/config.h"
 #include "api/checks.h"
 #include "api/guard.h"
@@ -61,7 +62,9 @@ dctResult_t copyResidual(dctCompressor_t c, const void* buffer, bool restore, vo
   void* mine = c->residual();
   const size_t bytes = c->count * dtypeSize(c->accType);
   dctResult_t res = restore ? c->ops->copy(c->kernels, mine, buffer, bytes, stream)
-                            : c->ops->copy(c->kernels, const_cast<void*>(buffer), mine, bytes, stream);
+                    : c->onebit.pending ? onebitResidual(c, const_cast<void*>(buffer), stream)
+                                        : c->ops->copy(c->kernels, const_cast<void*>(buffer), mine, bytes, stream);
+  if (res == dctSuccess && restore) c->onebit.pending = false;
   if (res == dctSuccess) res = c->ops->synchronize(c->kernels, stream);
   return res == dctSuccess ? res : fail(comm, res, "%s: copying the residual failed", fn);
 }

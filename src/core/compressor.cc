@@ -362,6 +362,7 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bo
     return fail(c->comm, res, "%s: cannot allocate the 2 x %zu-element residual", fn, c->count);
   }
   c->residualZero = true;
+  c->onebit.pending = false;
   return dctSuccess;
 }
 

@@ -137,7 +137,6 @@ dctResult_t cpuRowScatter(KernelContext* ctx, const RowBlockArgs* args, void* st
 dctResult_t cpuRowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void* stream);
 // 1-bit compressed allreduce: cpu_onebit.cc.
 dctResult_t cpuOnebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
-dctResult_t cpuOnebitAverage(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);
 dctResult_t cpuOnebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
 
 }  // namespace dct

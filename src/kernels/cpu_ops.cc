@@ -209,7 +209,6 @@ const KernelOps& cpuKernelOps() {
       .rowScatter = NoThrow<cpuRowScatter>::call,
       .rowAccumulate = NoThrow<cpuRowAccumulate>::call,
       .onebitCompress = NoThrow<cpuOnebitCompress>::call,
-      .onebitAverage = NoThrow<cpuOnebitAverage>::call,
       .onebitDecode = NoThrow<cpuOnebitDecode>::call,
   };
   return ops;

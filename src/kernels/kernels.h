@@ -101,7 +101,6 @@ struct KernelOps {
   // --- 1-bit compressed allreduce (onebit_kernels.h: bit layout, the fixed
   // sum-of-squares order, the NaN rule) ---
   dctResult_t (*onebitCompress)(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
-  dctResult_t (*onebitAverage)(KernelContext* ctx, const OnebitAverageArgs* args, void* stream);
   dctResult_t (*onebitDecode)(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
   // --- end 1-bit ---
 };

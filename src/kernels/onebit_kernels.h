@@ -1,6 +1,7 @@
 // The 1-bit compressed allreduce's kernels (1-bit Adam's collective): the
-// argument structs of the three ops in the KernelOps table, the chunking of
-// a vector over the ranks, and the rules both twins share.
+// message layout, the argument structs of the two ops in the KernelOps
+// table, the chunking of a vector over the ranks, and the rules both twins
+// share.
 //
 // Sign bits: bit k of word w stands for element 32w + k; it is set when
 // x >= 0 (so sign(0) = sign(-0) = +1 and a set bit decodes to +scale) and
@@ -34,55 +35,84 @@
 
 namespace dct {
 
+// The messages (what travels, and what the ops read and write): chunk q
+// of a vector travels in slot q, slotBytes from slot q - 1: the chunk's
+// scale (one accumulation-type value) first, then its sign words. The
+// scale rides with the signs, so a phase is one collective, and slotBytes
+// (onebitSlotBytes) is a multiple of the scale's size, so every scale is
+// aligned where the slots' base is (8 bytes).
+DCT_HOST_DEVICE size_t onebitSlotBytes(size_t chunkWords, size_t scaleBytes) {
+  return scaleBytes + (chunkWords * 4 + scaleBytes - 1) / scaleBytes * scaleBytes;
+}
+
+template <typename A>
+struct OnebitSlotsOf {
+  const unsigned char* base;
+  size_t slotBytes;
+  DCT_HOST_DEVICE A scale(size_t q) const { return *reinterpret_cast<const A*>(base + q * slotBytes); }
+  DCT_HOST_DEVICE const uint32_t* words(size_t q) const {
+    return reinterpret_cast<const uint32_t*>(base + q * slotBytes + sizeof(A));
+  }
+};
+
+// A server's input: slot r of `slots` holds rank r's scale and its signs of
+// the server's chunk (word w: elements 32w..32w+31 of the chunk).
+struct OnebitMean {
+  const void* slots = nullptr;
+  size_t slotBytes = 0;
+  int ranks = 0;  // 0: no mean (a worker's compression)
+};
+
 // One worker's (or server's) compression of n values:
-//   x = (input ? input : 0) + errorIn   (input widened exactly; errorIn alone
-//                                       when input is null)
+//   e = errorIn, or with pending, errorIn - (errorIn >= 0 ? p : -p) with
+//       p = pendingScale (errorIn holds the x of a keepX compression, p
+//       its scale: e is the error that x left)
+//   x = (input ? input : 0) + e         (input widened exactly; e alone
+//                                       when input is null), or, when
+//                                       mean.ranks > 0 (input null),
+//   x = (sum over r = 0..ranks-1, in r order, of (bit ? s_r : -s_r)) / ranks
+//       + e                              (bit i of rank r's signs, s_r its
+//                                       scale; the server's average)
 //   signs = the sign bits of x, scale = the rule above,
 //   errorOut = x - (x >= 0 ? scale : -scale)   (errorOut = x when the
 //                                              scale is NaN: never committed)
+//   or, with keepX, errorOut = x: the error is formed by the next
+//   compression (pending), which reads x once for both, so the error
+//   update needs no pass of its own.
 // input is dtype (any), errorIn/errorOut/scale accumulationType(dtype).
-// errorOut may equal errorIn. scratch: onebitScratchBytes(n) bytes in this
-// twin's memory. The op writes *scale (this twin's memory) and returns
-// sumOfSquares and scaleValue on the host.
+// errorOut may equal errorIn. The signs go into slots (layout above): sign
+// word w into slot w / chunkWords; the scale into the first slotCount
+// slots (at least every slot that holds words). Words past the vector are
+// not written. scratch: onebitScratchBytes(n) bytes in this twin's memory.
+// The op returns sumOfSquares and scaleValue on the host.
 struct OnebitCompressArgs {
   const void* input;  // may be null
   const void* errorIn;
   void* errorOut;
   size_t n;
   dctDataType_t dtype;  // the tensor's type
-  uint32_t* signs;      // out: onebitWords(n) words
-  void* scale;          // out: one accumulation-type value
+  void* slots;          // out
+  size_t slotBytes;
+  size_t chunkWords;
+  int slotCount;
   double* scratch;
+  OnebitMean mean{};
+  bool keepX = false;
+  bool pending = false;
+  double pendingScale = 0;  // exactly an accumulation-type value
   double sumOfSquares = 0;  // out (host)
-  double scaleValue = 0;    // out (host): *scale, exactly
-};
-
-// A server's average of its chunk over the ranks, plus its error:
-//   out[i] = (sum over r = 0..ranks-1, in r order, of (bit ? s_r : -s_r)) / ranks
-//            + errorIn[i]
-// where bit is bit i of rank r's sign words (at signs + r * strideWords)
-// and s_r = scales[r]. Everything in the accumulation type; out may equal
-// errorIn.
-struct OnebitAverageArgs {
-  const uint32_t* signs;
-  size_t strideWords;
-  const void* scales;  // ranks values
-  int ranks;
-  const void* errorIn;
-  void* out;
-  size_t n;
-  dctDataType_t dtype;  // the tensor's type (errorIn, out, scales: its accumulation type)
+  double scaleValue = 0;    // out (host): the scale, exactly
 };
 
 // The allreduce's output: out[i] = (bit i ? s_j : -s_j) * factor, formed in
-// the accumulation type and rounded once to dtype, where j = i / chunkLength
-// and s_j = scales[j]. signs hold the whole vector's words (chunk j's at
-// word j * chunkLength / 32). A NaN factor writes the canonical quiet NaN
-// everywhere (the same bits on both twins).
+// the accumulation type and rounded once to dtype, where j = i / (32 *
+// chunkWords) and slot j of `slots` holds s_j and chunk j's sign words. A
+// NaN factor writes the canonical quiet NaN everywhere (the same bits on
+// both twins).
 struct OnebitDecodeArgs {
-  const uint32_t* signs;
-  const void* scales;
-  size_t chunkLength;  // a multiple of 32
+  const void* slots;
+  size_t slotBytes;
+  size_t chunkWords;  // > 0
   size_t n;
   dctDataType_t dtype;  // out's type
   void* out;

@@ -8,13 +8,14 @@
 
 #include "base/half_types.h"
 #include "base/host_device.h"
+#include "kernels/onebit_kernels.h"
 
 namespace dct {
 
 // x = v + e (v widened exactly to the accumulation type A), or e itself.
 template <typename T, typename A>
-DCT_HOST_DEVICE A onebitInput(const T* input, const A* error, size_t i) {
-  return input ? static_cast<A>(Value<T>::load(input[i])) + error[i] : error[i];
+DCT_HOST_DEVICE A onebitInput(const T* input, A e, size_t i) {
+  return input ? static_cast<A>(Value<T>::load(input[i])) + e : e;
 }
 
 // The sign bit: set for x >= 0 (+0 and -0 included), clear for x < 0 and NaN.
@@ -33,6 +34,13 @@ DCT_HOST_DEVICE A onebitSigned(uint32_t word, unsigned bit, A scale) {
 template <typename A>
 DCT_HOST_DEVICE A onebitError(A x, A scale) {
   return x - (x >= A(0) ? scale : -scale);
+}
+
+// Element i's error going in: error[i], or the error a kept x left
+// (pending: error holds x, sent with scale p).
+template <typename A>
+DCT_HOST_DEVICE A onebitErrorIn(const A* error, size_t i, bool pending, A p) {
+  return pending ? onebitError(error[i], p) : error[i];
 }
 
 // x^2 in fp64, never fused with the add that consumes it.
@@ -54,13 +62,14 @@ DCT_HOST_DEVICE double onebitTree32(double* t) {
   return t[0];
 }
 
-// A server's mean over the ranks of the decoded bit i (ranks in order).
+// A server's mean over the ranks of the decoded bit i (ranks in order);
+// slot r holds rank r's scale and signs (onebit_kernels.h).
 template <typename A>
-DCT_HOST_DEVICE A onebitMean(const uint32_t* signs, size_t strideWords, const A* scales, int ranks, size_t i) {
+DCT_HOST_DEVICE A onebitMean(OnebitSlotsOf<A> slots, int ranks, size_t i) {
   const size_t w = i / 32;
   const unsigned b = static_cast<unsigned>(i % 32);
-  A sum = onebitSigned(signs[w], b, scales[0]);
-  for (int r = 1; r < ranks; r++) sum = sum + onebitSigned(signs[static_cast<size_t>(r) * strideWords + w], b, scales[r]);
+  A sum = onebitSigned(slots.words(0)[w], b, slots.scale(0));
+  for (int r = 1; r < ranks; r++) sum = sum + onebitSigned(slots.words(r)[w], b, slots.scale(r));
   return sum / static_cast<A>(ranks);
 }
 
@@ -74,12 +83,12 @@ template <> DCT_HOST_DEVICE double onebitNaN<double>() {
   return d;
 }
 
-// One output element.
+// One output element; chunk j's scale and signs in slot j.
 template <typename T, typename A = typename Value<T>::Acc>
-DCT_HOST_DEVICE T onebitDecoded(const uint32_t* signs, const A* scales, size_t chunkLength, size_t i, A factor,
-                                bool nanFactor) {
+DCT_HOST_DEVICE T onebitDecoded(OnebitSlotsOf<A> slots, size_t chunkWords, size_t i, A factor, bool nanFactor) {
   if (nanFactor) return Value<T>::store(onebitNaN<A>());
-  const A s = onebitSigned(signs[i / 32], static_cast<unsigned>(i % 32), scales[i / chunkLength]);
+  const size_t w = i / 32, j = w / chunkWords;
+  const A s = onebitSigned(slots.words(j)[w - j * chunkWords], static_cast<unsigned>(i % 32), slots.scale(j));
   return Value<T>::store(s * factor);
 }
 

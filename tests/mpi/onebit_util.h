@@ -10,6 +10,7 @@
 
 #include "../common/onebit_reference.h"
 #include "core/compressor.h"
+#include "kernels/onebit_math.h"
 #include "base/half_types.h"
 #include "mpi_util.h"
 
@@ -51,16 +52,21 @@ std::vector<std::vector<T>> allInputs(size_t n, int ranks, int step, uint64_t se
   return in;
 }
 
-// The committed worker error (the residual) and server error (host twin).
+// The committed worker error (dctCompressorGetResidual: the residual may
+// hold the x that left it) and server error (host twin).
 template <typename A>
 std::vector<A> workerError(dctCompressor_t c) {
-  const A* p = static_cast<const A*>(c->residual());
-  return p ? std::vector<A>(p, p + c->count) : std::vector<A>{};
+  std::vector<A> e(c->count);
+  if (c->count) REQUIRE(dctCompressorGetResidual(c, e.data(), nullptr) == dctSuccess);
+  return e;
 }
 template <typename A>
 std::vector<A> serverError(dctCompressor_t c, size_t length) {
   const A* p = c->onebit.serverErrors[c->onebit.serverCommitted].template as<A>();
-  return p ? std::vector<A>(p, p + length) : std::vector<A>{};
+  std::vector<A> e = p ? std::vector<A>(p, p + length) : std::vector<A>{};
+  if (c->onebit.serverPending)  // it holds the x that left the error
+    for (A& x : e) x = dct::onebitError(x, static_cast<A>(c->onebit.serverPendingScale));
+  return e;
 }
 
 }  // namespace dcttest

@@ -197,6 +197,40 @@ TEST_CASE("NaN rule: a non-finite input makes the step's output NaN everywhere a
   checkNonFinite<BFloat16>(w, BFloat16{dct::kBf16Inf}, 300, 0);
 }
 
+// The residual API on a 1-bit compressor reads and replaces the worker
+// error (which the compressor may hold as the x that left it): read back
+// after steps, restored mid-run (a negative zero included) and carried on,
+// it matches the reference given the same error, bit for bit.
+TEST_CASE("the residual API reads and replaces the 1-bit worker error") {
+  World w;
+  const size_t n = 70001;
+  dctConfig_t cfg = onebitConfig();
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+  OnebitReference<float> ref(n, w.size);
+  for (int step = 0; step < 6; step++) {
+    CAPTURE(step);
+    if (step == 3) {  // every rank restores an error of its own; the reference too
+      std::vector<float> e = onebitInput<float>(n, w.rank, 99, 5, 0.5);
+      e[7] = -0.0f;
+      REQUIRE(dctCompressorSetResidual(c, e.data(), nullptr) == dctSuccess);
+      for (int r = 0; r < w.size; r++) {
+        ref.workerError[r] = onebitInput<float>(n, r, 99, 5, 0.5);
+        ref.workerError[r][7] = -0.0f;
+      }
+      CHECK(sameBytes(workerError<float>(c), ref.workerError[w.rank]));
+    }
+    const auto inputs = allInputs<float>(n, w.size, step, 17);
+    std::vector<float> out(n);
+    REQUIRE(dctSparseAllreduce(inputs[w.rank].data(), out.data(), n, dctFloat32, dctAvg, c, w.comm, nullptr) ==
+            dctSuccess);
+    CHECK(sameBytes(out, ref.step(inputs, false)));
+    CHECK(sameBytes(workerError<float>(c), ref.workerError[w.rank]));
+    CHECK(sameBytes(workerError<float>(c), ref.workerError[w.rank]));  // reading changes nothing
+  }
+  REQUIRE(dctCompressorDestroy(c) == dctSuccess);
+}
+
 // On a fixed input the worker error grows until it dominates the scale
 // (measured: max |error| ~70-90 for N(0,1) inputs, reached after ~500
 // steps) and then stays put, so the time-average of the output approaches

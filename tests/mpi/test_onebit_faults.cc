@@ -1,6 +1,7 @@
 // Fault injection into the 1-bit allreduce under mpirun: whatever transport
-// operation fails (prepare, header allgather, votes, the sign alltoallv, the
-// scale and server-sign allgathers), on one rank or on all, every rank
+// operation fails (prepare, header allgather, votes, the worker slots'
+// alltoallv, the server slots' allgather: each scale travels with its
+// signs), on one rank or on all, every rank
 // returns an error, nothing is committed, and retrying each failed call
 // gives bit for bit the outputs, worker and server errors and statistics of
 // a run without the fault. The same for allocation failures on one rank.
@@ -88,6 +89,13 @@ TEST_CASE("a transport fault at any operation, on any rank or all, fails every r
     for (bool inPlace : {false, true}) {
       const Run clean = runSteps(w.comm, sc, inPlace, [](dctCompressor_t) {});
       REQUIRE(clean.failedCalls == 0);
+      // The ops every fault below lands on: a 1-bit step is prepare, the
+      // agreement (header allgather, vote), the worker slots' alltoallv,
+      // the server slots' allgather and the exchange vote (scales ride in
+      // the slots); a warm-up step has the dense allreduce in their place.
+      // One rank has no votes.
+      const uint64_t warm = static_cast<uint64_t>(sc.warmup), votes = w.size > 1 ? 2 : 0;
+      CHECK(clean.ops == warm * (3 + votes) + (kSteps - warm) * (4 + votes));
       for (uint64_t n = 0; n < clean.ops; n++)
         for (int victim = -1; victim < w.size; victim++) {
           CAPTURE(sc.n);

@@ -1,9 +1,12 @@
 // The CPU twin's 1-bit kernels against the plain reference of
-// tests/common/onebit_reference.h: sign-bit layout, the fixed-order sum of
-// squares and the scale, error feedback, the server average, the decode
-// (halves rounded once), and the NaN rule; all four tensor types, odd sizes.
+// tests/common/onebit_reference.h: sign-bit layout, the slots (each chunk's
+// scale before its signs), the fixed-order sum of squares and the scale,
+// error feedback, the server's average compressed in place of an input, the
+// decode (halves rounded once), and the NaN rule; all four tensor types,
+// odd sizes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -29,39 +32,72 @@ struct Cpu {
   ~Cpu() { ops.destroyContext(ctx); }
 };
 
+// Host slots (onebit_kernels.h) for `chunks` chunks of chunkWords words,
+// filled with a guard pattern.
+template <typename A>
+struct Slots {
+  size_t chunkWords, slotBytes;
+  std::vector<uint64_t> bytes;  // 8-byte aligned
+  Slots(size_t cw, size_t chunks) : chunkWords(cw), slotBytes(onebitSlotBytes(cw, sizeof(A))) {
+    bytes.assign((chunks * slotBytes + 7) / 8, 0xdeadbeefdeadbeefull);
+  }
+  unsigned char* base() { return reinterpret_cast<unsigned char*>(bytes.data()); }
+  OnebitSlotsOf<A> view() const { return {reinterpret_cast<const unsigned char*>(bytes.data()), slotBytes}; }
+  uint32_t& word(size_t w) {
+    return const_cast<uint32_t*>(view().words(w / chunkWords))[w % chunkWords];
+  }
+  void setScale(size_t q, A s) { std::memcpy(base() + q * slotBytes, &s, sizeof(A)); }
+};
+
 template <typename T, typename A = typename Value<T>::Acc>
 struct Compressed {
-  std::vector<uint32_t> signs;
+  std::vector<uint32_t> signs;  // read back from the slots
   std::vector<A> error;
   A scale;
   OnebitCompressArgs args;
 };
 
+// What a compression keeps and reads back (keepX, pending).
+struct Keep {
+  bool keepX = false, pending = false;
+  double pendingScale = 0;
+};
+
+// One compression into `chunks` slots of chunkWords words (0: one slot for
+// everything); every slot must carry the scale, words past n stay as they were.
 template <typename T, typename A = typename Value<T>::Acc>
-Compressed<T> compress(Cpu& cpu, const std::vector<T>* input, const std::vector<A>& errorIn, bool inPlace) {
-  const size_t n = errorIn.size();
+Compressed<T> compress(Cpu& cpu, const std::vector<T>* input, const std::vector<A>& errorIn, bool inPlace,
+                       size_t chunkWords = 0, const OnebitMean& mean = {}, Keep keep = {}) {
+  const size_t n = errorIn.size(), words = onebitWords(n);
+  const size_t cw = chunkWords ? chunkWords : std::max<size_t>(words, 1);
+  const size_t chunks = std::max<size_t>((words + cw - 1) / cw, 1);
+  Slots<A> slots(cw, chunks);
   Compressed<T> c;
-  c.signs.assign(onebitWords(n) + 1, 0xdeadbeefu);  // one guard word
   c.error = inPlace ? errorIn : std::vector<A>(n, A(7));
   std::vector<double> scratch(onebitScratchBytes(n) / sizeof(double));
   c.args = OnebitCompressArgs{input ? input->data() : nullptr, inPlace ? c.error.data() : errorIn.data(),
-                              c.error.data(), n, Value<T>::type, c.signs.data(), &c.scale, scratch.data()};
+                              c.error.data(), n, Value<T>::type, slots.base(), slots.slotBytes, cw,
+                              static_cast<int>(chunks), scratch.data(), mean, keep.keepX, keep.pending,
+                              keep.pendingScale};
   REQUIRE(cpu.ops.onebitCompress(cpu.ctx, &c.args, nullptr) == dctSuccess);
-  CHECK(c.signs.back() == 0xdeadbeefu);
-  c.signs.pop_back();
+  for (size_t w = 0; w < words; w++) c.signs.push_back(slots.word(w));
+  for (size_t w = words; w < chunks * cw; w++) CHECK(slots.word(w) == 0xdeadbeefu);
+  c.scale = slots.view().scale(0);
+  for (size_t q = 1; q < chunks; q++) CHECK(sameBits(slots.view().scale(q), c.scale));
   return c;
 }
 
 template <typename T>
-void checkCompress(size_t n, uint64_t seed, bool withInput, bool inPlace) {
+void checkCompress(size_t n, uint64_t seed, bool withInput, bool inPlace, size_t chunkWords = 0) {
   using A = typename Value<T>::Acc;
   CAPTURE(n);
   CAPTURE(withInput);
   CAPTURE(inPlace);
+  CAPTURE(chunkWords);
   Cpu cpu;
   const std::vector<T> input = seededValues<T>(n, seed);
   const std::vector<A> errorIn = seededValues<A>(n, seed + 1, 0.3);
-  const Compressed<T> got = compress<T>(cpu, withInput ? &input : nullptr, errorIn, inPlace);
+  const Compressed<T> got = compress<T>(cpu, withInput ? &input : nullptr, errorIn, inPlace, chunkWords);
 
   std::vector<A> x(n);
   for (size_t i = 0; i < n; i++)
@@ -125,6 +161,63 @@ TEST_CASE("compress matches the reference: x, signs, fixed-order sum of squares,
   }
 }
 
+TEST_CASE("compress into several slots: word w in slot w / chunkWords, the scale in every slot") {
+  uint64_t seed = 300;
+  for (size_t n : {size_t(33), size_t(1000), size_t(33000), size_t(100003)})
+    for (size_t cw : {size_t(1), size_t(3), size_t(32), size_t(33), size_t(977)}) {
+      checkCompress<float>(n, seed++, true, false, cw);
+      checkCompress<double>(n, seed++, true, true, cw);
+      checkCompress<BFloat16>(n, seed++, true, false, cw);
+    }
+  // Past kStreamBytes: the error is streamed.
+  checkCompress<float>((size_t(8) << 20) / 4 + 1001, seed++, true, false, 20000);
+  checkCompress<double>((size_t(8) << 20) / 8 + 33, seed++, false, true, 20000);
+}
+
+// keepX keeps x and pending forms the error it left as it reads x back:
+// two chained steps give the signs, scales and errors of the plain ones.
+template <typename T>
+void checkKeptX(size_t n, uint64_t seed, bool inPlace) {
+  using A = typename Value<T>::Acc;
+  CAPTURE(n);
+  CAPTURE(inPlace);
+  Cpu cpu;
+  const std::vector<T> v1 = seededValues<T>(n, seed), v2 = seededValues<T>(n, seed + 1);
+  std::vector<A> e0 = seededValues<A>(n, seed + 2, 0.3);
+  if (n > 5) e0[5] = A(-0.0);  // a negative zero error must come back as itself
+  const Compressed<T> plain1 = compress<T>(cpu, &v1, e0, false, 977);
+  const Compressed<T> plain2 = compress<T>(cpu, &v2, plain1.error, false, 977);
+
+  const Compressed<T> kept1 = compress<T>(cpu, &v1, e0, inPlace, 977, {}, Keep{true, false, 0});
+  std::vector<A> x1(n);
+  for (size_t i = 0; i < n; i++) x1[i] = static_cast<A>(Value<T>::load(v1[i])) + e0[i];
+  CHECK(sameBytes(kept1.error, x1));
+  CHECK(sameBytes(kept1.signs, plain1.signs));
+  CHECK(sameBits(kept1.scale, plain1.scale));
+  const Keep pending{true, true, kept1.args.scaleValue};
+  const Compressed<T> kept2 = compress<T>(cpu, &v2, kept1.error, inPlace, 977, {}, pending);
+  CHECK(sameBytes(kept2.signs, plain2.signs));
+  CHECK(sameBits(kept2.scale, plain2.scale));
+  // The error alone, kept: the error x1 left, which the plain step stored.
+  const Compressed<T> resolved = compress<T>(cpu, nullptr, kept1.error, false, 0, {}, pending);
+  CHECK(sameBytes(resolved.error, plain1.error));
+  // Pending without keepX: the plain error.
+  const Keep plainOut{false, true, kept1.args.scaleValue};
+  const Compressed<T> mixed = compress<T>(cpu, &v2, kept1.error, inPlace, 977, {}, plainOut);
+  CHECK(sameBytes(mixed.error, plain2.error));
+}
+
+TEST_CASE("keepX keeps x; pending forms the error it left: chained steps equal plain ones") {
+  uint64_t seed = 700;
+  for (size_t n : {size_t(0), size_t(1), size_t(33), size_t(100003), (size_t(8) << 20) / 4 + 9})
+    for (bool inPlace : {false, true}) {
+      checkKeptX<float>(n, seed++, inPlace);
+      checkKeptX<double>(n, seed++, inPlace);
+      checkKeptX<Half>(n, seed++, inPlace);
+      checkKeptX<BFloat16>(n, seed++, inPlace);
+    }
+}
+
 TEST_CASE("compress of n = 0 writes a zero scale") {
   Cpu cpu;
   const std::vector<float> none;
@@ -161,71 +254,111 @@ TEST_CASE("the sum of squares is independent of the worker count") {
   CHECK(sameBits(got.args.sumOfSquares, referenceSumOfSquares(v.data(), v.size())));
 }
 
+// A server's compression: x = the ranks' decoded mean + its error, the
+// rest as for a worker.
 template <typename T>
-void checkAverage(size_t n, int ranks, uint64_t seed) {
+void checkMean(size_t n, int ranks, uint64_t seed, bool inPlace) {
   using A = typename Value<T>::Acc;
   CAPTURE(n);
   CAPTURE(ranks);
+  CAPTURE(inPlace);
   Cpu cpu;
   std::mt19937_64 rng(seed);
-  const size_t stride = onebitWords(n) + 3;
-  std::vector<uint32_t> signs(stride * ranks);
-  for (auto& w : signs) w = static_cast<uint32_t>(rng());
+  const size_t words = onebitWords(n);
+  Slots<A> in(words + 3, ranks);  // padded past the chunk's words, as received
   std::vector<A> scales = seededValues<A>(ranks, seed + 1);
-  for (A& s : scales) s = std::fabs(s);
+  for (int r = 0; r < ranks; r++) {
+    in.setScale(r, std::fabs(scales[r]));
+    for (size_t w = 0; w < words + 3; w++) in.word(r * in.chunkWords + w) = static_cast<uint32_t>(rng());
+  }
   const std::vector<A> error = seededValues<A>(n, seed + 2, 0.1);
-  std::vector<A> out(n, A(5));
-  OnebitAverageArgs args{signs.data(), stride, scales.data(), ranks, error.data(), out.data(), n, Value<T>::type};
-  REQUIRE(cpu.ops.onebitAverage(cpu.ctx, &args, nullptr) == dctSuccess);
-  std::vector<A> ref(n);
+  const OnebitMean mean{in.base(), in.slotBytes, ranks};
+  const Compressed<T> got = compress<T>(cpu, nullptr, error, inPlace, 0, mean);
+
+  std::vector<A> y(n);
   for (size_t i = 0; i < n; i++) {
-    auto decoded = [&](int r) { return (signs[r * stride + i / 32] >> (i % 32)) & 1u ? scales[r] : -scales[r]; };
+    auto decoded = [&](int r) {
+      const A s = in.view().scale(r);
+      return (in.view().words(r)[i / 32] >> (i % 32)) & 1u ? s : -s;
+    };
     A s = decoded(0);
     for (int r = 1; r < ranks; r++) s += decoded(r);
-    ref[i] = s / static_cast<A>(ranks) + error[i];
+    y[i] = s / static_cast<A>(ranks) + error[i];
   }
-  CHECK(sameBytes(out, ref));
-  // In place (out = errorIn).
-  std::vector<A> inPlace = error;
-  args.errorIn = inPlace.data();
-  args.out = inPlace.data();
-  REQUIRE(cpu.ops.onebitAverage(cpu.ctx, &args, nullptr) == dctSuccess);
-  CHECK(sameBytes(inPlace, ref));
+  const double sumsq = referenceSumOfSquares(y.data(), n);
+  const A scale = referenceScale<A>(sumsq, n);
+  std::vector<uint32_t> signs(words, 0);
+  std::vector<A> newError(n);
+  for (size_t i = 0; i < n; i++) {
+    if (y[i] >= 0) signs[i / 32] |= 1u << (i % 32);
+    newError[i] = y[i] - (y[i] >= 0 ? scale : -scale);
+  }
+  CHECK(sameBits(got.args.sumOfSquares, sumsq));
+  CHECK(sameBits(got.scale, scale));
+  CHECK(sameBytes(got.signs, signs));
+  CHECK(sameBytes(got.error, newError));
+  // Kept as the server keeps it: y itself, then a pending error read back
+  // as the error y left.
+  const Compressed<T> kept = compress<T>(cpu, nullptr, error, inPlace, 0, mean, Keep{true, false, 0});
+  CHECK(sameBytes(kept.error, y));
+  CHECK(sameBytes(kept.signs, signs));
+  const Keep pending{true, true, kept.args.scaleValue};
+  const Compressed<T> next = compress<T>(cpu, nullptr, kept.error, inPlace, 0, mean, pending);
+  const Compressed<T> plainNext = compress<T>(cpu, nullptr, newError, false, 0, mean);
+  CHECK(sameBytes(next.signs, plainNext.signs));
+  CHECK(sameBits(next.scale, plainNext.scale));
 }
 
-TEST_CASE("server average matches the reference (ranks in order, / P, + error)") {
+TEST_CASE("server compression of the ranks' mean matches the reference (ranks in order, / P, + error)") {
   uint64_t seed = 500;
   for (size_t n : {size_t(0), size_t(1), size_t(31), size_t(33), size_t(100003)})
     for (int ranks : {1, 2, 3, 5}) {
-      checkAverage<float>(n, ranks, seed++);
-      checkAverage<double>(n, ranks, seed++);
-      checkAverage<BFloat16>(n, ranks, seed++);
+      checkMean<float>(n, ranks, seed++, false);
+      checkMean<double>(n, ranks, seed++, true);
+      checkMean<BFloat16>(n, ranks, seed++, n % 2 == 0);
     }
 }
 
+TEST_CASE("compress refuses a mean with an input, and zero words per slot") {
+  Cpu cpu;
+  std::vector<float> v(40, 1.0f), err(40, 0.0f);
+  Slots<float> slots(2, 1);
+  std::vector<double> scratch(onebitScratchBytes(40) / sizeof(double));
+  OnebitCompressArgs a{v.data(), err.data(), err.data(), 40, dctFloat32, slots.base(), slots.slotBytes, 2, 1,
+                       scratch.data(), OnebitMean{slots.base(), slots.slotBytes, 1}};
+  CHECK(cpu.ops.onebitCompress(cpu.ctx, &a, nullptr) == dctInternalError);
+  a.mean = {};
+  a.chunkWords = 0;
+  CHECK(cpu.ops.onebitCompress(cpu.ctx, &a, nullptr) == dctInternalError);
+}
+
 template <typename T>
-void checkDecode(size_t n, size_t chunkLength, double factor, uint64_t seed) {
+void checkDecode(size_t n, size_t chunkWords, double factor, uint64_t seed) {
   using A = typename Value<T>::Acc;
   CAPTURE(n);
-  CAPTURE(chunkLength);
+  CAPTURE(chunkWords);
   CAPTURE(factor);
   Cpu cpu;
   std::mt19937_64 rng(seed);
-  const size_t chunks = n ? (n + chunkLength - 1) / chunkLength : 1;
-  std::vector<uint32_t> signs(chunks * chunkLength / 32);
-  for (auto& w : signs) w = static_cast<uint32_t>(rng());
+  const size_t chunkLength = 32 * chunkWords, chunks = n ? (n + chunkLength - 1) / chunkLength : 1;
+  Slots<A> slots(chunkWords, chunks);
   std::vector<A> scales = seededValues<A>(chunks, seed + 1, 3e3);  // large: halves must round (and saturate)
-  for (A& s : scales) s = std::fabs(s);
+  for (size_t j = 0; j < chunks; j++) {
+    slots.setScale(j, std::fabs(scales[j]));
+    for (size_t w = 0; w < chunkWords; w++) slots.word(j * chunkWords + w) = static_cast<uint32_t>(rng());
+  }
   std::vector<T> out(n + 1);
   std::memset(out.data(), 0x5a, out.size() * sizeof(T));
   const std::vector<T> guard(out.end() - 1, out.end());
-  OnebitDecodeArgs args{signs.data(), scales.data(), chunkLength, n, Value<T>::type, out.data(), factor};
+  OnebitDecodeArgs args{slots.base(), slots.slotBytes, chunkWords, n, Value<T>::type, out.data(), factor};
   REQUIRE(cpu.ops.onebitDecode(cpu.ctx, &args, nullptr) == dctSuccess);
   CHECK(std::memcmp(&out[n], guard.data(), sizeof(T)) == 0);
   out.pop_back();
   std::vector<T> ref(n);
   for (size_t i = 0; i < n; i++) {
-    const A s = (signs[i / 32] >> (i % 32)) & 1u ? scales[i / chunkLength] : -scales[i / chunkLength];
+    const size_t j = i / chunkLength;
+    const A sj = slots.view().scale(j);
+    const A s = (slots.view().words(j)[(i % chunkLength) / 32] >> (i % 32)) & 1u ? sj : -sj;
     ref[i] = std::isnan(factor) ? Value<T>::store(std::numeric_limits<A>::quiet_NaN())
                                 : Value<T>::store(s * static_cast<A>(factor));
   }
@@ -235,19 +368,23 @@ void checkDecode(size_t n, size_t chunkLength, double factor, uint64_t seed) {
 TEST_CASE("decode matches the reference, rounded once to the tensor type; a NaN factor writes NaN") {
   uint64_t seed = 900;
   for (size_t n : {size_t(0), size_t(1), size_t(31), size_t(33), size_t(1000), size_t(100003)})
-    for (size_t chunk : {size_t(32), size_t(64), size_t(32 * 1001)})
+    for (size_t chunkWords : {size_t(1), size_t(2), size_t(1001)})
       for (double factor : {1.0, 3.0, std::numeric_limits<double>::quiet_NaN()}) {
-        checkDecode<float>(n, chunk, factor, seed++);
-        checkDecode<double>(n, chunk, factor, seed++);
-        checkDecode<Half>(n, chunk, factor, seed++);
-        checkDecode<BFloat16>(n, chunk, factor, seed++);
+        checkDecode<float>(n, chunkWords, factor, seed++);
+        checkDecode<double>(n, chunkWords, factor, seed++);
+        checkDecode<Half>(n, chunkWords, factor, seed++);
+        checkDecode<BFloat16>(n, chunkWords, factor, seed++);
       }
+  // Past kStreamBytes with an aligned output: the streamed stores.
+  checkDecode<float>((size_t(8) << 20) / 4 + 1000, 40001, 4.0, seed++);
   // The canonical NaN: the same bits on both twins.
   Cpu cpu;
-  uint32_t word = 0xffffffffu;
-  float scale = 1.0f, out[3];
+  Slots<float> slots(1, 1);
+  slots.setScale(0, 1.0f);
+  slots.word(0) = 0xffffffffu;
+  float out[3];
   Half half[3];
-  OnebitDecodeArgs args{&word, &scale, 32, 3, dctFloat32, out, std::numeric_limits<double>::quiet_NaN()};
+  OnebitDecodeArgs args{slots.base(), slots.slotBytes, 1, 3, dctFloat32, out, std::numeric_limits<double>::quiet_NaN()};
   REQUIRE(cpu.ops.onebitDecode(cpu.ctx, &args, nullptr) == dctSuccess);
   for (float f : out) CHECK(floatBits(f) == 0x7fc00000u);
   args.dtype = dctFloat16;
