@@ -1,7 +1,8 @@
-// CPU twin of the DCT-MP row kernels (kernels.h, "DCT-MP rows"): per-row
-// selection into bitmaps, entry offsets, and the wire form of rows in both
-// directions (values in the wire type, row_args.h). Rows are independent,
-// so workers split them freely and the result does not depend on the split.
+// CPU twin of the DCT-MP row kernels (kernels.h, "DCT-MP rows"): entry
+// offsets and the wire form of rows in both directions (values in the wire
+// type, row_args.h); the selection is cpu_row_select.cc. Rows are
+// independent, so workers split them freely and the result does not depend
+// on the split.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -18,74 +19,6 @@ namespace {
 
 // Rows per worker chunk: below this, threads cost more than they save.
 size_t minRowsPerWorker(size_t rowLength) { return std::max<size_t>(1, kMinPerWorker / 4 / std::max<size_t>(1, rowLength)); }
-
-// The k-th largest key: a sorted run of the k best for small k (a row's
-// keys pass it once, few ever enter), nth_element for large k.
-template <typename Key>
-Key kthLargest(const Key* keys, size_t d, size_t k, std::vector<Key>& scratch) {
-  constexpr size_t kSmallK = 32;
-  if (k > kSmallK) {
-    scratch.assign(keys, keys + d);
-    std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<Key>());
-    return scratch[k - 1];
-  }
-  Key best[kSmallK];
-  size_t have = 0;
-  for (size_t j = 0; j < d; j++) {
-    const Key key = keys[j];
-    if (have == k && key <= best[k - 1]) continue;
-    size_t at = have < k ? have++ : k - 1;  // the smallest kept drops out
-    for (; at > 0 && best[at - 1] < key; at--) best[at] = best[at - 1];
-    best[at] = key;
-  }
-  return best[k - 1];
-}
-
-// Mask words of the columns whose key beats `cut` (branch-free, so the
-// compiler vectorises the compares); returns how many.
-template <typename Key>
-size_t maskAbove(const Key* keys, size_t d, Key cut, uint32_t* mask) {
-  size_t kept = 0;
-  for (size_t w = 0; w < maskWords(d); w++) {
-    const size_t end = std::min(d - w * 32, size_t(32));
-    uint32_t bits = 0;
-    for (size_t b = 0; b < end; b++) bits |= static_cast<uint32_t>(keys[w * 32 + b] > cut) << b;
-    mask[w] = bits;
-    kept += std::popcount(bits);
-  }
-  return kept;
-}
-
-template <typename T>
-size_t selectTopK(const T* row, size_t d, size_t k, uint32_t* mask, std::vector<RowKey<T>>& keys,
-                  std::vector<RowKey<T>>& scratch, size_t& nonFinite) {
-  using Key = RowKey<T>;
-  keys.resize(d);
-  size_t nf = 0;
-  for (size_t j = 0; j < d; j++) nf += (keys[j] = rowKey(row[j])) == kInfKey<T>;
-  nonFinite += nf;
-  // A row with at least k non-finite entries keeps those alone: all above
-  // the largest finite key.
-  const Key cut = nf >= k ? kInfKey<T> - 1 : kthLargest(keys.data(), d, k, scratch);
-  size_t kept = maskAbove(keys.data(), d, cut, mask);
-  for (size_t j = 0; j < d && kept < k; j++)  // ties at the cut: lower columns first
-    if (keys[j] == cut) mask[j / 32] |= 1u << (j % 32), kept++;
-  return kept;
-}
-
-template <typename T, typename Acc = typename Value<T>::Acc>
-size_t selectThreshold(const T* row, size_t d, Acc tau, uint32_t* mask, size_t& nonFinite) {
-  std::fill(mask, mask + maskWords(d), 0u);
-  size_t kept = 0;
-  for (size_t j = 0; j < d; j++) {
-    const Acc x = Value<T>::load(row[j]);
-    if (std::fabs(x) < tau) continue;  // NaN fails the test: kept
-    mask[j / 32] |= 1u << (j % 32);
-    kept++;
-    nonFinite += !std::isfinite(x);
-  }
-  return kept;
-}
 
 // fn(j) for every kept column j of a row's mask, ascending.
 template <typename Fn>
@@ -139,29 +72,6 @@ bool decodeRow(const RowWireArgs& a, size_t r, uint32_t* words) {
 }
 
 }  // namespace
-
-dctResult_t cpuRowSelect(KernelContext* kc, RowSelectArgs* args, void*) {
-  CpuContext* ctx = cpuCtx(kc);
-  RowSelectArgs& a = *args;
-  std::vector<size_t> nonFinite(ctx->pool.size(), 0);
-  const size_t d = a.rowLength, k = std::min(a.k, d);
-  dctResult_t res = dispatchAnyValue(a.dtype, [&]<typename T>() {
-    const T* rows = static_cast<const T*>(a.rows);
-    const auto tau = static_cast<typename Value<T>::Acc>(a.tau);
-    ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int w) {
-      std::vector<RowKey<T>> keys, scratch;
-      for (size_t r = b; r < e; r++) {
-        uint32_t* mask = a.mask + r * maskWords(d);
-        a.counts[r] = static_cast<uint32_t>(
-            a.k > 0 ? selectTopK(rows + r * d, d, k, mask, keys, scratch, nonFinite[w])
-                    : selectThreshold(rows + r * d, d, tau, mask, nonFinite[w]));
-      }
-    });
-  });
-  a.nonFinite = 0;
-  for (size_t n : nonFinite) a.nonFinite += n;
-  return res;
-}
 
 dctResult_t cpuRowOffsets(KernelContext*, RowOffsetsArgs* args, void*) {
   RowOffsetsArgs& a = *args;

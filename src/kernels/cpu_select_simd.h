@@ -18,6 +18,8 @@
 
 #if defined(__SSE2__)
 #include <immintrin.h>
+
+#include "kernels/cpu_features.h"
 #define DCT_SELECT_SIMD 1
 
 namespace dct {
@@ -33,11 +35,6 @@ inline size_t emitLanes(unsigned mask, size_t base, const T* lanes, I* idx, T* v
     mask &= mask - 1;
   }
   return m;
-}
-
-inline bool cpuHasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
 }
 
 // Bytes `residual + begin` must be aligned to for the streamed bodies.

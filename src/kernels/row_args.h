@@ -22,7 +22,8 @@ DCT_HOST_DEVICE size_t maskWords(size_t rowLength) { return (rowLength + 31) / 3
 //  * k > 0 (top-K): a row with nf >= k non-finite entries keeps exactly
 //    those; otherwise it keeps its k largest keys, ties at the cut taken in
 //    ascending column order (k >= D keeps the whole row);
-//  * k == 0 (threshold): keeps { j : !(|x_j| < T(tau)) } (NaN included).
+//  * k == 0 (threshold): keeps { j : !(|x_j| < tau) } (NaN included), x_j
+//    and tau in T's accumulation type (fp32 for fp16/bf16).
 // counts[r] = entries kept in row r; nonFinite = NaN/Inf kept (all rows).
 struct RowSelectArgs {
   const void* rows;

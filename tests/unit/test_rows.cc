@@ -1,17 +1,22 @@
 // DCT-MP row kernels of the CPU twin against the plain references: per-row
-// top-K and threshold selection, offsets, every wire mask format there and
-// back, values in a narrower wire type, and malformed wire masks rejected
-// with nothing written.
+// top-K and threshold selection (every body: plain, SSE2, AVX2), offsets,
+// every wire mask format there and back, values in a narrower wire type,
+// and malformed wire masks rejected with nothing written.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 
 #include "../common/half_reference.h"
 #include "../common/row_reference.h"
 #include "base/half_types.h"
+#include "kernels/cpu_row_select.h"
 #include "kernels/kernels.h"
+#include "kernels/row_keys.h"
 #include "reference.h"
 
 using namespace dct;
@@ -259,4 +264,185 @@ TEST_CASE("values travel in a narrower wire type: rounded by the pack, widened e
                     values.data(), dctFloat64};
   REQUIRE(t.ops.rowPack(t.ctx, &wider, nullptr) == dctNotSupported);
   for (float x : values) REQUIRE(x == 9.0f);
+}
+
+namespace {
+
+// Row-select bodies against the references, each body this CPU runs: rows
+// built from bit patterns, so that every dtype gets the same edge cases.
+template <typename T>
+T fromBits(uint64_t bits) {
+  T x;
+  const RowKey<T> b = static_cast<RowKey<T>>(bits);
+  std::memcpy(&x, &b, sizeof(T));
+  return x;
+}
+template <typename T>
+T fromFloat(float f) {
+  if constexpr (std::is_same_v<T, Half>) return Half{dcttest::refFloatToHalf(f)};
+  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16{dcttest::refFloatToBf16(f)};
+  else return static_cast<T>(f);
+}
+// x as the reference ranks it (fp16/bf16 widened by the independent conversions).
+template <typename T>
+auto refValue(T x) {
+  if constexpr (std::is_same_v<T, Half>) return dcttest::refHalfToFloat(x.bits);
+  else if constexpr (std::is_same_v<T, BFloat16>) return dcttest::refBf16ToFloat(x.bits);
+  else return x;
+}
+
+// Row kinds by r % 11: random magnitudes; ties on a few levels (+-0, 1, 2,
+// the smallest subnormal, the largest finite); all zeros; k-1, k and k+1
+// non-finite; k non-finite and largest-finite ties; k-1 non-finite and
+// largest-finite ties; subnormals and zeros; two thirds non-finite; one
+// magnitude throughout. Non-finite: +-Inf and NaNs of several payloads.
+template <typename T>
+std::vector<T> edgeRows(size_t R, size_t d, size_t k, uint64_t seed) {
+  using Key = RowKey<T>;
+  const Key inf = kInfKey<T>, sign = Key(1) << (8 * sizeof(T) - 1), maxFinite = inf - 1;
+  const Key nonFinite[] = {inf, Key(inf | sign), Key(inf + 1), Key(sign - 1), Key(inf + (sign - inf) / 2),
+                           Key(~Key(0))};
+  const Key one = rowKey(fromFloat<T>(1.0f)), two = rowKey(fromFloat<T>(2.0f));
+  const Key levels[] = {0, one, two, 1, maxFinite};
+  std::mt19937_64 rng(seed);
+  auto withSign = [&](Key key) { return fromBits<T>(rng() % 2 ? key | sign : key); };
+  auto plant = [&](T* row, size_t count, Key key) {  // count entries of key at distinct random columns
+    for (size_t placed = 0; placed < std::min(count, d);) {
+      const size_t j = rng() % d;
+      if (rowKey(row[j]) == key || (key == inf && rowKey(row[j]) == inf)) continue;
+      row[j] = key == inf ? fromBits<T>(nonFinite[rng() % 6]) : withSign(key);
+      placed++;
+    }
+  };
+  std::vector<T> v(R * d);
+  for (size_t r = 0; r < R; r++) {
+    T* row = &v[r * d];
+    const size_t kind = r % 11;
+    for (size_t j = 0; j < d; j++) {
+      Key key = static_cast<Key>(rng() % maxFinite);
+      if (kind == 1 || kind == 8) key = levels[rng() % (kind == 1 ? 5 : 2)] + (kind == 8 ? rng() % 3 : 0);
+      if (kind == 2) key = 0;
+      if (kind == 10) key = two;
+      row[j] = withSign(key);
+      if (kind == 9 && rng() % 3) row[j] = fromBits<T>(nonFinite[rng() % 6]);
+    }
+    const size_t kk = std::max<size_t>(k, 2);  // threshold rows (k == 0) as if k were 2
+    if (kind >= 3 && kind <= 5) plant(row, kk + kind - 4, inf);
+    if (kind == 6 || kind == 7) {
+      plant(row, 3, maxFinite);
+      plant(row, kind == 6 ? kk : kk - 1, inf);
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void checkBodies(Twin& t, size_t R, size_t d, size_t k, double tau, uint64_t seed) {
+  CAPTURE(sizeof(T));
+  CAPTURE(R);
+  CAPTURE(d);
+  CAPTURE(k);
+  CAPTURE(tau);
+  const std::vector<T> rows = edgeRows<T>(R, d, k, seed);
+  const size_t words = maskWords(d);
+  std::vector<uint32_t> mask(R * words, 0), counts(R, 0);
+  size_t nonFinite = 0;
+  for (size_t r = 0; r < R; r++) {
+    std::vector<decltype(refValue(T{}))> x(d);
+    for (size_t j = 0; j < d; j++) x[j] = refValue(rows[r * d + j]);
+    const auto keep = k ? referenceTopK(x.data(), d, k) : referenceThreshold(x.data(), d, tau);
+    for (size_t j = 0; j < d; j++) {
+      if (!keep[j]) continue;
+      mask[r * words + j / 32] |= 1u << (j % 32);
+      counts[r]++;
+      nonFinite += !std::isfinite(x[j]);
+    }
+  }
+  for (RowBody body : {RowBody::kScalar, RowBody::kSse2, RowBody::kAvx2}) {
+    CAPTURE(int(body));
+    std::vector<uint32_t> gotMask(R * words + 1, 0xdeadbeef), gotCounts(R + 1, 0xdeadbeef);
+    RowSelectArgs sel{rows.data(), R, d, Value<T>::type, k, tau, gotMask.data(), gotCounts.data()};
+    const dctResult_t res = cpuRowSelectWith(t.ctx, &sel, body);
+    if (res == dctNotSupported && body != bestRowBody()) continue;  // this CPU lacks it
+    REQUIRE(res == dctSuccess);
+    REQUIRE(gotMask.back() == 0xdeadbeef);  // nothing past the last row
+    REQUIRE(gotCounts.back() == 0xdeadbeef);
+    gotMask.pop_back();
+    gotCounts.pop_back();
+    REQUIRE(gotMask == mask);
+    REQUIRE(gotCounts == counts);
+    REQUIRE(sel.nonFinite == nonFinite);
+  }
+}
+
+template <typename T>
+void checkEveryShape(uint64_t& seed) {
+  Twin t;
+  for (size_t d : {1, 2, 3, 7, 8, 9, 31, 32, 33, 63, 64, 65, 129, 257, 1000})
+    for (size_t R : {0, 1, 5, 7, 9, 33}) {
+      std::vector<size_t> ks = {1, 2, 3, 4, size_t(std::ceil(0.05 * d)), 8, 13, 16, 31, 32, 33, 48, 64, 65,
+                                d - 1, d, d + 3};
+      std::sort(ks.begin(), ks.end());
+      ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+      for (size_t k : ks)
+        if (k >= 1 && k <= d + 3) checkBodies<T>(t, R, d, k, 0, seed++);
+      const double inf = std::numeric_limits<double>::infinity();
+      for (double tau : {1.0, 0.0, -1.0, 2.0 / 3.0, std::nan(""), inf, 1e-300}) checkBodies<T>(t, R, d, 0, tau, seed++);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every row-select body keeps what the references keep: edge rows, odd shapes, all four dtypes") {
+#if defined(__x86_64__)
+  REQUIRE(bestRowBody() != RowBody::kScalar);
+#endif
+  if (bestRowBody() != RowBody::kAvx2) MESSAGE("no AVX2 on this CPU: its bodies not tested");
+  uint64_t seed = 1100;
+  checkEveryShape<float>(seed);
+  checkEveryShape<double>(seed);
+  checkEveryShape<Half>(seed);
+  checkEveryShape<BFloat16>(seed);
+}
+
+TEST_CASE("row selection splits rows between workers anywhere, lanes or not") {
+  Twin t;
+  for (size_t d : {7, 64, 65})
+    for (size_t k : {size_t(0), size_t(1), size_t(4), d / 2, size_t(40)}) {
+      checkBodies<float>(t, 1001, d, k, 1.0, 1200 + d + k);
+      checkBodies<Half>(t, 1001, d, k, 1.0, 1300 + d + k);
+      checkBodies<double>(t, 1001, d, k, 1.0, 1400 + d + k);
+    }
+}
+
+TEST_CASE("fp16 and bf16 thresholds: every bit pattern against fp32 taus, representable or not") {
+  Twin t;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double taus[] = {0.0, -0.0, -1.0, 1.0, 2.0 / 3.0, 0.1, 65504, 65519, 65520, 1e-8, 5.96e-8, 6e-8, 1e30,
+                         3.4e38, std::nan(""), inf, -inf};
+  auto check = [&]<typename T>() {
+    std::vector<T> rows(65536);
+    for (size_t i = 0; i < rows.size(); i++) rows[i] = T{static_cast<uint16_t>(i)};
+    for (double tau : taus) {
+      CAPTURE(tau);
+      for (RowBody body : {RowBody::kScalar, RowBody::kSse2, RowBody::kAvx2}) {
+        CAPTURE(int(body));
+        std::vector<uint32_t> mask(256 * maskWords(256)), counts(256);
+        RowSelectArgs sel{rows.data(), 256, 256, Value<T>::type, 0, tau, mask.data(), counts.data()};
+        const dctResult_t res = cpuRowSelectWith(t.ctx, &sel, body);
+        if (res == dctNotSupported && body != bestRowBody()) continue;
+        REQUIRE(res == dctSuccess);
+        size_t nonFinite = 0;
+        for (size_t i = 0; i < rows.size(); i++) {
+          const float x = refValue(rows[i]);
+          const bool keep = !(std::fabs(x) < static_cast<float>(tau));  // fp16/bf16 compare in fp32
+          REQUIRE((mask[i / 32] >> (i % 32) & 1u) == keep);
+          nonFinite += keep && !std::isfinite(x);
+        }
+        REQUIRE(sel.nonFinite == nonFinite);
+      }
+    }
+  };
+  check.template operator()<Half>();
+  check.template operator()<BFloat16>();
 }
