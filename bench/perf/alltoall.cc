@@ -20,8 +20,9 @@
 #include <numeric>
 #include <vector>
 
-#include "half_reference.h"
+#include "base/dtype.h"
 #include "harness.h"
+#include "wire_reference.h"
 
 namespace dctbench {
 namespace {
@@ -142,28 +143,6 @@ const char* maskFormatName(int f) {
     case 4: return "idx4";
     case -1: return "rows";  // K >= rowLength: plain rows
     default: return "?";
-  }
-}
-
-const char* wireName(dctDataType_t t) {
-  switch (t) {
-    case dctFloat64: return "fp64";
-    case dctFloat16: return "fp16";
-    case dctBFloat16: return "bf16";
-    default: return "fp32";
-  }
-}
-
-// x as it leaves a `wire` of another type: rounded once (fp64 to the half
-// types through fp32), widened exactly.
-template <typename T>
-T throughWire(T x, dctDataType_t wire) {
-  const float f = static_cast<float>(x);
-  switch (wire) {
-    case dctFloat16: return static_cast<T>(dcttest::refHalfToFloat(dcttest::refFloatToHalf(f)));
-    case dctBFloat16: return static_cast<T>(dcttest::refBf16ToFloat(dcttest::refFloatToBf16(f)));
-    case dctFloat32: return static_cast<T>(f);
-    default: return x;
   }
 }
 
@@ -433,8 +412,7 @@ void AlltoallBench::verify(uint64_t step, long long wrong[3]) {
   const T* back = rowsOf<T>(gradRecv_);
   const T* send = rowsOf<T>(send_);
   const T zero = T(0);
-  const dctDataType_t other = wire_ == opt_.dtype ? dctNumTypes : wire_;
-  auto wired = [other](T x) { return throughWire(x, other); };
+  auto wired = [this](T x) { return dcttest::throughWire(x, wire_); };
   for (int q = 0; q < nranks_; q++) {
     // What q sent us: its rows, masked by their own top-K.
     for (size_t j = 0, n = perPeer(rank_); j < n; j++) {
@@ -528,7 +506,7 @@ void AlltoallBench::printHeader() const {
               version, nranks_);
   std::printf("# sizes %zu..%zu bytes of send buffer per rank x%g, iters %d, warmups %d, check %d,"
               " type %s, wire %s\n", opt_.minBytes, opt_.maxBytes, opt_.stepFactor, opt_.iters,
-              opt_.warmups, opt_.check, dtypeName(opt_.dtype), wireName(wire_));
+              opt_.warmups, opt_.check, dtypeName(opt_.dtype), dct::dtypeName(wire_));
   std::printf("# row length D %zu, density %g -> K = %zu per row (top-K, ties to the lower column),"
               " seed %llu\n", D_, opt_.density, K_, static_cast<unsigned long long>(opt_.seed));
   std::printf("# rows = size / (D * sizeof(type)), split evenly over the ranks (remainder to the"
@@ -549,7 +527,7 @@ void AlltoallBench::printHeader() const {
 void AlltoallBench::printRow(const A2aRow& r) const {
   std::printf(" %11zu %11zu %9zu %5zu %6s %5s %8.4f %4zu %6s %11.1f %10.1f %10.1f %7.2f %7.2f %11.0f"
               " %11.0f %7.2f %7.3f %7.3f %7lld\n", r.bytes, r.count, r.rows, D_,
-              dtypeName(opt_.dtype), wireName(wire_), opt_.density, K_, maskFormatName(r.maskFormat), r.dense.med,
+              dtypeName(opt_.dtype), dct::dtypeName(wire_), opt_.density, K_, maskFormatName(r.maskFormat), r.dense.med,
               r.fwd.med, r.bwd.med, r.fwd.med > 0 ? r.dense.med / r.fwd.med : 0.0,
               r.bwd.med > 0 ? r.dense.med / r.bwd.med : 0.0, r.wireFwd, r.wireBwd,
               r.wireFwd > 0 ? r.denseBytes / r.wireFwd : 0.0, r.algbw, r.busbw, r.wrong());
@@ -588,7 +566,7 @@ bool AlltoallBench::appendJson(const A2aRow& r) const {
                "\"wire_type\":\"%s\",\"density\":%g,\"k\":%zu,\"mask_format\":\"%s\",\"seed\":%llu,\"iters\":%d,"
                "\"warmups\":%d,",
                static_cast<long long>(std::time(nullptr)), nranks_, r.bytes, r.count, r.rows, D_,
-               dtypeName(opt_.dtype), wireName(wire_), opt_.density, K_, maskFormatName(r.maskFormat),
+               dtypeName(opt_.dtype), dct::dtypeName(wire_), opt_.density, K_, maskFormatName(r.maskFormat),
                static_cast<unsigned long long>(opt_.seed), opt_.iters, opt_.warmups);
   std::fprintf(f,
                "\"dense_us\":%.3f,\"dense_min_us\":%.3f,\"dense_max_us\":%.3f,"

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/dtype.h"
 #include "harness.h"
 
 namespace dctbench {
@@ -210,14 +211,11 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'R':
         ok = parseSize(optarg, opt.rowLength) && opt.rowLength >= 1 && opt.rowLength <= INT_MAX;
         break;
-      case 'W': {
-        static const char* const kWire[] = {"fp32", "fp64", "fp16", "bf16"};
-        static const dctDataType_t kType[] = {dctFloat32, dctFloat64, dctFloat16, dctBFloat16};
+      case 'W':
         ok = false;
-        for (int i = 0; i < 4; i++)
-          if (!std::strcmp(optarg, kWire[i])) opt.wireType = kType[i], ok = true;
+        for (dctDataType_t t : {dctFloat32, dctFloat64, dctFloat16, dctBFloat16})
+          if (!std::strcmp(optarg, dct::dtypeName(t))) opt.wireType = t, ok = true;
         break;
-      }
       case 'h':
         if (verbose) std::fputs(kHelp, stdout);
         return 1;

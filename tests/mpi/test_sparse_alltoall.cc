@@ -13,6 +13,7 @@
 
 #include "../common/row_reference.h"
 #include "../common/half_reference.h"
+#include "../common/wire_reference.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
@@ -88,15 +89,10 @@ std::vector<float> fromHalf(dctDataType_t half, const std::vector<uint16_t>& h) 
   return v;
 }
 
-// v as it arrives through a `wire` narrower than T (dctNumTypes: T itself):
-// rounded once (fp64 to the half types through fp32), widened exactly.
+// v as it arrives through `wire` (dctNumTypes: the rows' own type).
 template <typename T>
 std::vector<T> throughWire(dctDataType_t wire, std::vector<T> v) {
-  if (wire == dctNumTypes) return v;
-  for (T& x : v) {
-    const float f = static_cast<float>(x);
-    x = static_cast<T>(wire == dctFloat32 ? f : roundedTo(wire, {f})[0]);
-  }
+  for (T& x : v) x = dcttest::throughWire(x, wire);
   return v;
 }
 
@@ -241,8 +237,7 @@ void checkLossless(dctDataType_t wire) {
     rc[q] = static_cast<int>(s.recv[q] * d);
     rd[q] = static_cast<int>(s.recvStart[q] * d);
   }
-  const dctDataType_t own = wire == dctFloat32 ? dctNumTypes : wire;
-  const auto wireSend = throughWire(own, send), wireGrad = throughWire(own, grad);
+  const auto wireSend = throughWire(wire, send), wireGrad = throughWire(wire, grad);
   std::vector<float> dense(recv.size()), denseBack(send.size()), back(send.size());
   MPI_Alltoallv(wireSend.data(), sc.data(), sd.data(), MPI_FLOAT, dense.data(), rc.data(), rd.data(), MPI_FLOAT,
                 MPI_COMM_WORLD);
