@@ -104,18 +104,26 @@ dctResult_t dispatchAnyValue(dctDataType_t dtype, Fn&& fn) {
   }
 }
 
+// fn.template operator()<D, V>() for a wide type D and a value type V no
+// wider than it (11 of the 16 type pairs: what libdct sends, a wire type at
+// most as wide as the tensor's); the rest are dctNotSupported, which keeps
+// the build small.
+template <typename Fn>
+dctResult_t dispatchNarrowing(dctDataType_t wide, dctDataType_t narrow, Fn&& fn) {
+  return dispatchAnyValue(wide, [&]<typename D>() {
+    return dispatchAnyValue(narrow, [&]<typename V>() -> dctResult_t {
+      if constexpr (sizeof(V) > sizeof(D)) return dctNotSupported;
+      else return fn.template operator()<D, V>();
+    });
+  });
+}
+
 // fn.template operator()<D, V, I>() for a scatter's dense, value and index
-// types. Values no wider than the dense buffer only (11 of the 16 type pairs:
-// what libdct sends, a wire type at most as wide as the tensor's); the rest
-// are dctNotSupported, which keeps the build to 22 instantiations per kernel.
+// types (22 instantiations per kernel).
 template <typename Fn>
 dctResult_t dispatchScatter(const ScatterArgs& a, Fn&& fn) {
-  return dispatchAnyValue(a.dtype, [&]<typename D>() {
-    return dispatchAnyValue(a.valueT(), [&]<typename V>() -> dctResult_t {
-      if constexpr (sizeof(V) > sizeof(D)) return dctNotSupported;
-      else return a.indexBytes == 8 ? fn.template operator()<D, V, uint64_t>()
-                                    : fn.template operator()<D, V, uint32_t>();
-    });
+  return dispatchNarrowing(a.dtype, a.valueT(), [&]<typename D, typename V>() {
+    return a.indexBytes == 8 ? fn.template operator()<D, V, uint64_t>() : fn.template operator()<D, V, uint32_t>();
   });
 }
 

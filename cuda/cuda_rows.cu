@@ -49,12 +49,9 @@ dctResult_t dispatchBits(dctDataType_t dtype, Fn&& fn) {
 template <typename Fn>
 dctResult_t dispatchRowWire(const RowWireArgs& a, Fn&& fn) {
   if (a.valueT() == a.dtype) return dispatchBits(a.dtype, [&]<typename T>() { return fn.template operator()<T, T>(); });
-  if (dtypeSize(a.valueT()) > dtypeSize(a.dtype)) return dctNotSupported;
-  return dispatchAnyValue(a.dtype, [&]<typename T>() {
-    return dispatchAnyValue(a.valueT(), [&]<typename W>() -> dctResult_t {
-      if constexpr (sizeof(W) <= sizeof(T) && !::cuda::std::is_same_v<W, T>) return fn.template operator()<T, W>();
-      else return dctNotSupported;
-    });
+  return dispatchNarrowing(a.dtype, a.valueT(), [&]<typename T, typename W>() -> dctResult_t {
+    if constexpr (::cuda::std::is_same_v<W, T>) return dctNotSupported;  // unreachable: the bits above
+    else return fn.template operator()<T, W>();
   });
 }
 

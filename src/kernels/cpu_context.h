@@ -83,19 +83,29 @@ dctResult_t dispatchAnyValue(dctDataType_t dtype, Fn&& fn) {
   return dctSuccess;
 }
 
-// Calls fn.template operator()<D, V, I>() for a scatter's dense, value and
-// index types: values no wider than the dense buffer (the CUDA twin's set).
+// Calls fn.template operator()<D, V>() for a wide type D and a value type
+// V no wider than it (a scatter's dense buffer and message values, a row
+// and its wire values: the CUDA twin's set); wider V: dctNotSupported.
 template <typename Fn>
-dctResult_t dispatchScatter(const ScatterArgs& a, Fn&& fn) {
-  if (dtypeSize(a.valueT()) > dtypeSize(a.dtype)) return dctNotSupported;
+dctResult_t dispatchNarrowing(dctDataType_t wide, dctDataType_t narrow, Fn&& fn) {
+  if (dtypeSize(narrow) > dtypeSize(wide)) return dctNotSupported;
   dctResult_t inner = dctSuccess;
-  dctResult_t outer = dispatchAnyValue(a.dtype, [&]<typename D>() {
-    inner = dispatchAnyValue(a.valueT(), [&]<typename V>() {
-      if (a.indexBytes == 8) fn.template operator()<D, V, uint64_t>();
-      else fn.template operator()<D, V, uint32_t>();
+  const dctResult_t outer = dispatchAnyValue(wide, [&]<typename D>() {
+    inner = dispatchAnyValue(narrow, [&]<typename V>() {
+      if constexpr (sizeof(V) <= sizeof(D)) fn.template operator()<D, V>();
     });
   });
   return outer != dctSuccess ? outer : inner;
+}
+
+// Calls fn.template operator()<D, V, I>() for a scatter's dense, value and
+// index types.
+template <typename Fn>
+dctResult_t dispatchScatter(const ScatterArgs& a, Fn&& fn) {
+  return dispatchNarrowing(a.dtype, a.valueT(), [&]<typename D, typename V>() {
+    if (a.indexBytes == 8) fn.template operator()<D, V, uint64_t>();
+    else fn.template operator()<D, V, uint32_t>();
+  });
 }
 
 // dense += value, the sum formed in D's accumulation type, rounded once.

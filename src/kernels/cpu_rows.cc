@@ -27,20 +27,8 @@ void forEachKept(const uint32_t* words, size_t d, Fn&& fn) {
     for (uint32_t bits = words[w]; bits; bits &= bits - 1) fn(w * 32 + std::countr_zero(bits));
 }
 
-// fn.template operator()<T, W>() for rows of T whose values travel as W
-// (no wider than T; a W of T's own type moves the bits unchanged).
-template <typename Fn>
-dctResult_t dispatchRowWire(const RowWireArgs& a, Fn&& fn) {
-  if (dtypeSize(a.valueT()) > dtypeSize(a.dtype)) return dctNotSupported;
-  dctResult_t inner = dctSuccess;
-  const dctResult_t outer = dispatchAnyValue(a.dtype, [&]<typename T>() {
-    inner = dispatchAnyValue(a.valueT(), [&]<typename W>() {
-      if constexpr (sizeof(W) <= sizeof(T)) fn.template operator()<T, W>();
-    });
-  });
-  return outer != dctSuccess ? outer : inner;
-}
-
+// A value between a row's type and its wire type; its own type moves the
+// bits unchanged.
 template <typename To, typename From>
 To wireValue(From x) {
   if constexpr (std::is_same_v<To, From>) return x;
@@ -89,7 +77,7 @@ dctResult_t cpuRowPack(KernelContext* kc, const RowWireArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   const RowWireArgs& a = *args;
   const size_t d = a.rowLength;
-  return dispatchRowWire(a, [&]<typename T, typename W>() {
+  return dispatchNarrowing(a.dtype, a.valueT(), [&]<typename T, typename W>() {
     const T* rows = static_cast<const T*>(a.rows);
     W* values = static_cast<W*>(a.values);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
@@ -126,7 +114,7 @@ dctResult_t cpuRowUnpack(KernelContext* kc, const RowWireArgs* args, void*) {
     });
     if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return dctInternalError;
   }
-  return dispatchRowWire(a, [&]<typename T, typename W>() {
+  return dispatchNarrowing(a.dtype, a.valueT(), [&]<typename T, typename W>() {
     T* rows = static_cast<T*>(a.rows);
     const W* values = static_cast<const W*>(a.values);
     ctx->pool.parallelFor(a.rowCount, minRowsPerWorker(d), [&](size_t b, size_t e, int) {
