@@ -20,8 +20,10 @@ inline uint32_t thresholdBitsSse2(const float* p, __m128 tau, uint32_t& nf) {
   const __m128 abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff)), max = _mm_set1_ps(FLT_MAX);
   uint32_t keep = 0;
   nf = 0;
+#pragma GCC unroll 8
   for (int h = 0; h < 2; h++) {
     __m128i t[4], f[4];
+#pragma GCC unroll 8
     for (int i = 0; i < 4; i++) {
       const __m128 a = _mm_and_ps(_mm_loadu_ps(p + 16 * h + 4 * i), abs);
       t[i] = _mm_castps_si128(_mm_cmpnlt_ps(a, tau));  // !(|x| < tau): NaN too
@@ -43,6 +45,7 @@ inline uint32_t thresholdBitsSse2(const double* p, __m128d tau, uint32_t& nf) {
   };
   uint32_t keep = 0;
   nf = 0;
+#pragma GCC unroll 8
   for (int q = 0; q < 8; q++) {
     const __m128d a0 = _mm_and_pd(_mm_loadu_pd(p + 4 * q), abs), a1 = _mm_and_pd(_mm_loadu_pd(p + 4 * q + 2), abs);
     keep |= four(_mm_cmpnlt_pd(a0, tau), _mm_cmpnlt_pd(a1, tau)) << (4 * q);
@@ -55,6 +58,7 @@ inline uint32_t thresholdBitsSse2(const H* p, __m128i below, uint32_t& nf) {
   const __m128i abs = _mm_set1_epi16(0x7fff), finite = _mm_set1_epi16(static_cast<int16_t>(kInfKey<H> - 1));
   uint32_t keep = 0;
   nf = 0;
+#pragma GCC unroll 8
   for (int h = 0; h < 2; h++) {
     const __m128i* q = reinterpret_cast<const __m128i*>(p + 16 * h);
     const __m128i a0 = _mm_and_si128(_mm_loadu_si128(q), abs), a1 = _mm_and_si128(_mm_loadu_si128(q + 1), abs);
@@ -90,6 +94,7 @@ DCT_AVX2 inline uint32_t thresholdBitsAvx2(const float* p, __m256i limit, uint32
   const __m256 tau = _mm256_castsi256_ps(limit);
   const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), max = _mm256_set1_ps(FLT_MAX);
   __m256i t[4], f[4];
+#pragma GCC unroll 8
   for (int i = 0; i < 4; i++) {
     const __m256 a = _mm256_and_ps(_mm256_loadu_ps(p + 8 * i), abs);
     t[i] = _mm256_castps_si256(_mm256_cmp_ps(a, tau, _CMP_NLT_UQ));  // !(|x| < tau): NaN too
@@ -103,6 +108,7 @@ DCT_AVX2 inline uint32_t thresholdBitsAvx2(const double* p, __m256i limit, uint3
   const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll)), max = _mm256_set1_pd(DBL_MAX);
   uint32_t keep = 0;
   nf = 0;
+#pragma GCC unroll 8
   for (int q = 0; q < 8; q++) {
     const __m256d a = _mm256_and_pd(_mm256_loadu_pd(p + 4 * q), abs);
     keep |= static_cast<uint32_t>(_mm256_movemask_pd(_mm256_cmp_pd(a, tau, _CMP_NLT_UQ))) << (4 * q);

@@ -37,16 +37,19 @@ struct Avx2Keys32 {
   }
   DCT_AVX2 static void transpose(__m256i* r) {
     __m256i t[8], u[8];
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i += 2) {
       t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
       t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i += 4) {
       u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
       u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
       u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
       u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < 4; i++) {
       r[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
       r[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
@@ -56,6 +59,7 @@ struct Avx2Keys32 {
   DCT_AVX2 static uint32_t above(const float* p, int64_t below) {
     const __m256i abs = splat(0x7fffffff), b = splat(below);
     __m256i g[4];
+#pragma GCC unroll 8
     for (int i = 0; i < 4; i++) g[i] = _mm256_cmpgt_epi32(_mm256_and_si256(load(p + 8 * i), abs), b);
     return bits32Avx2(g);
   }
@@ -97,6 +101,7 @@ struct Avx2Keys64 {
   DCT_AVX2 static uint32_t above(const double* p, int64_t below) {
     const __m256i abs = splat(0x7fffffffffffffffll), b = splat(below);
     uint32_t bits = 0;
+#pragma GCC unroll 8
     for (int q = 0; q < 8; q++) {
       const __m256i g = _mm256_cmpgt_epi64(_mm256_and_si256(load(p + 4 * q), abs), b);
       bits |= static_cast<uint32_t>(_mm256_movemask_pd(_mm256_castsi256_pd(g))) << (4 * q);
@@ -112,13 +117,16 @@ DCT_AVX2 void columnKeysAvx2(const T* const* p, size_t c, size_t n, __m256i* col
   for (; j + L <= n; j += L) {
     if (next) prefetchBlock<L * L * sizeof(T)>(next, (c + j) / L);
     __m256i r[L];
+#pragma GCC unroll 8
     for (size_t l = 0; l < L; l++) r[l] = Keys::load(p[l] + c + j);
     Keys::transpose(r);
+#pragma GCC unroll 8
     for (size_t i = 0; i < L; i++) cols[j + i] = Keys::template key<T>(r[i]);
   }
   if (j < n) {
     T tail[L][L] = {};
     __m256i r[L];
+#pragma GCC unroll 8
     for (size_t l = 0; l < L; l++) {
       std::memcpy(tail[l], p[l] + c + j, (n - j) * sizeof(T));
       r[l] = Keys::load(tail[l]);

@@ -46,6 +46,7 @@ void columnKeysSse2(const T* const* p, size_t c, size_t n, __m128i* cols, const 
   const __m128i abs = _mm_set1_epi32(kLaneAbs<T>), inf = _mm_set1_epi32(kInfKey<T>);
   auto keys = [&](__m128i* r, size_t j, size_t m) {
     transpose4Sse2(r);
+#pragma GCC unroll 8
     for (size_t i = 0; i < m; i++) {
       const __m128i a = _mm_and_si128(r[i], abs);  // then min(a, Inf): NaN ranks as Inf
       cols[j + i] = _mm_xor_si128(a, _mm_and_si128(_mm_xor_si128(a, inf), _mm_cmpgt_epi32(a, inf)));
@@ -55,12 +56,14 @@ void columnKeysSse2(const T* const* p, size_t c, size_t n, __m128i* cols, const 
   for (; j + 4 <= n; j += 4) {
     if (next) prefetchBlock<16 * sizeof(T)>(next, (c + j) / 4);
     __m128i r[4];
+#pragma GCC unroll 8
     for (size_t l = 0; l < 4; l++) r[l] = lanes4Sse2(p[l] + c + j);
     keys(r, j, 4);
   }
   if (j < n) {
     T tail[4][4] = {};
     __m128i r[4];
+#pragma GCC unroll 8
     for (size_t l = 0; l < 4; l++) {
       std::memcpy(tail[l], p[l] + c + j, (n - j) * sizeof(T));
       r[l] = lanes4Sse2(tail[l]);
@@ -109,8 +112,10 @@ struct NetworksSse2<std::index_sequence<K...>> {
 inline uint32_t atLeastBitsSse2(const float* p, __m128i below) {
   const __m128i abs = _mm_set1_epi32(0x7fffffff);
   uint32_t bits = 0;
+#pragma GCC unroll 8
   for (int h = 0; h < 2; h++) {
     __m128i g[4];
+#pragma GCC unroll 8
     for (int i = 0; i < 4; i++)
       g[i] = _mm_cmpgt_epi32(_mm_and_si128(lanes4Sse2(p + 16 * h + 4 * i), abs), below);
     const __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(g[0], g[1]), _mm_packs_epi32(g[2], g[3]));
@@ -122,6 +127,7 @@ template <typename H>  // fp16, bf16: 16-bit lanes
 inline uint32_t atLeastBitsSse2(const H* p, __m128i below) {
   const __m128i abs = _mm_set1_epi16(0x7fff);
   uint32_t bits = 0;
+#pragma GCC unroll 8
   for (int h = 0; h < 2; h++) {
     const __m128i* q = reinterpret_cast<const __m128i*>(p + 16 * h);
     const __m128i g0 = _mm_cmpgt_epi16(_mm_and_si128(_mm_loadu_si128(q), abs), below);

@@ -294,8 +294,9 @@ auto refValue(T x) {
 // Row kinds by r % 11: random magnitudes; ties on a few levels (+-0, 1, 2,
 // the smallest subnormal, the largest finite); all zeros; k-1, k and k+1
 // non-finite; k non-finite and largest-finite ties; k-1 non-finite and
-// largest-finite ties; subnormals and zeros; two thirds non-finite; one
-// magnitude throughout. Non-finite: +-Inf and NaNs of several payloads.
+// largest-finite ties; ties among the three smallest magnitudes and three
+// next to 1; two thirds non-finite; one magnitude throughout. Non-finite:
+// +-Inf and NaNs of several payloads, both signs.
 template <typename T>
 std::vector<T> edgeRows(size_t R, size_t d, size_t k, uint64_t seed) {
   using Key = RowKey<T>;
@@ -309,7 +310,7 @@ std::vector<T> edgeRows(size_t R, size_t d, size_t k, uint64_t seed) {
   auto plant = [&](T* row, size_t count, Key key) {  // count entries of key at distinct random columns
     for (size_t placed = 0; placed < std::min(count, d);) {
       const size_t j = rng() % d;
-      if (rowKey(row[j]) == key || (key == inf && rowKey(row[j]) == inf)) continue;
+      if (rowKey(row[j]) == key) continue;
       row[j] = key == inf ? fromBits<T>(nonFinite[rng() % 6]) : withSign(key);
       placed++;
     }

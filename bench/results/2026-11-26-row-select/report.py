@@ -2,15 +2,15 @@
 """Before/after table of row-select from collect.sh's raw/ runs of one tag
 (argv[1], default sweep): medians over runs of row-select's time, GB/s and
 ratio to memcpy (kernel_perf's x_memcpy), and of memcpy's GB/s."""
-import collections, glob, os, re, statistics, sys
+import collections, glob, gzip, os, statistics, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 runs = collections.defaultdict(list)  # (L, threads, n, side) -> [(sel_us, sel_gbs, x_memcpy, copy_gbs)]
 tag = sys.argv[1] if len(sys.argv) > 1 else "sweep"
-for path in glob.glob(os.path.join(here, "raw", f"*.{tag}*.txt")):
+for path in glob.glob(os.path.join(here, "raw", f"*.{tag}*.txt*")):  # as written, or gzipped
     side, L, t, _ = os.path.basename(path).split(".")[:4]
     rows = {}
-    for line in open(path):
+    for line in (gzip.open(path, "rt") if path.endswith(".gz") else open(path)):
         f = line.split()
         if len(f) == 6 and f[1] in ("row-select", "memcpy"):
             rows[(int(f[0]), f[1])] = (float(f[3]), float(f[4]), float(f[5]))
