@@ -27,6 +27,7 @@ struct Counters {
   uint64_t kth;                 // threshold: bits of the k-th largest magnitude
   uint32_t packedWords;         // packIndices: data words of the packed list
   uint64_t entries;             // rowOffsets: offsets[rowCount]
+  double sum;                   // absSum
 };
 
 // A device allocation that only grows (geometrically); reused every step.
@@ -144,6 +145,7 @@ dctResult_t accumulate(KernelContext* ctx, void* residual, const void* grad, siz
                        dctDataType_t dtype, void* stream);
 dctResult_t scale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor,
                   void* stream);
+dctResult_t absSum(KernelContext* ctx, const void* data, size_t n, dctDataType_t dtype, double* sum, void* stream);
 // DCT-MP rows: cuda_rows_select.cu (rowSelect), cuda_rows.cu (the rest).
 dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t rowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);

@@ -1,5 +1,9 @@
-// CUDA twin: the streaming element-wise ops (residual += grad, out = a + b, x *= factor).
+// CUDA twin: the streaming element-wise ops (residual += grad, out = a + b, x *= factor)
+// and the sum of magnitudes.
 // Entry (type dispatch) -> launch -> grid-stride kernel.
+#include <cub/device/device_reduce.cuh>
+#include <cuda/std/functional>
+
 #include "cuda_device.cuh"
 #include "cuda_values.cuh"
 
@@ -22,6 +26,11 @@ template <typename T>
 __global__ void scaleKernel(T* __restrict__ x, size_t n, T factor) {
   DCT_GRID_STRIDE(i, n) x[i] *= factor;
 }
+
+template <typename T>
+struct Magnitude {
+  __device__ double operator()(T x) const { return fabs(static_cast<double>(x)); }
+};
 
 }  // namespace
 
@@ -57,6 +66,27 @@ dctResult_t scale(KernelContext*, void* data, size_t n, dctDataType_t dtype, dou
     scaleKernel<T><<<gridFor(n), kThreads, 0, cudaStreamOf(stream)>>>(
         static_cast<T*>(data), n, static_cast<T>(factor));
     CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+dctResult_t absSum(KernelContext* ctx, const void* data, size_t n, dctDataType_t dtype, double* sum,
+                   void* stream) {
+  CudaContext* c = cudaCtx(ctx);
+  cudaStream_t s = cudaStreamOf(stream);
+  *sum = 0;
+  if (n == 0) return dctSuccess;
+  return dispatchValue(dtype, [&]<typename T>() -> dctResult_t {
+    const T* x = static_cast<const T*>(data);
+    double* out = &c->device->sum;
+    size_t bytes = 0;
+    CUDACHECK(cub::DeviceReduce::TransformReduce(nullptr, bytes, x, out, n, ::cuda::std::plus<double>{},
+                                                 Magnitude<T>{}, 0.0, s));
+    DCTCHECK(c->temp.reserve(bytes));
+    CUDACHECK(cub::DeviceReduce::TransformReduce(c->temp.ptr, bytes, x, out, n, ::cuda::std::plus<double>{},
+                                                 Magnitude<T>{}, 0.0, s));
+    CUDACHECK(fetchCounters(c, s));
+    *sum = c->host->sum;
     return dctSuccess;
   });
 }

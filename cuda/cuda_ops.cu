@@ -125,6 +125,7 @@ const KernelOps& cudaKernelOps() {
       .mergePacked = gpu::mergePacked,
       .zero = gpu::zero,
       .scale = gpu::scale,
+      .absSum = gpu::absSum,
       .rowSelect = gpu::rowSelect,
       .rowOffsets = gpu::rowOffsets,
       .rowPack = gpu::rowPack,

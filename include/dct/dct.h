@@ -72,7 +72,13 @@ typedef enum {
   dctAlgoSplit = 3,     /* index space cut in P ranges: alltoallv each range to its
                            owner, who sums it in rank order; allgatherv the summed
                            ranges, each sparse or dense, whichever is smaller */
-  dctNumAlgorithms = 4
+  dctAlgoGlobalTopk = 4, /* split whose owners keep only their range's share of a
+                           global top-k of the sum (density * range entries);
+                           the rest waits in an owner residual for the next
+                           step. Traffic ~2k entries per rank at any rank count,
+                           but the result changes: opt-in, never auto's pick
+                           unless allowed (dctSparseAllreduce) */
+  dctNumAlgorithms = 5
 } dctAlgorithm_t;
 
 /* What a compressor does to a tensor (dctSparseAllreduce). */
@@ -177,6 +183,11 @@ typedef struct {
   uint64_t totalDenseBytes;
   double phaseUs[dctNumPhases];      /* last step, by dctPhase_t */
   double totalPhaseUs[dctNumPhases]; /* since creation */
+  uint64_t ownerKept;        /* dctAlgoGlobalTopk: entries this rank's range
+                                delivered in the last step */
+  double ownerThreshold;     /* ... the tau it kept them by */
+  double ownerResidualMass;  /* sum of |owner residual| this rank holds for
+                                its range after the last step (0 when none) */
 } dctStats_t;
 
 /* DCT-MP traffic of an all-to-all plan. Bytes are payload bytes this rank
@@ -278,6 +289,15 @@ DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctCon
 DCT_EXPORT dctResult_t dctCompressorGetResidual(dctCompressor_t compressor, void* residual, void* stream);
 DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, const void* residual,
                                                 void* stream);
+
+/* dctAlgoGlobalTopk: the owner residual this rank holds, the part of its
+ * range's sum not delivered yet: the tensor's entries [*begin, *begin +
+ * *length) in the accumulation type, copied into residual (memory where the
+ * compressor's steps run; NULL: the range only). *length 0: none. Summed
+ * over ranks, delivered results + worker residuals + owner residuals = all
+ * gradients. Not collective; not while a step on this compressor runs. */
+DCT_EXPORT dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t compressor, void* residual, size_t* begin,
+                                                     size_t* length, void* stream);
 
 /* DCT-DP: recvbuf = sum (or mean) over ranks of each rank's compressed
  * (sendbuf + residual). Collective; in place allowed; every rank ends with a

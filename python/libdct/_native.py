@@ -75,7 +75,9 @@ class Stats(ctypes.Structure):
                 ("algorithm", ctypes.c_int), ("indexBytes", ctypes.c_int),
                 ("thresholdEstimates", ctypes.c_uint64), ("totalBytesSent", ctypes.c_uint64),
                 ("totalBytesReceived", ctypes.c_uint64), ("totalDenseBytes", ctypes.c_uint64),
-                ("phaseUs", ctypes.c_double * NUM_PHASES), ("totalPhaseUs", ctypes.c_double * NUM_PHASES)]
+                ("phaseUs", ctypes.c_double * NUM_PHASES), ("totalPhaseUs", ctypes.c_double * NUM_PHASES),
+                ("ownerKept", ctypes.c_uint64), ("ownerThreshold", ctypes.c_double),
+                ("ownerResidualMass", ctypes.c_double)]
 
 
 _vp, _sz, _int = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int

@@ -79,6 +79,9 @@ class Stats:
     total_dense_bytes: int
     phase_us: dict
     total_phase_us: dict
+    owner_kept: int = 0            # global top-k: entries this rank's range delivered
+    owner_threshold: float = 0.0   # ... and the tau it kept them by
+    owner_residual_mass: float = 0.0  # sum of |owner residual| after the step
 
     @classmethod
     def from_native(cls, s):
@@ -87,4 +90,6 @@ class Stats:
                    algorithm=ALGORITHM_NAMES.get(s.algorithm, str(s.algorithm)), index_bytes=s.indexBytes,
                    threshold_estimates=s.thresholdEstimates, total_bytes_sent=s.totalBytesSent,
                    total_bytes_received=s.totalBytesReceived, total_dense_bytes=s.totalDenseBytes,
-                   phase_us=dict(zip(PHASES, s.phaseUs)), total_phase_us=dict(zip(PHASES, s.totalPhaseUs)))
+                   phase_us=dict(zip(PHASES, s.phaseUs)), total_phase_us=dict(zip(PHASES, s.totalPhaseUs)),
+                   owner_kept=s.ownerKept, owner_threshold=s.ownerThreshold,
+                   owner_residual_mass=s.ownerResidualMass)

@@ -30,7 +30,8 @@ struct Step {
   PhaseTimer clock{};
   int averageOver = 1;  // dctAvg's divisor: the ranks whose tensors are summed
   const Nesting* nesting = nullptr;  // set inside a hierarchical step
-  SplitPieces pieces{};  // split plan: this rank's message cut by range
+  SplitPieces pieces{};  // split plans: this rank's message cut by range
+  OwnerDraft owner{};    // global top-k: this rank's range owner's outcome
   // Pipelined attempts: elements per chunk (0: unchunked), and the bytes
   // every rank's chunks needed ([chunk * ranks + rank]), kept on commit.
   size_t chunkElems = 0;

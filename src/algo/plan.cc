@@ -48,7 +48,8 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // This step's counts: the last sparse step's (identical on every rank),
   // else k per rank (the first step, and after a dense step).
   std::vector<uint64_t> forecast(comm->size, targetNnz(c));
-  const bool sparse = c->stats.algorithm == dctAlgoAllgather || c->stats.algorithm == dctAlgoSplit;
+  const bool sparse = c->stats.algorithm == dctAlgoAllgather || c->stats.algorithm == dctAlgoSplit ||
+                      c->stats.algorithm == dctAlgoGlobalTopk;
   if (c->lastMessages.size() == forecast.size() && sparse)
     for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
   const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),

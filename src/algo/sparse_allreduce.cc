@@ -29,6 +29,7 @@
 
 #include "algo/agree.h"
 #include "algo/allreduce_step.h"
+#include "algo/global_topk.h"
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
 #include "base/debug.h"
@@ -50,10 +51,17 @@ dctResult_t pack(Step& s) {
   return packMessage(c, msg.indices, msg.values, msg.nnz, valueBytes, 0, c->wire.as<char>(), s.bytes, s.stream);
 }
 
+bool splits(const Step& s) { return s.plan.algorithm == dctAlgoSplit || s.plan.algorithm == dctAlgoGlobalTopk; }
+
 // Everything this rank can do (and fail at) before talking to the others.
 dctResult_t localWork(Step& s) {
   dctCompressor_t c = s.c;
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
+  // An owner residual this step will not read joins the worker residual.
+  const bool global = s.plan.algorithm == dctAlgoGlobalTopk;
+  const int P = s.comm->size, me = s.comm->rank;
+  const size_t begin = global ? splitRangeBegin(c->count, P, me) : 0;
+  DCTCHECK(foldOwnerResidual(c, begin, global ? splitRangeBegin(c->count, P, me + 1) - begin : 0, s.stream));
   DCTCHECK(s.comm->transport->prepare(s.comm, s.target, denseBytes(s), s.stream));
   if (s.sendGradientAsIs) {
     s.draft = StepDraft{};
@@ -73,7 +81,7 @@ dctResult_t localWork(Step& s) {
   }
   s.msg.storage = &c->selection;
   DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
-  if (s.plan.algorithm != dctAlgoSplit) return pack(s);
+  if (!splits(s)) return pack(s);
   DCTCHECK(splitPack(c, s.comm->size, s.msg, s.pieces, s.stream));
   s.bytes = s.pieces.bytes;
   return dctSuccess;
@@ -92,8 +100,13 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   if (s.plan.algorithm == dctAlgoAllgather)
     DCTCHECK(gatherMerged(c, s.comm, all, s.target, s.stream, s.clock, s.received, "dctSparseAllreduce"));
-  else if (s.plan.algorithm == dctAlgoSplit)
-    DCTCHECK(splitExchange(c, s.comm, s.pieces, s.target, s.stream, s.clock, s.bytes, s.received));
+  else if (splits(s)) {
+    size_t allRanksBytes = 0;
+    for (const CallHeader& h : all) allRanksBytes += h.bytes;
+    OwnerDraft* owner = s.plan.algorithm == dctAlgoGlobalTopk ? &s.owner : nullptr;
+    DCTCHECK(splitExchange(c, s.comm, s.pieces, allRanksBytes, s.target, s.stream, s.clock, s.bytes, s.received,
+                           owner));
+  }
   else {
     const void* from = s.sendGradientAsIs ? s.send : s.target;  // the selection is already in the target
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
@@ -133,6 +146,7 @@ void commit(Step& s, const std::vector<CallHeader>& all) {
   // a step without one leaves no history.
   c->chunkNeeds = std::move(s.chunkNeeds);
   c->chunkElems = c->chunkNeeds.empty() ? 0 : s.chunkElems;
+  commitOwner(c, s.owner);
   commitStep(c, s.draft, s.bytes, s.received, s.plan.algorithm);
 }
 

@@ -114,8 +114,14 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
     DCTCHECK(gatherMerged(c, k.comm, all, k.sum, in.stream, k.clock, k.received, in.fn));
     k.sent = k.bytes;
   }
-  else if (k.plan == dctAlgoSplit)
-    DCTCHECK(splitExchange(c, k.comm, k.pieces, k.sum, in.stream, k.clock, k.sent, k.received));
+  else if (k.plan == dctAlgoSplit) {
+    // The pieces' sizes are known only to their senders: a bound every rank
+    // computes alike (P pieces, each at most a whole message's room).
+    size_t bound = 0;
+    for (const CallHeader& h : all)
+      bound += k.comm->size * packedMessageRoom(h.nnz, c->indexBytes, dtypeSize(in.dtype));
+    DCTCHECK(splitExchange(c, k.comm, k.pieces, bound, k.sum, in.stream, k.clock, k.sent, k.received));
+  }
   else {
     DCTCHECK(k.comm->transport->allreduce(k.comm, k.sum, k.sum, in.count, in.dtype, in.stream));
     k.sent = k.received = in.count * dtypeSize(in.dtype);

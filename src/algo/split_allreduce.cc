@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "algo/agree.h"
+#include "algo/global_topk.h"
 #include "algo/packed_message.h"
 #include "base/debug.h"
 #include "base/dtype.h"
@@ -29,12 +30,11 @@ struct Split {
 };
 
 // Sums range `me` of the gathered pieces in rank order into the target.
-dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<uint64_t>& all,
+// theirs[2 r], theirs[2 r + 1]: bytes and nnz of rank r's piece.
+dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<uint64_t>& theirs,
                        const std::vector<size_t>& offsets) {
   std::vector<PackedMessage> pieces(s.P);
-  for (int r = 0; r < s.P; r++)
-    pieces[r] = packedView(gathered + offsets[r], all[2 * (r * s.P + s.me)], all[2 * (r * s.P + s.me) + 1],
-                         s.wireBytes);
+  for (int r = 0; r < s.P; r++) pieces[r] = packedView(gathered + offsets[r], theirs[2 * r], theirs[2 * r + 1], s.wireBytes);
   dctCompressor_t c = s.c;
   MergeArgs merge{s.range(s.me), s.length(s.me), c->accType, c->wireType, c->indexBytes, pieces.data(), s.P};
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
@@ -85,6 +85,58 @@ dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64
   return dctSuccess;
 }
 
+// Global top-k: the owner's kept entries (global_topk.h) in the smaller of
+// packed and dense form; the range becomes zeros + those entries (dense) or
+// zeros, its entries written with everyone else's from the gathered form.
+dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint64_t& bytes, uint64_t& nnz) {
+  dctCompressor_t c = s.c;
+  const size_t length = s.length(s.me), denseBytes = length * s.sumBytes;
+  SelectArgs sel;
+  DCTCHECK(ownerSelect(c, s.range(s.me), s.begin(s.me), length, sel, draft, s.stream));
+  form = s.range(s.me);
+  bytes = nnz = 0;
+  if (length == 0) return dctSuccess;
+  DCTCHECK(c->ops->zero(c->kernels, s.range(s.me), denseBytes, s.stream));
+  if (sel.nnz == 0) return dctSuccess;
+  DCTCHECK(c->wire.reserve(packedMessageRoom(sel.nnz, c->indexBytes, s.sumBytes)));
+  size_t packed = 0;
+  DCTCHECK(packMessage(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
+  if (packed < denseBytes) {
+    form = c->wire.as();
+    bytes = packed;
+    nnz = sel.nnz;
+    return dctSuccess;
+  }
+  PackedMessage own = packedView(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
+  MergeArgs fill{s.range(s.me), length, c->accType, c->accType, c->indexBytes, &own, 1};
+  DCTCHECK(c->ops->mergePacked(c->kernels, &fill, s.stream));
+  bytes = denseBytes;
+  nnz = kDenseForm;
+  return dctSuccess;
+}
+
+// Every rank's (bytes, nnz) of its piece for this rank. Host transports
+// exchange just those (16 bytes per peer); NCCL, which moves device memory
+// only, gathers the whole P x P table through its host staging.
+dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, std::vector<uint64_t>& theirs, void* stream) {
+  const Transport* t = comm->transport;
+  const int P = comm->size, me = comm->rank;
+  theirs.assign(2 * size_t(P), 0);
+  if (t->hostBuffers) {
+    std::vector<size_t> bytes(P, 2 * sizeof(uint64_t)), offsets(P);
+    for (int q = 0; q < P; q++) offsets[q] = q * 2 * sizeof(uint64_t);
+    return t->alltoallv(comm, pieces.sizes.data(), bytes.data(), offsets.data(), theirs.data(), bytes.data(),
+                        offsets.data(), size_t(P) * P * 2 * sizeof(uint64_t), stream);
+  }
+  std::vector<uint64_t> all(2 * size_t(P) * P);
+  const dctResult_t res = t->allgather(comm, pieces.sizes.data(), all.data(), 2 * P * sizeof(uint64_t), stream);
+  for (int r = 0; r < P; r++) {
+    theirs[2 * r] = all[2 * (size_t(r) * P + me)];
+    theirs[2 * r + 1] = all[2 * (size_t(r) * P + me) + 1];
+  }
+  return res;
+}
+
 // Writes range q from its gathered form: a copy, or zeros + its entries.
 dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz) {
   dctCompressor_t c = s.c;
@@ -131,25 +183,24 @@ dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPie
   return dctSuccess;
 }
 
-dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, void* target, void* stream,
-                          PhaseTimer& clock, size_t& sent, size_t& received) {
+dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
+                          void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
+                          OwnerDraft* owner) {
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
   const int P = s.P, me = s.me;
   const Transport* t = comm->transport;
-  // Piece sizes: all[2 (r P + q)] = bytes of rank r's piece of range q, then its nnz.
-  std::vector<uint64_t> all(2 * size_t(P) * P);
-  dctResult_t res = t->allgather(comm, pieces.sizes.data(), all.data(), 2 * P * sizeof(uint64_t), stream);
+  std::vector<uint64_t> theirs;
+  dctResult_t res = pieceSizes(comm, pieces, theirs, stream);
   std::vector<size_t> sendBytes(P), recvBytes(P), recvOffsets(P);
-  size_t recvTotal = 0, allRanksBytes = 0;
+  size_t recvTotal = 0;
   uint64_t bound = 0;  // entries summed into this rank's range
   for (int r = 0; r < P && res == dctSuccess; r++) {
     sendBytes[r] = pieces.sizes[2 * r];
-    recvBytes[r] = all[2 * (r * P + me)];
+    recvBytes[r] = theirs[2 * r];
     recvOffsets[r] = recvTotal;
     recvTotal += recvBytes[r];
-    bound += all[2 * (r * P + me) + 1];
-    for (int q = 0; q < P; q++) allRanksBytes += all[2 * (r * P + q)];
-    if (!plausibleMessage(recvBytes[r], all[2 * (r * P + me) + 1], s.length(me), s.wireBytes))
+    bound += theirs[2 * r + 1];
+    if (!plausibleMessage(recvBytes[r], theirs[2 * r + 1], s.length(me), s.wireBytes))
       res = fail(comm, dctInternalError, "%s: rank %d announced a malformed piece", kFn, r);
   }
   if (res == dctSuccess) res = reserveGathered(s, recvTotal, pieces.bytes);
@@ -159,10 +210,11 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   res = t->alltoallv(comm, c->wire.as(), sendBytes.data(), pieces.offsets.data(), c->gathered.as(), recvBytes.data(),
                      recvOffsets.data(), allRanksBytes, stream);
   clock.lap(dctPhaseExchange);
-  if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), all, recvOffsets);
+  if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), theirs, recvOffsets);
   const void* form = nullptr;
   uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kDenseForm: dense)
-  if (res == dctSuccess) res = reduceForm(s, bound, form, mine[0], mine[1]);
+  if (res == dctSuccess)
+    res = owner ? ownerForm(s, *owner, form, mine[0], mine[1]) : reduceForm(s, bound, form, mine[0], mine[1]);
   clock.lap(dctPhaseReduce);
 
   // Range forms: every rank's, then room for all of them, 8-byte aligned.

@@ -4,7 +4,8 @@
 //   local work   cut this rank's selection by range (lowerBounds) and pack
 //                each piece, indices relative to its range, into c->wire
 //   agreement    (sparse_allreduce.cc) header allgather + vote
-//   pieces       allgather of every rank's P piece sizes, reserve, vote;
+//   pieces       every rank's piece sizes for this rank (an alltoall of 16
+//                bytes per pair; NCCL: an allgather of all P x P), reserve, vote;
 //                alltoallv of the pieces; each owner sums its range in rank
 //                order (mergePacked) straight into the step's target
 //   ranges       each owner selects its range's nonzeros (NaN and Inf
@@ -51,11 +52,15 @@ struct SplitPieces {
 dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPieces& pieces, void* stream);
 
 // Everything from the piece sizes to the reduced ranges written into
-// `target` (count entries of c->accType). Returns an error on every rank if
+// `target` (count entries of c->accType). allRanksBytes: every rank's
+// pieces.bytes summed (from the agreement), the same on every rank. With
+// `owner` set, the global top-k step (global_topk.h): the owners deliver
+// their share of a global top-k and the draft holds the owner residual. Returns an error on every rank if
 // any rank failed before one of its votes; a failure after the last vote is
 // returned on the failing rank only (the caller's exchange vote spreads it).
 // sent / received: this rank's bytes on the wire, both phases.
-dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, void* target, void* stream,
-                          PhaseTimer& clock, size_t& sent, size_t& received);
+dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
+                          void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
+                          OwnerDraft* owner = nullptr);
 
 }  // namespace dct

@@ -97,6 +97,26 @@ extern "C" dctResult_t dctCompressorSetResidual(dctCompressor_t c, const void* r
   });
 }
 
+extern "C" dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t c, void* residual, size_t* begin,
+                                                     size_t* length, void* stream) {
+  const char* fn = "dctCompressorGetOwnerResidual";
+  if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
+  if (begin == nullptr || length == nullptr) return fail(c->comm, dctInvalidArgument, "%s: begin or length is NULL", fn);
+  return guarded(c->comm, fn, [&] {
+    const OwnerState& o = c->owner;
+    *begin = o.zero ? 0 : o.begin;
+    *length = o.zero ? 0 : o.length;
+    if (residual == nullptr || *length == 0) return dctSuccess;
+    const size_t bytes = *length * dtypeSize(c->accType);
+    DCTCHECK(checkBuffer(c->comm, residual, *length, dtypeSize(c->accType), "residual", fn));
+    if (twinFor(residual).device != c->ops->device)
+      return fail(c->comm, dctInvalidArgument, "%s: residual is not in the compressor's memory space", fn);
+    dctResult_t res = c->ops->copy(c->kernels, residual, o.residual(), bytes, stream);
+    if (res == dctSuccess) res = c->ops->synchronize(c->kernels, stream);
+    return res == dctSuccess ? res : fail(c->comm, res, "%s: copying the owner residual failed", fn);
+  });
+}
+
 extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void* indices,
                                    void* values, size_t capacity, size_t* nnz, void* stream) {
   const char* fn = "dctCompress";

@@ -45,6 +45,8 @@ dctResult_t checkInput(dctComm_t comm, const SparseInput& in) {
   const int algorithm = in.algorithm;
   if (algorithm < 0 || algorithm >= dctNumAlgorithms)
     return fail(comm, dctInvalidArgument, "%s: algorithm %d is not a dctAlgorithm_t", fn, algorithm);
+  if (algorithm == dctAlgoGlobalTopk)
+    return fail(comm, dctInvalidArgument, "%s: dctAlgoGlobalTopk drops entries; this allreduce is lossless", fn);
   if (in.count == 0) return fail(comm, dctInvalidArgument, "%s: count is 0", fn);
   const size_t valueBytes = dtypeSize(in.dtype);
   const int indexBytes = in.count > 0xffffffffull ? 8 : 4;

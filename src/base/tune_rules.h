@@ -16,8 +16,8 @@
 namespace dct {
 
 // dctAlgorithm_t's names in its order (DCT_ALGORITHM and DCT_TUNE).
-inline constexpr const char* kAlgorithmNames[] = {"auto", "allgather", "dense", "split"};
-inline constexpr int kAlgorithmCount = 4;
+inline constexpr const char* kAlgorithmNames[] = {"auto", "allgather", "dense", "split", "globaltopk"};
+inline constexpr int kAlgorithmCount = 5;
 
 struct TuneRule {
   double bytesLo = 0, bytesHi = 0;      // [lo, hi); hi = infinity when open

@@ -177,8 +177,9 @@ bool estimateDue(dctCompressor_t c) {
 
 // Every buffer in the bound twin's memory: bound with it, freed with the
 // compressor (one list, so a new buffer cannot be bound but not freed).
-std::array<TwinBuffer*, 7> twinBuffers(dctCompressor_t c) {
-  return {&c->residuals[0], &c->residuals[1], &c->selection, &c->wire, &c->gathered, &c->staged, &c->nodeSum};
+std::array<TwinBuffer*, 9> twinBuffers(dctCompressor_t c) {
+  return {&c->residuals[0], &c->residuals[1], &c->selection,          &c->wire,           &c->gathered,
+          &c->staged,       &c->nodeSum,      &c->owner.residuals[0], &c->owner.residuals[1]};
 }
 
 }  // namespace
@@ -363,6 +364,9 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bo
   }
   c->residualZero = true;
   c->onebit.pending = false;
+  c->owner.zero = true;
+  c->owner.length = 0;
+  c->owner.haveTau = false;
   return dctSuccess;
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/auto_tuner.h"
 #include "core/onebit_state.h"
+#include "core/owner_state.h"
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -113,6 +114,8 @@ struct dctCompressor {
   // 1-bit compressors (config.compressor): the server error and the step's
   // wire buffers; the worker error is the residual above.
   dct::OnebitState onebit;
+  // Global top-k (dctAlgoGlobalTopk): this rank's range-owner residual.
+  dct::OwnerState owner;
 
   void* residual() const { return residuals[committed].as(); }
   void* spareResidual() const { return residuals[1 - committed].as(); }

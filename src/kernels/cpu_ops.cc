@@ -1,9 +1,11 @@
 // CPU twin of the kernels ops table: the simple streaming kernels and the
 // table itself (select and threshold live in their own files).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 #include "base/half_bulk.h"
 #include "base/mapped_memory.h"
@@ -149,6 +151,23 @@ dctResult_t scale(KernelContext* kc, void* data, size_t n, dctDataType_t dtype, 
   });
 }
 
+// Per-worker partials, added up in worker order.
+dctResult_t absSum(KernelContext* kc, const void* data, size_t n, dctDataType_t dtype, double* sum, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  std::vector<double> partial(ctx->pool.size() + 1, 0.0);
+  const dctResult_t res = dispatchTypes(dtype, 4, [&]<typename T, typename>() {
+    const T* x = static_cast<const T*>(data);
+    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t b, size_t e, int w) {
+      double s = 0;
+      for (size_t i = b; i < e; i++) s += std::fabs(static_cast<double>(x[i]));
+      partial[w] += s;
+    });
+  });
+  *sum = 0;
+  for (double p : partial) *sum += p;
+  return res;
+}
+
 template <typename D, typename V, typename I>
 void scatterRange(D* dense, const I* idx, const V* val, size_t begin, size_t end) {
   for (size_t j = begin; j < end; j++) addInto(dense[idx[j]], val[j]);
@@ -200,6 +219,7 @@ const KernelOps& cpuKernelOps() {
       .mergePacked = NoThrow<cpuMergePacked>::call,
       .zero = NoThrow<zero>::call,
       .scale = NoThrow<scale>::call,
+      .absSum = NoThrow<absSum>::call,
       .rowSelect = NoThrow<cpuRowSelect>::call,
       .rowOffsets = NoThrow<cpuRowOffsets>::call,
       .rowPack = NoThrow<cpuRowPack>::call,

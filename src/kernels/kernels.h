@@ -82,6 +82,10 @@ struct KernelOps {
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
                        double factor, void* stream);
+  // *sum = sum of |data[i]| in fp64 (fp32/fp64 data): a statistic, in no
+  // fixed order (the twins may differ in the last bits).
+  dctResult_t (*absSum)(KernelContext* ctx, const void* data, size_t n, dctDataType_t dtype, double* sum,
+                        void* stream);
   // DCT-MP rows (RowSelectArgs ... RowWireArgs above).
   dctResult_t (*rowSelect)(KernelContext* ctx, RowSelectArgs* args, void* stream);
   dctResult_t (*rowOffsets)(KernelContext* ctx, RowOffsetsArgs* args, void* stream);

@@ -47,6 +47,11 @@ void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t 
     REQUIRE(cudaMemcpy(devOut.data(), dOut, kCount * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
     for (size_t i = 0; i < kCount; i++) REQUIRE(dct::test::sameValue(hostOut[i], devOut[i]));
   }
+  dctStats_t hostStats, devStats;
+  REQUIRE(dctCompressorGetStats(hostC, &hostStats) == dctSuccess);
+  REQUIRE(dctCompressorGetStats(devC, &devStats) == dctSuccess);
+  CHECK(devStats.ownerKept == hostStats.ownerKept);  // global top-k's owner: the same entries
+  CHECK(devStats.ownerResidualMass == doctest::Approx(hostStats.ownerResidualMass).epsilon(1e-9));
   // Host send buffer with a device receive buffer: refused before any work.
   auto g = gradient(0);
   CHECK(dctSparseAllreduce(g.data(), dOut, kCount, dctFloat32, dctSum, devC, devComm, nullptr) == dctInvalidArgument);
@@ -158,8 +163,8 @@ TEST_CASE("MPI with device buffers (staged) matches the host path") {
   ensureMpi();
   dctComm_t comm = nullptr;
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &comm) == dctSuccess);
-  compareHostAndDevice(comm, comm, dctAlgoAllgather);
-  compareHostAndDevice(comm, comm, dctAlgoDense);
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoGlobalTopk})
+    compareHostAndDevice(comm, comm, algo);
   compareAlltoall(comm, comm);
   dctCommDestroy(comm);
 }

@@ -5,7 +5,8 @@
 // nonblocking, its allgatherv in both forms (padded allgather, grouped
 // broadcasts); a call inside the caller's NCCL group, or on the wrong CUDA
 // device on one rank, fails the step on every rank and the retry is exact.
-// The sparse all-to-all (forward and backward) must match byte for byte.
+// The sparse all-to-all (forward and backward) must match byte for byte; so
+// must split and global top-k (the owners' tau, selection and residual).
 #include <cmath>
 #include <cstring>
 
@@ -153,8 +154,8 @@ void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
 
 TEST_CASE("MPI with device buffers (staged) matches host buffers") {
   MpiComm mpi;
-  compareAllreduce(mpi.comm, mpi.comm, dctAlgoAllgather, true);
-  compareAllreduce(mpi.comm, mpi.comm, dctAlgoDense, true);
+  for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoGlobalTopk})
+    compareAllreduce(mpi.comm, mpi.comm, algo, true);
   allgatherShapes(mpi.comm, mpi.comm);
   compareAlltoall(mpi.comm, mpi.comm);
 }
@@ -169,7 +170,8 @@ TEST_CASE("NCCL (a GPU per rank; blocking and nonblocking) matches MPI on host b
   for (bool nonblocking : {false, true}) {
     CAPTURE(nonblocking);
     NcclComm nccl(nonblocking);
-    compareAllreduce(mpi.comm, nccl.comm, dctAlgoAllgather, true);
+    for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoGlobalTopk})
+      compareAllreduce(mpi.comm, nccl.comm, algo, true);
     compareAllreduce(mpi.comm, nccl.comm, dctAlgoDense, false);
     allgatherShapes(mpi.comm, nccl.comm);
     compareAlltoall(mpi.comm, nccl.comm);

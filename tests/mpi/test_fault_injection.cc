@@ -29,6 +29,7 @@ constexpr int kSteps = 3;
 struct Run {
   std::vector<std::vector<float>> outputs;  // per step
   std::vector<float> residual;
+  std::vector<float> owner;  // global top-k: the owner residual
   dctStats_t stats{};
   uint64_t ops = 0;       // transport operations seen
   int failedCalls = 0;    // calls that returned an error (then retried)
@@ -79,6 +80,10 @@ Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
   if (s.chunkElems > 0 && steps && steps->size > 1) CHECK(c->chunkElems == static_cast<size_t>(s.chunkElems));
   const float* r = static_cast<const float*>(c->residual());
   run.residual.assign(r, r + kCount);
+  size_t begin = 0, length = 0;
+  REQUIRE(dctCompressorGetOwnerResidual(c, nullptr, &begin, &length, nullptr) == dctSuccess);
+  run.owner.resize(length);
+  REQUIRE(dctCompressorGetOwnerResidual(c, run.owner.data(), &begin, &length, nullptr) == dctSuccess);
   REQUIRE(dctCompressorGetStats(c, &run.stats) == dctSuccess);
   dctCompressorDestroy(c);
   return run;
@@ -88,7 +93,10 @@ void requireSame(const Run& a, const Run& b) {
   for (int step = 0; step < kSteps; step++)
     REQUIRE(std::memcmp(a.outputs[step].data(), b.outputs[step].data(), kCount * sizeof(float)) == 0);
   REQUIRE(std::memcmp(a.residual.data(), b.residual.data(), kCount * sizeof(float)) == 0);
+  REQUIRE(a.owner == b.owner);
   CHECK(a.stats.step == b.stats.step);
+  CHECK(a.stats.ownerKept == b.stats.ownerKept);
+  CHECK(a.stats.ownerResidualMass == b.stats.ownerResidualMass);
   CHECK(a.stats.nnz == b.stats.nnz);
   CHECK(a.stats.threshold == b.stats.threshold);
   CHECK(a.stats.thresholdEstimates == b.stats.thresholdEstimates);
@@ -112,7 +120,10 @@ std::vector<Settings> scenarios() {
   pipelinedFromGrad.interval = 1000;
   Settings split = allgather;          // pieces, sizes, votes, ranges: every op of both phases
   split.algorithm = dctAlgoSplit;
-  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad, split};
+  Settings global = split;             // the same ops; the owner residual is state too
+  global.algorithm = dctAlgoGlobalTopk;
+  global.density = 0.05;
+  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad, split, global};
 }
 
 }  // namespace
@@ -163,7 +174,7 @@ TEST_CASE("a transport fault at any operation, on any rank or all, fails every r
 TEST_CASE("hierarchical: a transport fault at any operation fails every rank and a retry is exact") {
   World w(2);
   const std::vector<Settings> all = scenarios();
-  everyTransportFault(w, {all[0], all[1], all[4], all[6]});  // allgather, dense, pipelined, split
+  everyTransportFault(w, {all[0], all[1], all[4], all[6], all[7]});  // allgather, dense, pipelined, split, global
 }
 
 // Every allocation of the first nine on each rank fails once.

@@ -1,0 +1,128 @@
+#include "algo/global_topk.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/debug.h"
+#include "base/dtype.h"
+#include "kernels/sampling.h"
+
+namespace dct {
+namespace {
+
+// The compressor's drift band (compressor.cc): a count outside [k / 1.25,
+// 1.25 k], widened to 3 sqrt(k) either way for small k.
+bool drifted(double selected, double k) {
+  const double noise = 3 * std::sqrt(k);
+  return selected < std::min(k / 1.25, k - noise) || selected > std::max(k * 1.25, k + noise);
+}
+
+size_t rangeTarget(dctCompressor_t c, size_t length) {
+  const double k = std::round(c->config.density * static_cast<double>(length));
+  return k < 1 ? 1 : static_cast<size_t>(k);
+}
+
+// tau on acc = committed residual + range. Bisect passes over acc several
+// times: it gets acc materialised in the spare (which the select rewrites).
+dctResult_t estimate(dctCompressor_t c, const void* range, size_t length, double& tau, void* stream) {
+  OwnerState& o = c->owner;
+  const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
+  ThresholdArgs args{o.residual(), length, c->accType, c->config.density, method,
+                     stepSeed(c->config.seed, c->stats.step)};
+  if (method == dctThresholdBisect) {
+    DCTCHECK(c->ops->add(c->kernels, o.spare(), o.residual(), range, length, c->accType, c->accType, stream));
+    args.data = o.spare();
+  } else {
+    args.addend = range;
+    args.addendType = c->accType;
+  }
+  return c->ops->threshold(c->kernels, &args, &tau, stream);
+}
+
+// Room in c->selection for `capacity` entries, and one select into it.
+dctResult_t selectInto(dctCompressor_t c, const void* range, size_t length, double tau, size_t capacity,
+                       SelectArgs& sel, void* stream) {
+  const size_t sumBytes = dtypeSize(c->accType), indexBytes = alignedIndexBytes(capacity, c->indexBytes);
+  DCTCHECK(c->selection.reserve(indexBytes + capacity * sumBytes));
+  sel = SelectArgs{};
+  sel.grad = range;
+  sel.residualIn = c->owner.residual();
+  sel.residual = c->owner.spare();
+  sel.n = length;
+  sel.dtype = c->accType;
+  sel.indexBytes = c->indexBytes;
+  sel.tau = tau;
+  sel.capacity = capacity;
+  sel.outIndices = c->selection.as();
+  sel.outValues = c->selection.as<char>() + indexBytes;
+  return c->ops->selectCompact(c->kernels, &sel, stream);
+}
+
+}  // namespace
+
+dctResult_t foldOwnerResidual(dctCompressor_t c, size_t begin, size_t length, void* stream) {
+  OwnerState& o = c->owner;
+  if (o.zero || (o.begin == begin && o.length == length)) return dctSuccess;
+  void* worker = static_cast<char*>(c->residual()) + o.begin * dtypeSize(c->accType);
+  DCTCHECK(c->ops->add(c->kernels, worker, worker, o.residual(), o.length, c->accType, c->accType, stream));
+  c->residualZero = false;
+  o.zero = true;
+  o.length = 0;
+  return dctSuccess;
+}
+
+dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size_t length, SelectArgs& sel,
+                        OwnerDraft& d, void* stream) {
+  OwnerState& o = c->owner;
+  d = OwnerDraft{};
+  d.active = true;
+  d.begin = begin;
+  d.length = length;
+  d.tau = o.tau;
+  sel = SelectArgs{};
+  if (length == 0) return dctSuccess;
+  const size_t bytes = length * dtypeSize(c->accType);
+  DCTCHECK(o.residuals[0].reserve(bytes));
+  DCTCHECK(o.residuals[1].reserve(bytes));
+  if (o.zero) DCTCHECK(c->ops->zero(c->kernels, o.residual(), bytes, stream));  // reads as zeros
+  const size_t k = rangeTarget(c, length);
+  const bool due = !o.haveTau || c->stats.step - o.lastEstimateStep >= uint64_t(c->config.thresholdInterval);
+  if (c->config.density >= 1.0) {
+    d.tau = tauFloor(c);  // every nonzero entry
+  } else if (due) {
+    DCTCHECK(estimate(c, range, length, d.tau, stream));
+    d.estimated = true;
+  }
+  const size_t room = std::min(length, 2 * k + 64);
+  DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));
+  if (c->config.density < 1.0 && !d.estimated && drifted(static_cast<double>(sel.selected), static_cast<double>(k))) {
+    DCTCHECK(estimate(c, range, length, d.tau, stream));
+    d.estimated = true;
+    DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));
+  }
+  if (sel.selected > sel.nnz) DCTCHECK(selectInto(c, range, length, d.tau, sel.selected, sel, stream));
+  d.kept = sel.nnz;
+  return c->ops->absSum(c->kernels, o.spare(), length, c->accType, &d.mass, stream);
+}
+
+void commitOwner(dctCompressor_t c, const OwnerDraft& d) {
+  OwnerState& o = c->owner;
+  dctStats_t& s = c->stats;
+  s.ownerKept = d.kept;
+  s.ownerThreshold = d.active && d.length ? d.tau : 0;
+  s.ownerResidualMass = 0;
+  if (!d.active) return;
+  if (d.estimated) {
+    o.tau = d.tau;
+    o.haveTau = true;
+    o.lastEstimateStep = s.step;
+  }
+  o.begin = d.begin;
+  o.length = d.length;
+  const bool keep = c->config.errorFeedback != 0 && d.length > 0;
+  if (keep) o.committed = 1 - o.committed;
+  o.zero = !keep || d.mass == 0;
+  s.ownerResidualMass = keep ? d.mass : 0;
+}
+
+}  // namespace dct

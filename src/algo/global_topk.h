@@ -1,0 +1,42 @@
+// Global top-k (dctAlgoGlobalTopk, after Ok-Topk and gTop-k): the split
+// algorithm (split_allreduce.h), except that each range's owner, once it
+// has summed the ranks' pieces in rank order, adds its owner residual and
+// delivers only the entries with |x| >= tau_owner, tau_owner estimated on
+// that sum so its range keeps about density * range entries (so the
+// tensor about k). The rest becomes the new owner residual. The allgather
+// of the ranges then carries about k entries in all instead of the union of
+// every rank's selection, which fills the tensor as ranks are added.
+//
+// Nothing is lost: summed over ranks, delivered results + worker residuals
+// + owner residuals = all gradients, exactly where the arithmetic is exact.
+#pragma once
+
+#include <cstddef>
+
+#include "core/compressor.h"
+
+namespace dct {
+
+// Before a step: an owner residual this step will not read (the plan is not
+// global top-k, or this rank owns [begin, begin + length) now, another
+// range) moves into the committed worker residual, which covers the whole
+// tensor. The sum over ranks of every residual is unchanged, so the move
+// needs no commit: a step that fails afterwards leaves an equivalent state.
+dctResult_t foldOwnerResidual(dctCompressor_t c, size_t begin, size_t length, void* stream);
+
+// The owner's selection: acc = range (the summed pieces, accType) + the
+// committed owner residual; tau_owner on acc when due (every L steps, or
+// when the last tau's count leaves the compressor's drift band: estimated
+// again at once, since a range is 1/P of the tensor); the entries with
+// !(|acc| < tau_owner) into sel (c->selection: indices relative to the
+// range, values in accType), the rest into the spare owner residual. The
+// range itself is left as it was. Records the outcome in `draft`.
+dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size_t length, SelectArgs& sel,
+                        OwnerDraft& draft, void* stream);
+
+// With the step's commit: the spare owner residual becomes the committed
+// one (without error feedback the rest is dropped, as the worker's is), and
+// the owner's stats.
+void commitOwner(dctCompressor_t c, const OwnerDraft& draft);
+
+}  // namespace dct
