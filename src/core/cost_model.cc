@@ -94,16 +94,16 @@ double unionEstimate(const CostInputs& in) {
   return n * (1 - missed);
 }
 
-// Split (split_allreduce.cc). Phase 1: each rank sends (P-1)/P of its
-// message to the ranges' owners (the busiest rank bounds the alltoallv) and
-// each owner merges ~1/P of all messages. Phase 2: each owner selects its
-// range's nonzeros and ring-allgathers the range in the cheaper of sparse and
-// dense form; every rank writes all P of them. Control beyond the other
-// plans': the piece sizes (16 bytes per pair of ranks, allgathered), the
-// reduced sizes and two more votes (log2 P latencies each).
-double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
+namespace {
+
+// Phase 1 of split and global top-k: each rank sends (P-1)/P of its message
+// to the ranges' owners (the busiest rank bounds the alltoallv) and each
+// owner merges ~1/P of all messages into its range. Latency not included.
+struct RangeScatter {
+  double wire, local;
+};
+RangeScatter rangeScatter(const CostParams& p, const CostInputs& in) {
   const double P = in.ranks, n = static_cast<double>(in.count);
-  const double sumBytes = sumBytesOf(in);
   double busiest = 0, total = 0;
   for (int r = 0; r < in.ranks; r++) {
     const double nnz = static_cast<double>(in.nnz[r]);
@@ -111,13 +111,54 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
     busiest = std::max(busiest, bytes);
     total += bytes;
   }
+  const double range = n / P;
+  return {busiest * (P - 1) / P / (p.linkGBps * 1e3),
+          total / P / (p.scatterGBps * 1e3) + range * sumBytesOf(in) / (p.reduceGBps * 1e3)};
+}
+
+double log2Ceil(double P) { return std::ceil(std::log2(std::max(P, 2.0))); }
+
+}  // namespace
+
+// Split (split_allreduce.cc). Phase 1: rangeScatter. Phase 2: each owner
+// selects its range's nonzeros and ring-allgathers the range in the cheaper
+// of sparse and dense form; every rank writes all P of them. Control beyond
+// the other plans': the piece sizes (16 bytes per pair of ranks,
+// allgathered), the reduced sizes and two more votes (log2 P latencies each).
+double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
+  const double P = in.ranks, n = static_cast<double>(in.count);
+  const double sumBytes = sumBytesOf(in);
+  const RangeScatter phase1 = rangeScatter(p, in);
   const double range = n / P, reduced = unionEstimate(in) / P;
   const double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
-  const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3, reduce = p.reduceGBps * 1e3;
-  const double wire1 = busiest * (P - 1) / P / link, local1 = total / P / scatter + range * sumBytes / reduce;
+  const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
-  const double control = (P - 1) * P * 16 / link + 4 * std::ceil(std::log2(std::max(P, 2.0))) * p.alphaUs;
-  return withWire(2 * (P - 1) * p.alphaUs + wire1 + wire2 + control, local1 + local2, wireUs);
+  const double control = (P - 1) * P * 16 / link + 4 * log2Ceil(P) * p.alphaUs;
+  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + control, phase1.local + local2, wireUs);
+}
+
+// Global top-k (split with owner-side selection, Ok-Topk/gTop-k style).
+// Phase 1: rangeScatter. Then each owner adds its residual to its summed
+// range and keeps its ~k/P largest, k the ranks' mean selection (one pass
+// over the range at the compressor's rate), and ring-allgathers them packed:
+// ~k entries on the wire in all, whatever P and the ranks' overlap, every
+// rank writing all P of them. Control: the piece sizes by an alltoallv of
+// 16 bytes per peer (O(P) bytes, but P-1 latencies like phase 1's, where
+// split's allgather of P^2 * 16 bytes takes log2 P), the kept sizes and two
+// votes (log2 P latencies each).
+double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
+  const double P = in.ranks, n = static_cast<double>(in.count);
+  const double sumBytes = sumBytesOf(in);
+  const RangeScatter phase1 = rangeScatter(p, in);
+  double k = 0;  // the ranks' mean selection, delivered in all
+  for (int r = 0; r < in.ranks; r++) k += static_cast<double>(in.nnz[r]) / P;
+  const double range = n / P, kept = std::min(k / P, range);
+  const double form = kept * sumBytes + packedIndexBytes(kept, range, in.indexBytes);
+  const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
+  const double pass = range * sumBytes / (p.selectGBps * 1e3);
+  const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
+  const double control = (P - 1) * 16 / link + (P - 1 + 3 * log2Ceil(P)) * p.alphaUs;
+  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + control, phase1.local + pass + local2, wireUs);
 }
 
 double compressPassUs(const CostParams& p, const CostInputs& in) {

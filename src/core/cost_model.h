@@ -49,6 +49,9 @@ struct CostInputs {
 double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
+// Split whose owners keep only their range's share of k = the ranks' mean
+// selection (dctAlgoGlobalTopk): ~k entries allgathered whatever the union.
+double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 // Expected size of the union of the ranks' selections, as if each rank's
 // positions were independent and uniform: count * (1 - prod(1 - nnz_r/count)).
 double unionEstimate(const CostInputs& in);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -210,4 +211,101 @@ TEST_CASE("at two ranks split never beats the cheaper of allgather and dense") {
             CHECK(splitCostUs(p, in) >= std::min(allgatherCostUs(p, in), denseCostUs(p, in)));
           }
         }
+}
+
+namespace {
+struct Costs {
+  double us, wire;
+};
+Costs globalTopk(const CostParams& p, int ranks, size_t count, double density) {
+  std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count));
+  CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
+  Costs c{};
+  c.us = globalTopkCostUs(p, in, &c.wire);
+  return c;
+}
+Costs split(const CostParams& p, int ranks, size_t count, double density) {
+  std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count));
+  CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
+  Costs c{};
+  c.us = splitCostUs(p, in, &c.wire);
+  return c;
+}
+double dense(const CostParams& p, int ranks, size_t count) {
+  std::vector<uint64_t> nnz(ranks, 0);
+  CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
+  return denseCostUs(p, in);
+}
+}  // namespace
+
+TEST_CASE("global top-k: its bytes per rank stay ~k whatever P, split's grow toward dense") {
+  const CostParams noLatency{0.0, 1.25, 2.0, 4.0};
+  const size_t n = size_t(1) << 24;
+  for (double density : {0.001, 0.01}) {
+    CAPTURE(density);
+    const Costs g64 = globalTopk(noLatency, 64, n, density), g1024 = globalTopk(noLatency, 1024, n, density);
+    CHECK(g1024.wire < 1.2 * g64.wire);
+    CHECK(g1024.wire > 0.8 * g64.wire);
+    // Two messages of ~k entries (value and packed index under 6 bytes) and
+    // the sizes: below 2 * k * 7 bytes on the link.
+    CHECK(g1024.wire < 2 * density * n * 7 / 1.25e3);
+    const Costs s64 = split(noLatency, 64, n, density), s1024 = split(noLatency, 1024, n, density);
+    CHECK(s1024.wire > 1.5 * s64.wire);
+    CHECK(s1024.wire > 5 * g1024.wire);
+  }
+  // At 1%, 1024 ranks: the union is the whole tensor and split's phase 2 dense.
+  const double ringHalf = 1023.0 / 1024 * n * 4 / 1.25e3;
+  CHECK(split(noLatency, 1024, n, 0.01).wire > ringHalf);
+}
+
+TEST_CASE("global top-k: latency as the transports progress it") {
+  // Link and local work free: phase 1's alltoallv and phase 2's ring
+  // allgatherv take P-1 latencies each, the sizes' alltoallv P-1 more, the
+  // kept sizes and two votes log2 P each.
+  const CostParams latencyOnly{7.0, 1e12, 1e12, 1e12, 1e12};
+  for (int ranks : {2, 3, 64, 1000, 1024}) {
+    CAPTURE(ranks);
+    const double logP = std::ceil(std::log2(ranks));
+    CHECK(globalTopk(latencyOnly, ranks, 1 << 20, 0.01).us == doctest::Approx((3 * (ranks - 1) + 3 * logP) * 7.0));
+    CHECK(split(latencyOnly, ranks, 1 << 20, 0.01).us == doctest::Approx((2 * (ranks - 1) + 4 * logP) * 7.0));
+  }
+}
+
+TEST_CASE("global top-k: edge cases are finite and non-negative") {
+  const CostParams p{5.0, 1.25, 2.0, 4.0};
+  for (int ranks : {1, 2, 3})
+    for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(1) << 20})
+      for (double density : {0.0, 0.5, 1.0}) {
+        CAPTURE(ranks);
+        CAPTURE(count);
+        CAPTURE(density);
+        const Costs c = globalTopk(p, ranks, count, density);
+        CHECK(std::isfinite(c.us));
+        CHECK(std::isfinite(c.wire));
+        CHECK(c.wire >= 0);
+        CHECK(c.us >= c.wire);
+      }
+  // Uneven selections: the busiest rank bounds phase 1, the mean sets phase 2.
+  std::vector<uint64_t> uneven{0, 1 << 16};
+  CostInputs in{2, 1 << 20, 4, 4, uneven.data(), 4};
+  double wire = -1;
+  CHECK(globalTopkCostUs(p, in, &wire) > 0);
+  CHECK(wire > 0);
+}
+
+TEST_CASE("global top-k: cheaper than split once the union is large, far cheaper than dense at scale") {
+  const CostParams defaults{5.0, 1.25, 2.0, 4.0}, fast{5.0, 12.5, 2.0, 4.0}, slowStart{30.0, 1.25, 2.0, 4.0};
+  const size_t n = size_t(1) << 24;
+  for (const CostParams& p : {defaults, fast, slowStart}) {
+    CAPTURE(p.alphaUs);
+    CAPTURE(p.linkGBps);
+    CHECK(globalTopk(p, 256, n, 0.01).us < split(p, 256, n, 0.01).us);
+    CHECK(globalTopk(p, 1024, n, 0.01).us < split(p, 1024, n, 0.01).us);
+    CHECK(globalTopk(p, 1024, n, 0.01).us < dense(p, 1024, n));
+  }
+  // 64 MiB, 1024 ranks, 1% on the default link: over 5x cheaper than dense,
+  // its 3(P-1) latencies the largest part.
+  const Costs g = globalTopk(defaults, 1024, n, 0.01);
+  CHECK(5 * g.us < dense(defaults, 1024, n));
+  CHECK(3 * 1023 * defaults.alphaUs > 0.5 * g.us);
 }
