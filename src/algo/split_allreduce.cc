@@ -116,12 +116,14 @@ dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint
 }
 
 // Every rank's (bytes, nnz) of its piece for this rank. Host transports
-// exchange just those (16 bytes per peer); NCCL, which moves device memory
-// only, gathers the whole P x P table through its host staging.
+// exchange just those (16 bytes per peer: O(P) per rank, not O(P^2)); NCCL,
+// which moves device memory only, gathers the whole P x P table through its
+// host staging.
 dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, std::vector<uint64_t>& theirs, void* stream) {
   const Transport* t = comm->transport;
   const int P = comm->size, me = comm->rank;
   theirs.assign(2 * size_t(P), 0);
+  if (t->alltoall) return t->alltoall(comm, pieces.sizes.data(), theirs.data(), 2 * sizeof(uint64_t), stream);
   if (t->hostBuffers) {
     std::vector<size_t> bytes(P, 2 * sizeof(uint64_t)), offsets(P);
     for (int q = 0; q < P; q++) offsets[q] = q * 2 * sizeof(uint64_t);

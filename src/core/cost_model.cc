@@ -118,13 +118,20 @@ RangeScatter rangeScatter(const CostParams& p, const CostInputs& in) {
 
 double log2Ceil(double P) { return std::ceil(std::log2(std::max(P, 2.0))); }
 
+// Control beyond the other plans', split and global top-k alike: the piece
+// sizes (16 bytes per peer by MPI_Alltoall, Bruck's log2 P rounds of P/2
+// blocks for such small ones), the range sizes' allgather and two votes:
+// log2 P latencies each.
+double splitControlUs(const CostParams& p, double P) {
+  return 8 * P * log2Ceil(P) / (p.linkGBps * 1e3) + 4 * log2Ceil(P) * p.alphaUs;
+}
+
 }  // namespace
 
 // Split (split_allreduce.cc). Phase 1: rangeScatter. Phase 2: each owner
 // selects its range's nonzeros and ring-allgathers the range in the cheaper
-// of sparse and dense form; every rank writes all P of them. Control beyond
-// the other plans': the piece sizes (16 bytes per pair of ranks,
-// allgathered), the reduced sizes and two more votes (log2 P latencies each).
+// of sparse and dense form; every rank writes all P of them. Control:
+// splitControlUs.
 double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = sumBytesOf(in);
@@ -133,8 +140,7 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   const double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
-  const double control = (P - 1) * P * 16 / link + 4 * log2Ceil(P) * p.alphaUs;
-  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + control, phase1.local + local2, wireUs);
+  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + splitControlUs(p, P), phase1.local + local2, wireUs);
 }
 
 // Global top-k (split with owner-side selection, Ok-Topk/gTop-k style).
@@ -142,10 +148,7 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
 // range and keeps its ~k/P largest, k the ranks' mean selection (one pass
 // over the range at the compressor's rate), and ring-allgathers them packed:
 // ~k entries on the wire in all, whatever P and the ranks' overlap, every
-// rank writing all P of them. Control: the piece sizes by an alltoallv of
-// 16 bytes per peer (O(P) bytes, but P-1 latencies like phase 1's, where
-// split's allgather of P^2 * 16 bytes takes log2 P), the kept sizes and two
-// votes (log2 P latencies each).
+// rank writing all P of them. Control: splitControlUs.
 double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = sumBytesOf(in);
@@ -157,8 +160,8 @@ double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireU
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   const double pass = range * sumBytes / (p.selectGBps * 1e3);
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
-  const double control = (P - 1) * 16 / link + (P - 1 + 3 * log2Ceil(P)) * p.alphaUs;
-  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + control, phase1.local + pass + local2, wireUs);
+  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + splitControlUs(p, P), phase1.local + pass + local2,
+                  wireUs);
 }
 
 double compressPassUs(const CostParams& p, const CostInputs& in) {

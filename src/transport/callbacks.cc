@@ -75,6 +75,7 @@ constexpr Transport kHostOnly = {
     .iallgatherv = nullptr,
     .test = nullptr,
     .alltoallv = alltoallv,
+    .alltoall = nullptr,  // optional
     .allreduce = allreduce,
     .reduce = nullptr,  // hierarchical steps only, which need split
     .broadcast = nullptr,

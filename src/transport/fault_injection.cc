@@ -106,6 +106,12 @@ dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes,
   return h ? injected(comm, recv, blocksExtent(recvBytes, recvOffsets, comm->size), "alltoallv") : res;
 }
 
+dctResult_t alltoall(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void* stream) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->alltoall(comm, send, recv, bytesPerRank, stream);
+  return h ? injected(comm, recv, bytesPerRank * comm->size, "alltoall") : res;
+}
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count, dctDataType_t dtype,
                       void* stream) {
   const bool h = hit(comm);
@@ -156,6 +162,7 @@ dctResult_t install(dctComm_t comm, Seam* root, int rootRank) {
     s->table.test = test;
   }
   s->table.alltoallv = alltoallv;
+  if (s->inner->alltoall) s->table.alltoall = alltoall;
   s->table.allreduce = allreduce;
   if (s->inner->reduce) s->table.reduce = reduce;
   if (s->inner->broadcast) s->table.broadcast = broadcast;

@@ -237,6 +237,15 @@ dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes
   return settleStaging(comm, stage, staged, stream);
 }
 
+// Host blocks only (the split's piece sizes): no staging, int counts.
+dctResult_t alltoall(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void*) {
+  if (bytesPerRank * comm->size > mpiCountLimit())
+    return fail(comm, dctInternalError, "MPI alltoall: %zu bytes per rank past int counts", bytesPerRank);
+  const int b = static_cast<int>(bytesPerRank);
+  MPICHECK(comm, MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, mpiOf(comm)));
+  return dctSuccess;
+}
+
 // Beyond int counts, without room for the requests: pair by pair, each
 // send matched with the receive from the rank as far behind, piece by piece.
 dctResult_t blockingAlltoallv(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
@@ -434,6 +443,7 @@ constexpr Transport kMpiTransport = {
     .iallgatherv = iallgatherv,
     .test = test,
     .alltoallv = alltoallv,
+    .alltoall = alltoall,
     .allreduce = allreduce,
     .reduce = reduce,
     .broadcast = broadcast,

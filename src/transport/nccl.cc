@@ -267,6 +267,7 @@ constexpr Transport kNcclTransport = {
     .iallgatherv = nullptr,
     .test = nullptr,
     .alltoallv = alltoallv,
+    .alltoall = nullptr,  // optional
     .allreduce = allreduce,
     .reduce = reduce,
     .broadcast = broadcast,

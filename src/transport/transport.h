@@ -59,6 +59,11 @@ struct Transport {
   dctResult_t (*alltoallv)(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
                            void* recv, const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes,
                            void* stream);
+  // Small host blocks, the same size everywhere: rank q gets bytesPerRank
+  // bytes from send + q * bytesPerRank into recv + rank * bytesPerRank.
+  // Optional (null: alltoallv does it); MPI's takes log2 P latencies for
+  // small blocks (Bruck) where alltoallv takes P - 1.
+  dctResult_t (*alltoall)(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void* stream);
   dctResult_t (*allreduce)(dctComm_t comm, const void* send, void* recv, size_t count,
                            dctDataType_t datatype, void* stream);  // sum
   // recv (on `root` only; ignored elsewhere) = sum over ranks of send, in

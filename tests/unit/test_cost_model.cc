@@ -244,11 +244,12 @@ TEST_CASE("global top-k: its bytes per rank stay ~k whatever P, split's grow tow
   for (double density : {0.001, 0.01}) {
     CAPTURE(density);
     const Costs g64 = globalTopk(noLatency, 64, n, density), g1024 = globalTopk(noLatency, 1024, n, density);
-    CHECK(g1024.wire < 1.2 * g64.wire);
-    CHECK(g1024.wire > 0.8 * g64.wire);
-    // Two messages of ~k entries (value and packed index under 6 bytes) and
-    // the sizes: below 2 * k * 7 bytes on the link.
-    CHECK(g1024.wire < 2 * density * n * 7 / 1.25e3);
+    // Two messages of ~k entries (value and packed index under 6 bytes),
+    // and the piece sizes: Bruck's log2 P rounds of P/2 16-byte blocks.
+    const double sizes1024 = 8.0 * 1024 * 10 / 1.25e3, sizes64 = 8.0 * 64 * 6 / 1.25e3;
+    CHECK(g1024.wire - sizes1024 < 1.2 * (g64.wire - sizes64));
+    CHECK(g1024.wire - sizes1024 > 0.8 * (g64.wire - sizes64));
+    CHECK(g1024.wire < 2 * density * n * 7 / 1.25e3 + sizes1024);
     const Costs s64 = split(noLatency, 64, n, density), s1024 = split(noLatency, 1024, n, density);
     CHECK(s1024.wire > 1.5 * s64.wire);
     CHECK(s1024.wire > 5 * g1024.wire);
@@ -260,13 +261,13 @@ TEST_CASE("global top-k: its bytes per rank stay ~k whatever P, split's grow tow
 
 TEST_CASE("global top-k: latency as the transports progress it") {
   // Link and local work free: phase 1's alltoallv and phase 2's ring
-  // allgatherv take P-1 latencies each, the sizes' alltoallv P-1 more, the
-  // kept sizes and two votes log2 P each.
+  // allgatherv take P-1 latencies each; the sizes' alltoall (Bruck), the
+  // range sizes and two votes log2 P each.
   const CostParams latencyOnly{7.0, 1e12, 1e12, 1e12, 1e12};
   for (int ranks : {2, 3, 64, 1000, 1024}) {
     CAPTURE(ranks);
     const double logP = std::ceil(std::log2(ranks));
-    CHECK(globalTopk(latencyOnly, ranks, 1 << 20, 0.01).us == doctest::Approx((3 * (ranks - 1) + 3 * logP) * 7.0));
+    CHECK(globalTopk(latencyOnly, ranks, 1 << 20, 0.01).us == doctest::Approx((2 * (ranks - 1) + 4 * logP) * 7.0));
     CHECK(split(latencyOnly, ranks, 1 << 20, 0.01).us == doctest::Approx((2 * (ranks - 1) + 4 * logP) * 7.0));
   }
 }
@@ -303,9 +304,9 @@ TEST_CASE("global top-k: cheaper than split once the union is large, far cheaper
     CHECK(globalTopk(p, 1024, n, 0.01).us < split(p, 1024, n, 0.01).us);
     CHECK(globalTopk(p, 1024, n, 0.01).us < dense(p, 1024, n));
   }
-  // 64 MiB, 1024 ranks, 1% on the default link: over 5x cheaper than dense,
-  // its 3(P-1) latencies the largest part.
+  // 64 MiB, 1024 ranks, 1% on the default link: 10x cheaper than dense
+  // (the issue's target on paper), its 2(P-1) latencies the largest part.
   const Costs g = globalTopk(defaults, 1024, n, 0.01);
-  CHECK(5 * g.us < dense(defaults, 1024, n));
-  CHECK(3 * 1023 * defaults.alphaUs > 0.5 * g.us);
+  CHECK(10 * g.us < dense(defaults, 1024, n));
+  CHECK(2 * 1023 * defaults.alphaUs > 0.5 * g.us);
 }
