@@ -1,5 +1,6 @@
 // The CUDA twin's table and memory ops: device-pointer test (which picks the
-// twin), allocate/copy/release, error mapping and unsupported dtypes.
+// twin), allocate/copy/release, absSum against the CPU twin, error mapping
+// and unsupported dtypes.
 #include <cstring>
 #include <string>
 
@@ -16,7 +17,8 @@ TEST_CASE("the CUDA table is complete and device-side") {
   const void* fns[] = {(void*)ops.createContext, (void*)ops.destroyContext, (void*)ops.allocate,
                        (void*)ops.release, (void*)ops.copy, (void*)ops.synchronize,
                        (void*)ops.accumulate, (void*)ops.selectCompact, (void*)ops.selectDense,
-                       (void*)ops.threshold, (void*)ops.scatterAdd, (void*)ops.zero, (void*)ops.scale};
+                       (void*)ops.threshold, (void*)ops.scatterAdd, (void*)ops.zero, (void*)ops.scale,
+                       (void*)ops.absSum};
   for (const void* fn : fns) CHECK(fn != nullptr);
 }
 
@@ -67,6 +69,25 @@ TEST_CASE("allocate, copy, zero, release round-trip on a stream") {
   tw.gpu.release(tw.gpuCtx, a);
   tw.gpu.release(tw.gpuCtx, b);
   tw.gpu.release(tw.gpuCtx, nullptr);
+}
+
+TEST_CASE("absSum matches the CPU twin (fp32, fp64, odd sizes, empty)") {
+  Twins tw;
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(100003)}) {
+    CAPTURE(n);
+    const auto xf = randomVector<float>(n, 11, false);
+    const auto xd = randomVector<double>(n, 12, false);
+    DeviceArray<float> df(xf);
+    DeviceArray<double> dd(xd);
+    double cpuF = -1, gpuF = -1, cpuD = -1, gpuD = -1;
+    REQUIRE(tw.cpu.absSum(tw.cpuCtx, xf.data(), n, dctFloat32, &cpuF, nullptr) == dctSuccess);
+    REQUIRE(tw.gpu.absSum(tw.gpuCtx, df.get(), n, dctFloat32, &gpuF, tw.stream) == dctSuccess);
+    REQUIRE(tw.cpu.absSum(tw.cpuCtx, xd.data(), n, dctFloat64, &cpuD, nullptr) == dctSuccess);
+    REQUIRE(tw.gpu.absSum(tw.gpuCtx, dd.get(), n, dctFloat64, &gpuD, tw.stream) == dctSuccess);
+    CHECK(gpuF == doctest::Approx(cpuF).epsilon(1e-12));
+    CHECK(gpuD == doctest::Approx(cpuD).epsilon(1e-12));
+    if (n == 0) CHECK(gpuF == 0.0);
+  }
 }
 
 TEST_CASE("an impossible allocation is dctOutOfMemory with the CUDA message, and clears") {
