@@ -76,8 +76,8 @@ typedef enum {
                            global top-k of the sum (density * range entries);
                            the rest waits in an owner residual for the next
                            step. Traffic ~2k entries per rank at any rank count,
-                           but the result changes: opt-in, never auto's pick
-                           unless allowed (dctSparseAllreduce) */
+                           but the result changes: opt-in, auto's pick only
+                           with config.autoGlobalTopk */
   dctNumAlgorithms = 5
 } dctAlgorithm_t;
 
@@ -105,8 +105,8 @@ typedef struct dctAlltoallPlan* dctAlltoallPlan_t;
 /* Configuration. Always start from DCT_CONFIG_INITIALIZER: fields left at
  * their "undefined" value take the DCT_* environment variable as the comm
  * read it at its creation, else the built-in default (documented per
- * field). density, warmupSteps, algorithm, wireType and compressor must be
- * the same on every rank: a step whose ranks differ fails on all of them
+ * field). density, warmupSteps, algorithm, wireType, compressor and
+ * autoGlobalTopk must be the same on every rank: a step whose ranks differ fails on all of them
  * with dctInvalidUsage. */
 #define DCT_CONFIG_MAGIC 0xdc7c0f19u
 #define DCT_CONFIG_UNDEF_INT (-2147483647 - 1)
@@ -132,6 +132,9 @@ typedef struct {
                               wider than the data is refused. DES ignores it
                               (DCT_WIRE_TYPE = fp32|fp64|fp16|bf16) */
   int compressor;          /* dctCompressorKind_t; top-K (DCT_COMPRESSOR = topk|onebit) */
+  int autoGlobalTopk;      /* 0/1: auto may choose dctAlgoGlobalTopk by the cost
+                              model, which changes the result (owners hold part
+                              of the sum back); default 0 (DCT_AUTO_GLOBAL_TOPK) */
 } dctConfig_t;
 
 #define DCT_CONFIG_INITIALIZER                                                 \
@@ -140,7 +143,7 @@ typedef struct {
         DCT_CONFIG_UNDEF_DOUBLE, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,   \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
-        DCT_CONFIG_UNDEF_INT                                                   \
+        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT                             \
   }
 
 /* Where a dctSparseAllreduce step's time went on this rank (dctStats_t

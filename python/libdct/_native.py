@@ -54,7 +54,7 @@ class Config(ctypes.Structure):
                 ("errorFeedback", ctypes.c_int), ("warmupSteps", ctypes.c_int),
                 ("thresholdMethod", ctypes.c_int), ("algorithm", ctypes.c_int),
                 ("seed", ctypes.c_longlong), ("rowSelection", ctypes.c_int),
-                ("wireType", ctypes.c_int), ("compressor", ctypes.c_int)]
+                ("wireType", ctypes.c_int), ("compressor", ctypes.c_int), ("autoGlobalTopk", ctypes.c_int)]
 
     @classmethod
     def initializer(cls):
@@ -63,7 +63,7 @@ class Config(ctypes.Structure):
         c.size, c.magic, c.version = ctypes.sizeof(cls), CONFIG_MAGIC, VERSION_CODE
         c.density, c.seed = UNDEF_DOUBLE, UNDEF_INT
         for name in ("thresholdInterval", "errorFeedback", "warmupSteps", "thresholdMethod", "algorithm",
-                     "rowSelection", "wireType", "compressor"):
+                     "rowSelection", "wireType", "compressor", "autoGlobalTopk"):
             setattr(c, name, UNDEF_INT)
         return c
 

@@ -16,11 +16,12 @@ class Config:
     error_feedback: Optional[bool] = None
     warmup_steps: Optional[int] = None         # dense steps first
     threshold_method: Optional[str] = None     # sampled | exact | bisect
-    algorithm: Optional[str] = None            # auto | allgather | dense | split
+    algorithm: Optional[str] = None            # auto | allgather | dense | split | globaltopk
     seed: Optional[int] = None
     row_selection: Optional[str] = None        # all-to-all only: topk | threshold
     wire_type: Optional[object] = None         # fp32 | fp64 | fp16 | bf16 (or a torch dtype)
     compressor: Optional[str] = None           # topk | onebit
+    auto_global_topk: Optional[bool] = None    # auto may choose globaltopk (it changes the result)
 
     def to_native(self):
         c = _native.Config.initializer()
@@ -32,6 +33,8 @@ class Config:
                 setattr(c, native, value)
         if self.error_feedback is not None:
             c.errorFeedback = int(bool(self.error_feedback))
+        if self.auto_global_topk is not None:
+            c.autoGlobalTopk = int(bool(self.auto_global_topk))
         enums = {"threshold_method": ("thresholdMethod", THRESHOLD_METHODS),
                  "algorithm": ("algorithm", ALGORITHMS), "row_selection": ("rowSelection", ROW_SELECTIONS),
                  "compressor": ("compressor", COMPRESSORS)}
@@ -54,7 +57,7 @@ class Config:
                    algorithm=name(ALGORITHMS, c.algorithm), seed=c.seed,
                    row_selection=name(ROW_SELECTIONS, c.rowSelection),
                    wire_type=DATATYPE_NAMES.get(c.wireType, c.wireType),
-                   compressor=name(COMPRESSORS, c.compressor))
+                   compressor=name(COMPRESSORS, c.compressor), auto_global_topk=bool(c.autoGlobalTopk))
 
 
 PHASES = ("compress", "agree", "exchange", "reduce", "other")

@@ -20,6 +20,7 @@ dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& 
                          ? "config.density (DCT_DENSITY)"
                      : h.configured != mine.configured   ? "config.algorithm (DCT_ALGORITHM)"
                      : h.warmupSteps != mine.warmupSteps ? "config.warmupSteps (DCT_WARMUP_STEPS)"
+                     : h.autoGlobalTopk != mine.autoGlobalTopk ? "config.autoGlobalTopk (DCT_AUTO_GLOBAL_TOPK)"
                      : h.algorithm != mine.algorithm     ? "the planned algorithm"
                      : h.mode != mine.mode               ? "phase (warm-up/query)"
                      : h.chunks != mine.chunks || h.chunkElems != mine.chunkElems

@@ -40,6 +40,7 @@ struct CallHeader {
   int32_t path = 0;         // must match: top-K, 1-bit or hierarchical (StepPath)
   int32_t configured = 0;   // must match: the config's algorithm (auto or pinned)
   int32_t warmupSteps = 0;  // must match
+  int32_t autoGlobalTopk = 0;  // must match
 };
 
 enum StepPath : int32_t { kPathTopk = 1, kPathOnebit = 2, kPathHierarchical = 3 };
@@ -50,6 +51,7 @@ inline void stampConfig(CallHeader& h, const dctConfig_t& c, StepPath path) {
   h.path = path;
   h.configured = c.algorithm;
   h.warmupSteps = c.warmupSteps;
+  h.autoGlobalTopk = c.autoGlobalTopk;
 }
 
 // An allreduce's header: the arguments every rank must agree on. Raw bits

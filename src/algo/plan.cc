@@ -60,12 +60,13 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     return p;
   }
   // The wire part the tuner may rescale: only where the links are a guess.
-  AutoTuner::Modelled allgather, dense, split;
-  double* wire[3] = {nullptr, nullptr, nullptr};
+  AutoTuner::Modelled allgather, dense, split, global;
+  double* wire[4] = {nullptr, nullptr, nullptr, nullptr};
   if (!m.covered) {
     wire[0] = &allgather.wireUs;
     wire[1] = &dense.wireUs;
     wire[2] = &split.wireUs;
+    wire[3] = &global.wireUs;
   }
   // The sparse plans include the compression pass over the whole tensor.
   const double pass = compressPassUs(m.params, in);
@@ -75,7 +76,11 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // At two ranks split never undercuts the cheaper of the others (the cost
   // model's tests check it): only noise could pick it.
   split.available = comm->size > 2;
-  p.decision = c->tuner.plan(allgather, dense, split, c->stats.step);
+  // Global top-k changes the result: a candidate only where the config
+  // allows it. Its model counts the ranks' mean selection as delivered.
+  global.us = pass + globalTopkCostUs(m.params, in, wire[3]);
+  global.available = c->config.autoGlobalTopk != 0;
+  p.decision = c->tuner.plan(allgather, dense, split, c->stats.step, global);
   p.algorithm = p.decision.algorithm();
   return p;
 }

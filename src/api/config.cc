@@ -52,6 +52,7 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
                 kWireTypeOfTensor));
   DCTCHECK(pick(comm, c.compressor, DCT_CONFIG_UNDEF_INT, env.compressor, "DCT_COMPRESSOR",
                 static_cast<int>(dctCompressorTopk)));
+  DCTCHECK(pick(comm, c.autoGlobalTopk, DCT_CONFIG_UNDEF_INT, env.autoGlobalTopk, "DCT_AUTO_GLOBAL_TOPK", 0));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN
     return fail(comm, dctInvalidArgument, "density %g is outside (0, 1]", c.density);
@@ -73,6 +74,8 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
     return fail(comm, dctInvalidArgument, "wireType %d is not a dctDataType_t", c.wireType);
   if (c.compressor < 0 || c.compressor >= dctNumCompressorKinds)
     return fail(comm, dctInvalidArgument, "compressor %d is not a dctCompressorKind_t", c.compressor);
+  if (c.autoGlobalTopk != 0 && c.autoGlobalTopk != 1)
+    return fail(comm, dctInvalidArgument, "autoGlobalTopk %d must be 0 or 1", c.autoGlobalTopk);
   *out = c;
   return dctSuccess;
 }

@@ -28,7 +28,7 @@ CostOverrides costOverridesFromEnv();
 // refused when a compressor or plan resolves its config (api/config.h).
 struct ConfigEnv {
   EnvValue<double> density;
-  EnvValue<long long> thresholdInterval, errorFeedback, warmupSteps, seed;
+  EnvValue<long long> thresholdInterval, errorFeedback, warmupSteps, seed, autoGlobalTopk;
   EnvValue<int> thresholdMethod, algorithm, rowSelection, wireType, compressor;
 };
 ConfigEnv configEnvFromEnv();
@@ -53,7 +53,7 @@ Settings readSettings();
 
 // The agreed settings as numbers, each named after its variable, so that
 // ranks compare them value by value and name the one that differs.
-constexpr int kAgreedSettings = 15;
+constexpr int kAgreedSettings = 16;
 struct AgreedSettings {
   double value[kAgreedSettings];
 };

@@ -7,8 +7,9 @@
 
 namespace dct {
 
-AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const {
-  const Modelled model[kPlans] = {allgather, dense, split};
+AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step,
+                                    Modelled global) const {
+  const Modelled model[kPlans] = {allgather, dense, split, global};
   // cost: what a plan is expected to take; bestCase: the least its samples
   // so far allow (they disagree, or it is unmeasured).
   double cost[kPlans], bestCase[kPlans];
@@ -32,8 +33,9 @@ AutoTuner::Decision AutoTuner::plan(Modelled allgather, Modelled dense, Modelled
   };
   auto close = [&](int s) { return bestCase[s] < kCloseBand * cost[best]; };
   auto pick = [&](int s, Why why) {
-    DCT_TRACE("auto: costs %.0f %.0f %.0f us, best cases %.0f %.0f %.0f, link scale %.2f: slot %d (%d)", cost[0],
-              cost[1], cost[2], bestCase[0], bestCase[1], bestCase[2], link_.median(), s, static_cast<int>(why));
+    DCT_TRACE("auto: costs %.0f %.0f %.0f %.0f us, best cases %.0f %.0f %.0f %.0f, link scale %.2f: slot %d (%d)",
+              cost[0], cost[1], cost[2], cost[3], bestCase[0], bestCase[1], bestCase[2], bestCase[3], link_.median(), s,
+              static_cast<int>(why));
     return Decision{s, model[s], why};
   };
 

@@ -1,4 +1,5 @@
-// Auto's choice among allgather, dense and split for one tensor: the cost
+// Auto's choice among allgather, dense, split and (where the config allows
+// it) global top-k for one tensor: the cost
 // model predicts, the measured step times correct it. Each plan's cost is
 // its model times the median ratio measured/modelled of its recent warm
 // steps. The tuner measures every plan the model puts close to the best,
@@ -18,7 +19,7 @@ namespace dct {
 
 class AutoTuner {
  public:
-  static constexpr int kPlans = 3;  // allgather, dense, split
+  static constexpr int kPlans = 4;  // allgather, dense, split, global top-k
 
   // A plan's cost as the model predicts it: the whole step, and the part on
   // links whose rate is a guess (0 where the comm measured them).
@@ -33,12 +34,14 @@ class AutoTuner {
     Why why = Why::Winner;
     bool measuring() const { return why != Why::Winner; }
     dctAlgorithm_t algorithm() const {
-      return slot == 1 ? dctAlgoDense : slot == 2 ? dctAlgoSplit : dctAlgoAllgather;
+      return slot == 1 ? dctAlgoDense : slot == 2 ? dctAlgoSplit : slot == 3 ? dctAlgoGlobalTopk : dctAlgoAllgather;
     }
   };
 
-  // This step's plan; changes nothing.
-  Decision plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step) const;
+  // This step's plan; changes nothing. Global top-k is a candidate only
+  // when the config allows it (available).
+  Decision plan(Modelled allgather, Modelled dense, Modelled split, uint64_t step,
+                Modelled global = Modelled{0, 0, false}) const;
   // The step ran: learn the previous step's time on the slowest rank and
   // the part of it that rank spent on its own work (0: unknown), and keep
   // this step's decision until its time arrives with the next step.
@@ -72,7 +75,9 @@ class AutoTuner {
     bool disagree() const;
     void learn(double ratio, bool cold, bool floors);
   };
-  static int slot(dctAlgorithm_t algo) { return algo == dctAlgoDense ? 1 : algo == dctAlgoSplit ? 2 : 0; }
+  static int slot(dctAlgorithm_t algo) {
+    return algo == dctAlgoDense ? 1 : algo == dctAlgoSplit ? 2 : algo == dctAlgoGlobalTopk ? 3 : 0;
+  }
   void learn(double slowestUs, double localUs);
 
   Track plans_[kPlans];

@@ -116,6 +116,11 @@ TEST_CASE("a config field that shapes the wire, different on one rank, fails the
     res = stepWithOneRankEdited(w, cfg, [](dctConfig_t& c) { c.compressor = dctCompressorOnebit; }, n);
     CHECK(res == dctInvalidUsage);
     CHECK(mentions(dctGetLastError(w.comm), "path"));
+    res = stepWithOneRankEdited(w, cfg, [](dctConfig_t& c) { c.autoGlobalTopk = 1; }, n);
+    CHECK(res == dctInvalidUsage);
+    CHECK(mentions(dctGetLastError(w.comm), "autoGlobalTopk"));
+    res = stepWithOneRankEdited(w, cfg, [](dctConfig_t& c) { c.algorithm = dctAlgoGlobalTopk; }, n);
+    CHECK(res == dctInvalidUsage);
   }
   // A dense warm-up step on every rank, wire types apart: the call
   // header alone used to carry the datatype, and the dense allreduce ran

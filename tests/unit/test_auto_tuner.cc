@@ -339,3 +339,21 @@ TEST_CASE("an algorithm left out is never planned, explored nor re-measured, how
   CHECK(runLinkSteps(t, 1000, model, real, local, step, dctAlgoSplit) == 0);
   CHECK(runLinkSteps(t, 1000, model, real, local, step, dctAlgoAllgather) > 1000 - kReprobesPer1000);
 }
+
+TEST_CASE("global top-k is planned only when available, and wins when it is cheapest") {
+  for (bool available : {false, true}) {
+    CAPTURE(available);
+    AutoTuner t;
+    const AutoTuner::Modelled global{20, 0, available};
+    int used = 0;
+    double last = 0;
+    for (uint64_t step = 0; step < 300; step++) {
+      const AutoTuner::Decision d = t.plan({100}, {300}, {60}, step, global);
+      t.commit(d, last, step);
+      used += d.algorithm() == dctAlgoGlobalTopk;
+      last = d.algorithm() == dctAlgoGlobalTopk ? 20 : d.algorithm() == dctAlgoSplit ? 60 : 100;
+    }
+    if (available) CHECK(used > 250);
+    else CHECK(used == 0);
+  }
+}

@@ -16,7 +16,7 @@ namespace {
 
 const char* const kConfigVars[] = {"DCT_DENSITY",        "DCT_THRESHOLD_INTERVAL", "DCT_ERROR_FEEDBACK",
                                    "DCT_WARMUP_STEPS",   "DCT_SEED",               "DCT_THRESHOLD_METHOD",
-                                   "DCT_ALGORITHM",      "DCT_ROW_SELECTION"};
+                                   "DCT_ALGORITHM",      "DCT_ROW_SELECTION",      "DCT_AUTO_GLOBAL_TOPK"};
 
 struct CleanEnv {
   CleanEnv() {
@@ -37,6 +37,7 @@ TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   CHECK(out.algorithm == dctAlgoAuto);
   CHECK(out.seed == 0);
   CHECK(out.rowSelection == dctRowTopK);
+  CHECK(out.autoGlobalTopk == 0);
   dctConfig_t fromNull;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), nullptr, &fromNull) == dctSuccess);
   CHECK(fromNull.density == out.density);
@@ -66,6 +67,14 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   in.algorithm = dctAlgoSplit;  // the split algorithm is accepted like the others
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(out.algorithm == dctAlgoSplit);
+  setenv("DCT_ALGORITHM", "globaltopk", 1);
+  setenv("DCT_AUTO_GLOBAL_TOPK", "1", 1);
+  dctConfig_t fresh = DCT_CONFIG_INITIALIZER;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctSuccess);
+  CHECK(out.algorithm == dctAlgoGlobalTopk);
+  CHECK(out.autoGlobalTopk == 1);
+  setenv("DCT_AUTO_GLOBAL_TOPK", "2", 1);
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctInvalidArgument);
 }
 
 TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
@@ -90,6 +99,8 @@ TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
   rejects([](dctConfig_t& c) { c.size = 3; }, dctInvalidArgument, "DCT_CONFIG_INITIALIZER");
   rejects([](dctConfig_t& c) { c.seed = -5; }, dctInvalidArgument, "seed");
   rejects([](dctConfig_t& c) { c.rowSelection = 2; }, dctInvalidArgument, "rowSelection");
+  rejects([](dctConfig_t& c) { c.autoGlobalTopk = 2; }, dctInvalidArgument, "autoGlobalTopk");
+  rejects([](dctConfig_t& c) { c.algorithm = dctNumAlgorithms; }, dctInvalidArgument, "algorithm");
   // An uninitialised struct (garbage) is refused too.
   dctConfig_t garbage;
   std::memset(&garbage, 0xab, sizeof(garbage));
