@@ -70,6 +70,9 @@ class AllreduceCase final : public PerfCase {
     info.thresholdEstimates = stats.thresholdEstimates;
     info.bytesReceived = stats.bytesReceived;
     for (int p = 0; p < dctNumPhases; p++) info.phaseUs[p] = stats.phaseUs[p];
+    info.ownerKept = stats.ownerKept;
+    info.ownerThreshold = stats.ownerThreshold;
+    info.ownerResidualMass = stats.ownerResidualMass;
     return info;
   }
 

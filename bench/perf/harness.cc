@@ -40,6 +40,7 @@ struct Samples {
   uint64_t thresholdEstimates = 0;
   double bytesReceived = 0;
   std::vector<double> phases[dctNumPhases];
+  double ownerKept = 0, ownerThreshold = 0, ownerResidualMass = 0;
 };
 
 bool runIterations(const Options& opt, PerfCase& pc, MPI_Comm mpi, Samples& s) {
@@ -64,6 +65,9 @@ bool runIterations(const Options& opt, PerfCase& pc, MPI_Comm mpi, Samples& s) {
     s.thresholdEstimates = info.thresholdEstimates;
     s.bytesReceived += static_cast<double>(info.bytesReceived);
     for (int p = 0; p < dctNumPhases; p++) s.phases[p].push_back(info.phaseUs[p]);
+    s.ownerKept += static_cast<double>(info.ownerKept);
+    s.ownerThreshold += info.ownerThreshold;
+    s.ownerResidualMass += info.ownerResidualMass;
   }
   return true;
 }
@@ -105,6 +109,14 @@ Row summarize(const Options& opt, const PerfCase& pc, size_t count, const Sample
   }
   double recv = s.bytesReceived / static_cast<double>(s.dct.size()), maxRecv = 0;
   MPI_Allreduce(&recv, &maxRecv, 1, MPI_DOUBLE, MPI_MAX, mpi);
+  const double iters = static_cast<double>(s.dct.size());
+  double owner[4] = {recv, s.ownerKept / iters, s.ownerThreshold / iters, s.ownerResidualMass / iters};
+  double ownerAll[4] = {};
+  MPI_Allreduce(owner, ownerAll, 4, MPI_DOUBLE, MPI_SUM, mpi);
+  row.bytesReceived = ownerAll[0] / nranks;
+  row.ownerKept = ownerAll[1];
+  row.ownerThreshold = ownerAll[2] / nranks;
+  row.ownerResidualMass = ownerAll[3];
   applyBound(opt, pc.copiesPerCall(), maxRecv, row);
   return row;
 }

@@ -56,6 +56,10 @@ struct StepInfo {
   uint64_t thresholdEstimates = 0;
   uint64_t bytesReceived = 0;           // from the other ranks
   double phaseUs[dctNumPhases] = {};    // stats.phaseUs (zeros where not kept)
+  // Global top-k: entries this rank's range delivered, its tau, and the
+  // sum of |owner residual| it holds (stats.owner*; zeros otherwise).
+  uint64_t ownerKept = 0;
+  double ownerThreshold = 0, ownerResidualMass = 0;
 };
 
 // One collective under test. Every method is collective over the comm unless
@@ -113,6 +117,10 @@ struct Row {
   // Physical bound (bound.cc): max(wire, memory), each 0 when not known.
   double wireBoundUs = 0, memoryBoundUs = 0, boundUs = 0, copyUs = 0;
   double phaseUs[dctNumPhases] = {};  // mean over ranks of each rank's median
+  double bytesReceived = 0;  // mean over iterations and ranks
+  // Global top-k, means over iterations: entries delivered (summed over
+  // ranks), owner tau (mean over ranks), owner residual mass (summed).
+  double ownerKept = 0, ownerThreshold = 0, ownerResidualMass = 0;
 };
 
 // The time one tensor-sized memcpy takes on every rank at once (ranks that

@@ -67,6 +67,11 @@ void printFooter(const Options& opt, const Row* rows, size_t n, bool failed) {
     std::printf("#   size %11zu: mean %11.1f  min %11.1f   tau estimates %llu\n", rows[i].bytes,
                 rows[i].dctRankMeanUs, rows[i].dctRankMinUs,
                 static_cast<unsigned long long>(rows[i].thresholdEstimates));
+    if (rows[i].ownerKept > 0)
+      std::printf("#   size %11zu: owners kept %.0f entries (all ranks), tau %g (mean), residual"
+                  " mass %g (all ranks); received %.0f bytes (mean)\n",
+                  rows[i].bytes, rows[i].ownerKept, rows[i].ownerThreshold,
+                  rows[i].ownerResidualMass, rows[i].bytesReceived);
     busSum += rows[i].busbw;
     if (rows[i].wrong > 0) wrong += rows[i].wrong;
   }
@@ -99,12 +104,15 @@ bool appendJsonRow(const Options& opt, const PerfCase& pc, int nranks, const Row
                "\"dct_us\":%.3f,\"dct_min_us\":%.3f,\"dct_max_us\":%.3f,"
                "\"dct_rank_mean_us\":%.3f,\"dct_rank_min_us\":%.3f,\"speedup\":%.4f,"
                "\"wire_bytes\":%.1f,\"ratio\":%.4f,\"algbw\":%.4f,\"busbw\":%.4f,"
-               "\"tau_estimates\":%llu,\"wrong\":%lld,\"glibc_tunables\":\"%s\",",
+               "\"tau_estimates\":%llu,\"wrong\":%lld,\"glibc_tunables\":\"%s\","
+               "\"bytes_received\":%.1f,\"owner_kept\":%.1f,\"owner_threshold\":%g,"
+               "\"owner_residual_mass\":%g,",
                r.denseUs, r.denseMinUs, r.denseMaxUs, r.dctUs, r.dctMinUs, r.dctMaxUs,
                r.dctRankMeanUs, r.dctRankMinUs, r.dctUs > 0 ? r.denseUs / r.dctUs : 0.0,
                r.wireBytes, r.ratio, r.algbw, r.busbw,
                static_cast<unsigned long long>(r.thresholdEstimates), r.wrong,
-               envOr("GLIBC_TUNABLES", ""));
+               envOr("GLIBC_TUNABLES", ""), r.bytesReceived, r.ownerKept, r.ownerThreshold,
+               r.ownerResidualMass);
   std::fprintf(f,
                "\"peer_us\":%.3f,\"indices\":\"%s\",\"link_gbps\":%g,\"copy_us\":%.3f,\"wire_bound_us\":%.3f,\"memory_bound_us\":%.3f,"
                "\"bound_us\":%.3f,\"phase_us\":{\"compress\":%.3f,\"agree\":%.3f,\"exchange\":%.3f,"

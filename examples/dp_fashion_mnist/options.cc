@@ -12,7 +12,9 @@ const char* kUsage =
     "usage: mpirun -np N dp_fashion_mnist [options]\n"
     "  --sync dense|dct|dct-noef|onebit  gradient synchronisation (dense)\n"
     "  --density D          fraction kept by dct / dct-noef, in (0,1] (0.01)\n"
-    "  --algorithm allgather|dense|auto  libdct's sparse allreduce algorithm (allgather)\n"
+    "  --algorithm allgather|split|globaltopk|dense|auto\n"
+    "                       libdct's sparse allreduce algorithm (allgather); globaltopk\n"
+    "                       delivers about density x count entries of the sum per step\n"
     "  --epochs E (10)  --batch B per rank (64)  --lr R (0.05)  --momentum M (0.9)\n"
     "  --hidden 512,256     hidden layer widths\n"
     "  --train N --test N   use the first N samples (all)\n"
@@ -49,8 +51,12 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* message, bool*
     else if (key == "--density") ok = isNumber && x > 0 && x <= 1, o->sync.density = x;
     else if (key == "--algorithm") {
       const std::string a = v;
-      ok = a == "allgather" || a == "dense" || a == "auto";
-      o->sync.algorithm = a == "dense" ? dctAlgoDense : a == "auto" ? dctAlgoAuto : dctAlgoAllgather;
+      ok = a == "allgather" || a == "split" || a == "globaltopk" || a == "dense" || a == "auto";
+      o->sync.algorithm = a == "dense"        ? dctAlgoDense
+                          : a == "auto"       ? dctAlgoAuto
+                          : a == "split"      ? dctAlgoSplit
+                          : a == "globaltopk" ? dctAlgoGlobalTopk
+                                              : dctAlgoAllgather;
     } else if (key == "--epochs") ok = isNumber && x >= 1, o->epochs = static_cast<int>(x);
     else if (key == "--batch") ok = isNumber && x >= 1, o->batch = static_cast<int>(x);
     else if (key == "--lr") ok = isNumber && x > 0, o->lr = static_cast<float>(x);
