@@ -70,8 +70,9 @@ struct Checker {
   }
 
   // B's messages from every rank, gathered in rank order, scatter-added into
-  // zeros. Returns the largest |value| (for the tolerance), or -1 on failure.
-  double buildReference(size_t nnz) {
+  // zeros (averaged for dctAvg unless `sumOnly`). Returns the largest |value|
+  // (for the tolerance), or -1 on failure.
+  double buildReference(size_t nnz, bool sumOnly = false) {
     uint64_t mine = nnz;
     std::vector<uint64_t> all(nranks);
     MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, mpi);
@@ -95,7 +96,7 @@ struct Checker {
       ref[allIndices[j]] += allValues[j];
       maxAbs = std::fmax(maxAbs, std::fabs(static_cast<double>(allValues[j])));
     }
-    if (opt.op == dctAvg && nranks > 1) {
+    if (opt.op == dctAvg && nranks > 1 && !sumOnly) {
       const T f = static_cast<T>(1.0 / nranks);  // the library's scale factor
       for (T& x : ref) x *= f;
       maxAbs /= nranks;
@@ -103,7 +104,35 @@ struct Checker {
     return maxAbs;
   }
 
+  // Every owner's residual in one tensor (each rank holds its own range).
+  std::vector<T> ownerResiduals(dctCompressor_t a) {
+    std::vector<T> mine(count, T(0)), all(count);
+    size_t begin = 0, length = 0;
+    if (dctCompressorGetOwnerResidual(a, nullptr, &begin, &length, nullptr) == dctSuccess && length > 0)
+      dctCompressorGetOwnerResidual(a, mine.data() + begin, &begin, &length, nullptr);
+    MPI_Allreduce(mine.data(), all.data(), static_cast<int>(count), mpiType(opt.dtype), MPI_SUM, mpi);
+    return all;
+  }
+
+  // Global top-k: each entry of acc = the ranks' sum (ref, not averaged) +
+  // the owners' residual before the step was either delivered (averaged
+  // like the result) and left the residual, or held back whole; bit for bit.
+  long long countWrongGlobal(const std::vector<T>& before, const std::vector<T>& after) {
+    const T f = opt.op == dctAvg && nranks > 1 ? static_cast<T>(1.0 / nranks) : T(1);
+    auto same = [](T x, T y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+    long long wrong = 0;
+    for (size_t i = 0; i < count; i++) {
+      const T acc = ref[i] + before[i];
+      const bool delivered = same(out[i], f == T(1) ? acc : acc * f) && after[i] == T(0);
+      const bool heldBack = out[i] == T(0) && same(after[i], acc);
+      wrong += !(delivered || heldBack);
+    }
+    return wrong;
+  }
+
   long long run(GradientSource& source, int steps, dctCompressor_t a, dctCompressor_t b) {
+    const bool global = opt.algorithm == dctAlgoGlobalTopk;
+    std::vector<T> owners = global ? ownerResiduals(a) : std::vector<T>{};
     long long wrong = 0;
     for (int step = 0; step < steps; step++) {
       source.fill(grad.data(), count, opt.dtype);
@@ -128,10 +157,16 @@ struct Checker {
       if (!allOk(res == dctSuccess && resB == dctSuccess, mpi)) return -1;
       dctStats_t stats{};
       dctCompressorGetStats(a, &stats);
-      double maxAbs = buildReference(nnz);
+      double maxAbs = buildReference(nnz, global);
       if (!allOk(maxAbs >= 0, mpi)) return -1;
-      long long bad = countWrong(out.data(), ref.data(), count,
-                                 stats.algorithm != dctAlgoDense, maxAbs);
+      long long bad = 0;
+      if (global) {
+        std::vector<T> after = ownerResiduals(a);
+        bad = countWrongGlobal(owners, after);
+        owners.swap(after);
+      } else {
+        bad = countWrong(out.data(), ref.data(), count, stats.algorithm != dctAlgoDense, maxAbs);
+      }
       if (bad > 0)
         std::fprintf(stderr, "[rank %d] check step %d (%s): %lld wrong elements\n", rank, step,
                      algorithmName(stats.algorithm), bad);

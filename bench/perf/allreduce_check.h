@@ -2,7 +2,8 @@
 // history is impractical, so two fresh compressors with the same config see
 // the same gradients: A runs dctSparseAllreduce, B runs dctCompress (the
 // same DCT-DP step, uncapped). B's COO messages from all ranks, scatter-added
-// in rank order, are the reference for A's output.
+// in rank order, are the reference for A's output; under global top-k, for
+// what A's output and its owners' residuals split between them.
 #pragma once
 
 #include "gradients.h"

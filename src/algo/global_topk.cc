@@ -24,9 +24,9 @@ size_t rangeTarget(dctCompressor_t c, size_t length) {
 
 // tau on acc = committed residual + range. Bisect passes over acc several
 // times: it gets acc materialised in the spare (which the select rewrites).
-dctResult_t estimate(dctCompressor_t c, const void* range, size_t length, double& tau, void* stream) {
+dctResult_t estimate(dctCompressor_t c, const void* range, size_t length, dctThresholdMethod_t method, double& tau,
+                     void* stream) {
   OwnerState& o = c->owner;
-  const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
   ThresholdArgs args{o.residual(), length, c->accType, c->config.density, method,
                      stepSeed(c->config.seed, c->stats.step)};
   if (method == dctThresholdBisect) {
@@ -90,13 +90,16 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   if (c->config.density >= 1.0) {
     d.tau = tauFloor(c);  // every nonzero entry
   } else if (due) {
-    DCTCHECK(estimate(c, range, length, d.tau, stream));
+    DCTCHECK(estimate(c, range, length, static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), d.tau, stream));
     d.estimated = true;
   }
   const size_t room = std::min(length, 2 * k + 64);
   DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));
-  if (c->config.density < 1.0 && !d.estimated && drifted(static_cast<double>(sel.selected), static_cast<double>(k))) {
-    DCTCHECK(estimate(c, range, length, d.tau, stream));
+  // A sampled estimate misses on a sum that is mostly zeros (the pieces
+  // cover ~P k of the range's entries at first), and asking it again gives
+  // the same answer: past the band the owner takes the exact k-th largest.
+  if (c->config.density < 1.0 && drifted(static_cast<double>(sel.selected), static_cast<double>(k))) {
+    DCTCHECK(estimate(c, range, length, dctThresholdExact, d.tau, stream));
     d.estimated = true;
     DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));
   }

@@ -25,9 +25,10 @@ namespace dct {
 dctResult_t foldOwnerResidual(dctCompressor_t c, size_t begin, size_t length, void* stream);
 
 // The owner's selection: acc = range (the summed pieces, accType) + the
-// committed owner residual; tau_owner on acc when due (every L steps, or
-// when the last tau's count leaves the compressor's drift band: estimated
-// again at once, since a range is 1/P of the tensor); the entries with
+// committed owner residual; tau_owner on acc every L steps by the config's
+// method, and exactly (the k-th largest) whenever the count leaves the
+// compressor's drift band, then selected again in the same step (a range is
+// 1/P of the tensor); the entries with
 // !(|acc| < tau_owner) into sel (c->selection: indices relative to the
 // range, values in accType), the rest into the spare owner residual. The
 // range itself is left as it was. Records the outcome in `draft`.
