@@ -42,62 +42,13 @@ dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<u
   return dctSuccess;
 }
 
-// The owner's range in its smaller form: its nonzeros (NaN and Inf too: the
-// select keeps !(|x| < tau)) packed into c->wire, or the dense range itself.
-// Selecting in place zeroes the range; a dense form restores it from the
-// packed copy (+0 + x is x: the same bits). `bound` caps the nonzeros (the
-// pieces' entries): buffers sized by it hold all of them.
-dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64_t& bytes, uint64_t& nnz) {
+// The smaller of the owner's selection packed into c->wire and its range
+// dense. The range holds zeros wherever the selection has no entry (the
+// select zeroed what it took, or the caller zeroed it); dense, it is filled
+// from the packed copy (+0 + x is x: the same bits).
+dctResult_t smallerForm(const Split& s, const SelectArgs& sel, const void*& form, uint64_t& bytes, uint64_t& nnz) {
   dctCompressor_t c = s.c;
   const size_t length = s.length(s.me), denseBytes = length * s.sumBytes;
-  form = s.range(s.me);
-  bytes = 0;
-  nnz = 0;
-  if (length == 0 || bound == 0) return dctSuccess;  // nothing summed: the range is all +0
-  if (bound > length) bound = length;
-  const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
-  DCTCHECK(c->selection.reserve(indexBytes + bound * s.sumBytes));
-  DCTCHECK(c->wire.reserve(packedMessageRoom(bound, c->indexBytes, s.sumBytes)));
-  SelectArgs sel;
-  sel.grad = nullptr;
-  sel.residual = s.range(s.me);
-  sel.n = length;
-  sel.dtype = c->accType;
-  sel.indexBytes = c->indexBytes;
-  sel.tau = tauFloor(c);
-  sel.capacity = bound;
-  sel.outIndices = c->selection.as();
-  sel.outValues = c->selection.as<char>() + indexBytes;
-  DCTCHECK(c->ops->selectCompact(c->kernels, &sel, s.stream));
-  size_t packed = 0;
-  DCTCHECK(packMessage(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
-  if (packed < denseBytes) {
-    form = c->wire.as();
-    bytes = packed;
-    nnz = sel.nnz;
-    return dctSuccess;
-  }
-  PackedMessage own = packedView(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
-  MergeArgs restore{s.range(s.me), length, c->accType, c->accType, c->indexBytes, &own, 1};
-  DCTCHECK(c->ops->mergePacked(c->kernels, &restore, s.stream));
-  bytes = denseBytes;
-  nnz = kDenseForm;
-  return dctSuccess;
-}
-
-// Global top-k: the owner's kept entries (global_topk.h) in the smaller of
-// packed and dense form; the range becomes zeros + those entries (dense) or
-// zeros, its entries written with everyone else's from the gathered form.
-dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint64_t& bytes, uint64_t& nnz) {
-  dctCompressor_t c = s.c;
-  const size_t length = s.length(s.me), denseBytes = length * s.sumBytes;
-  SelectArgs sel;
-  DCTCHECK(ownerSelect(c, s.range(s.me), s.begin(s.me), length, sel, draft, s.stream));
-  form = s.range(s.me);
-  bytes = nnz = 0;
-  if (length == 0) return dctSuccess;
-  DCTCHECK(c->ops->zero(c->kernels, s.range(s.me), denseBytes, s.stream));
-  if (sel.nnz == 0) return dctSuccess;
   DCTCHECK(c->wire.reserve(packedMessageRoom(sel.nnz, c->indexBytes, s.sumBytes)));
   size_t packed = 0;
   DCTCHECK(packMessage(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
@@ -110,9 +61,55 @@ dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint
   PackedMessage own = packedView(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
   MergeArgs fill{s.range(s.me), length, c->accType, c->accType, c->indexBytes, &own, 1};
   DCTCHECK(c->ops->mergePacked(c->kernels, &fill, s.stream));
+  form = s.range(s.me);
   bytes = denseBytes;
   nnz = kDenseForm;
   return dctSuccess;
+}
+
+// The owner's range in its smaller form: its nonzeros (NaN and Inf too: the
+// select keeps !(|x| < tau)) packed into c->wire, or the dense range itself.
+// Selecting in place zeroes the range; a dense form restores it from the
+// packed copy (+0 + x is x: the same bits). `bound` caps the nonzeros (the
+// pieces' entries): buffers sized by it hold all of them.
+dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64_t& bytes, uint64_t& nnz) {
+  dctCompressor_t c = s.c;
+  const size_t length = s.length(s.me);
+  form = s.range(s.me);
+  bytes = 0;
+  nnz = 0;
+  if (length == 0 || bound == 0) return dctSuccess;  // nothing summed: the range is all +0
+  if (bound > length) bound = length;
+  const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
+  DCTCHECK(c->selection.reserve(indexBytes + bound * s.sumBytes));
+  SelectArgs sel;
+  sel.grad = nullptr;
+  sel.residual = s.range(s.me);
+  sel.n = length;
+  sel.dtype = c->accType;
+  sel.indexBytes = c->indexBytes;
+  sel.tau = tauFloor(c);
+  sel.capacity = bound;
+  sel.outIndices = c->selection.as();
+  sel.outValues = c->selection.as<char>() + indexBytes;
+  DCTCHECK(c->ops->selectCompact(c->kernels, &sel, s.stream));
+  return smallerForm(s, sel, form, bytes, nnz);
+}
+
+// Global top-k: the owner's kept entries (global_topk.h) in the smaller of
+// packed and dense form; the range becomes zeros + those entries (dense) or
+// zeros, its entries written with everyone else's from the gathered form.
+dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint64_t& bytes, uint64_t& nnz) {
+  dctCompressor_t c = s.c;
+  const size_t length = s.length(s.me);
+  SelectArgs sel;
+  DCTCHECK(ownerSelect(c, s.range(s.me), s.begin(s.me), length, sel, draft, s.stream));
+  form = s.range(s.me);
+  bytes = nnz = 0;
+  if (length == 0) return dctSuccess;
+  DCTCHECK(c->ops->zero(c->kernels, s.range(s.me), length * s.sumBytes, s.stream));
+  if (sel.nnz == 0) return dctSuccess;
+  return smallerForm(s, sel, form, bytes, nnz);
 }
 
 // Every rank's (bytes, nnz) of its piece for this rank. Host transports
