@@ -282,7 +282,8 @@ DCT_EXPORT dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStat
 DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config);
 
 /* The committed error-feedback residual (a 1-bit compressor's worker
- * error; its server error is not included): `count` elements of the
+ * error; its server error is not included; global top-k's owner residual
+ * is, added in at its range, and Set clears it): `count` elements of the
  * accumulation type, fp64 for fp64 tensors, else fp32. For checkpoints and
  * for checking that nothing was dropped. The buffer lives where the
  * compressor's steps run (host or device); a compressor that has not run a
@@ -296,9 +297,10 @@ DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, cons
 /* dctAlgoGlobalTopk: the owner residual this rank holds, the part of its
  * range's sum not delivered yet: the tensor's entries [*begin, *begin +
  * *length) in the accumulation type, copied into residual (memory where the
- * compressor's steps run; NULL: the range only). *length 0: none. Summed
- * over ranks, delivered results + worker residuals + owner residuals = all
- * gradients. Not collective; not while a step on this compressor runs. */
+ * compressor's steps run; NULL: the range only). *length 0: none.
+ * dctCompressorGetResidual already includes it: summed over ranks,
+ * delivered results + those residuals = all gradients. Not collective; not
+ * while a step on this compressor runs. */
 DCT_EXPORT dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t compressor, void* residual, size_t* begin,
                                                      size_t* length, void* stream);
 

@@ -54,6 +54,8 @@ extern "C" dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctCon
 namespace {
 // Binds c to buffer's memory space when it has not run yet, then copies the
 // committed residual into buffer, or (restore) buffer into the residual.
+// Global top-k's owner residual is part of what this rank holds back: read
+// added in at its range, and cleared by a restore (the buffer replaces both).
 dctResult_t copyResidual(dctCompressor_t c, const void* buffer, bool restore, void* stream, const char* fn) {
   dctComm_t comm = c->comm;
   DCTCHECK(checkBuffer(comm, buffer, c->count, dtypeSize(c->accType), "residual", fn));
@@ -64,7 +66,16 @@ dctResult_t copyResidual(dctCompressor_t c, const void* buffer, bool restore, vo
   dctResult_t res = restore ? c->ops->copy(c->kernels, mine, buffer, bytes, stream)
                     : c->onebit.pending ? onebitResidual(c, const_cast<void*>(buffer), stream)
                                         : c->ops->copy(c->kernels, const_cast<void*>(buffer), mine, bytes, stream);
-  if (res == dctSuccess && restore) c->onebit.pending = false;
+  if (res == dctSuccess && restore) {
+    c->onebit.pending = false;
+    c->owner.zero = true;
+    c->owner.length = 0;
+  }
+  const OwnerState& o = c->owner;
+  if (res == dctSuccess && !restore && !o.zero) {
+    void* at = static_cast<char*>(const_cast<void*>(buffer)) + o.begin * dtypeSize(c->accType);
+    res = c->ops->add(c->kernels, at, at, o.residual(), o.length, c->accType, c->accType, stream);
+  }
   if (res == dctSuccess) res = c->ops->synchronize(c->kernels, stream);
   return res == dctSuccess ? res : fail(comm, res, "%s: copying the residual failed", fn);
 }
