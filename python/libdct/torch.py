@@ -54,7 +54,7 @@ class DctState:
     min_compression_bytes: buckets smaller than this go through allreduce.
     compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce, one
         compressor and scale per parameter of min_compression_bytes or more).
-    algorithm: "allgather" (default), "split", "dense" or "auto" (top-K's
+    algorithm: "allgather" (default), "split", "dense", "globaltopk" or "auto" (top-K's
         exchange). Not auto by default: its tuner times whole steps, and
         under DDP those are dominated by ranks waiting for each other's
         backward, so it settled on dense steps (5x the bytes) even at 1 Gbit/s.

@@ -38,7 +38,7 @@ def run_steps(comm, n, steps, dtype=torch.float32, **fields):
 def case_callbacks_match_mpi_bit_for_bit():
     with libdct.Comm.from_torch() as over_torch, mpi_comm() as over_mpi:
         assert (over_torch.rank, over_torch.size) == (RANK, SIZE)
-        for algorithm in ("allgather", "split"):
+        for algorithm in ("allgather", "split", "globaltopk"):
             for n in (1, 7, 20011):
                 a, sa = run_steps(over_torch, n, 4, algorithm=algorithm)
                 b, sb = run_steps(over_mpi, n, 4, algorithm=algorithm)
@@ -105,7 +105,7 @@ def case_a_failed_callback_fails_every_rank_and_commits_nothing():
     # Each op the step runs fails once on one rank; the retry gives the result
     # of a run that never failed.
     for algorithm, op in (("allgather", "allgatherv"), ("split", "alltoallv"), ("dense", "allreduce"),
-                          ("allgather", "allgather")):
+                          ("allgather", "allgather"), ("globaltopk", "alltoallv")):
         if SIZE == 1 and op != "allgather":
             continue  # one rank: no exchange to fail
         with libdct.Comm.from_torch() as comm:
