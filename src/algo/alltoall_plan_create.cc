@@ -8,6 +8,7 @@
 
 #include "algo/agree.h"
 #include "algo/algorithms.h"
+#include "algo/alltoall_call.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/alltoall_plan.h"
@@ -88,6 +89,7 @@ dctResult_t createAlltoallPlan(dctComm_t comm, const size_t* sendRows, const siz
   DCTCHECK(vote(comm, res, nullptr, fn, "split check"));
 
   buildAlltoallPlan(*p, PlanPlace{comm, comm->rank, P, id}, sendRows, recvRows, rowLength, dtype, resolved);
+  p->chunks = forwardChunks(*p, gathered);
   *out = p.release();
   return dctSuccess;
 }

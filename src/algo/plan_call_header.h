@@ -21,6 +21,8 @@ struct PlanCallHeader {
   int32_t direction = 0;     // must match: a PlanDirection
   int32_t variableRows = 0;  // per rank, all-to-all forward: its blocks carry per-row counts
   int32_t localError = 0;    // dctResult_t of this rank's own checks and local work
+  int32_t chunks = 0;        // per rank, pipelined all-to-all forward: the chunks it can run (0: none)
+  int32_t padding = 0;
 };
 
 template <typename Plan>

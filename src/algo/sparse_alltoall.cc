@@ -16,8 +16,8 @@
 #include <cstring>
 
 #include "algo/agree.h"
-#include "algo/blocks.h"
 #include "algo/algorithms.h"
+#include "algo/alltoall_call.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/alltoall_plan.h"
@@ -28,31 +28,7 @@
 namespace dct {
 namespace {
 
-struct Call {
-  Call(dctAlltoallPlan_t plan, void* s, const char* name) : p(plan), stream(s), fn(name) {}
-  dctAlltoallPlan_t p;
-  void* stream;
-  const char* fn;
-  Blocks out, in;
-  size_t allBytes = 0;  // what every rank sends together (agreed)
-  std::vector<BlockLayout> inLayout;
-  std::vector<bool> inCounts;  // block from peer q carries per-row counts
-};
-
-size_t rowBytes(const dctAlltoallPlan_t p) { return p->rowLength * dtypeSize(p->dtype); }
-size_t keepPerRow(const dctAlltoallPlan_t p) { return p->maskFormat < 0 ? p->rowLength : p->k; }
-uint32_t* maskOf(MaskSet& m, const RowSide& side, int q, size_t rowLength) {
-  return m.mask.as<uint32_t>() + side.rowStart[q] * maskWords(rowLength);
-}
-uint64_t* offsetsOf(MaskSet& m, const RowSide& side, int q) { return m.offsets.as<uint64_t>() + side.offsetsAt(q); }
-
-dctResult_t reserveMasks(dctAlltoallPlan_t p, MaskSet& m, const RowSide& side) {
-  const int P = p->comm->size;
-  m.entries.assign(P, 0);
-  DCTCHECK(m.offsets.reserve((side.totalRows() + P) * sizeof(uint64_t)));
-  if (p->maskFormat >= 0) DCTCHECK(m.mask.reserve(side.totalRows() * maskWords(p->rowLength) * 4));
-  return dctSuccess;
-}
+using Call = AlltoallCall;
 
 // Room for what arrives, and the transport's staging for both buffers.
 dctResult_t reserveWire(Call& call) { return reserveBlocks(call.p, call.out, call.in, call.stream); }
@@ -65,13 +41,6 @@ dctResult_t malformed(Call& call, int q) {
 }
 
 // --- forward -------------------------------------------------------------
-
-struct ForwardDraft {
-  uint64_t kept = 0, nonFinite = 0;
-  bool variable = false;
-  double tau = 0;
-  bool estimated = false;
-};
 
 dctResult_t estimateTau(Call& call, const void* send, ForwardDraft& d) {
   dctAlltoallPlan_t p = call.p;
@@ -185,6 +154,16 @@ dctResult_t shareEntries(Call& call, const MaskSet& sent, std::vector<uint64_t>&
                                     call.stream);
 }
 
+}  // namespace
+
+dctResult_t reserveMasks(dctAlltoallPlan_t p, MaskSet& m, const RowSide& side) {
+  const int P = p->comm->size;
+  m.entries.assign(P, 0);
+  DCTCHECK(m.offsets.reserve((side.totalRows() + P) * sizeof(uint64_t)));
+  if (p->maskFormat >= 0) DCTCHECK(m.mask.reserve(side.totalRows() * maskWords(p->rowLength) * 4));
+  return dctSuccess;
+}
+
 void commitForward(Call& call, const ForwardDraft& d) {
   dctAlltoallPlan_t p = call.p;
   const int me = p->comm->rank;
@@ -209,11 +188,13 @@ void commitForward(Call& call, const ForwardDraft& d) {
   s.totalDenseBytes += s.denseBytesSent;
 }
 
-
-}  // namespace
-
 dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* recv, void* stream,
                                   dctResult_t localError, const char* fn) {
+  if (p->chunks > 1 && localError == dctSuccess) {
+    bool fallback = false;
+    DCTCHECK(pipelinedForward(p, send, recv, stream, fn, fallback));
+    if (!fallback) return dctSuccess;
+  }
   Call call{p, stream, fn};
   const int spare = 1 - p->committed;
   MaskSet &sent = p->sent[spare], &received = p->received[spare];

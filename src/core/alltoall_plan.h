@@ -70,6 +70,7 @@ struct dctAlltoallPlan {
   bool backwardDue = false;  // a forward committed and its backward has not run
   dct::TwinBuffer counts;    // per send row (uint32), this forward
   dct::TwinBuffer wireOut, wireIn;
+  int chunks = 0;  // the pipelined forward's (alltoall_call.h: forwardChunks); 0: unchunked
   double tau = 0;  // dctRowThreshold
   bool haveTau = false;
   uint64_t lastEstimate = 0;

@@ -74,6 +74,7 @@ constexpr Transport kHostOnly = {
     .allgatherv = allgatherv,
     .iallgatherv = nullptr,
     .test = nullptr,
+    .ialltoallv = nullptr,  // optional
     .alltoallv = alltoallv,
     .alltoall = nullptr,  // optional
     .allreduce = allreduce,

@@ -70,6 +70,7 @@ struct SeamRequest {
   void* garble = nullptr;
   size_t bytes = 0;
   bool armed = false;
+  const char* op = "";
 };
 
 dctResult_t test(dctComm_t comm, void* request, int* done) {
@@ -80,7 +81,30 @@ dctResult_t test(dctComm_t comm, void* request, int* done) {
   if (!*done) return dctSuccess;
   const SeamRequest finished = *r;
   delete r;
-  return finished.armed ? injected(comm, finished.garble, finished.bytes, "iallgatherv") : res;
+  return finished.armed ? injected(comm, finished.garble, finished.bytes, finished.op) : res;
+}
+
+// An inner request, wrapped so that test() can garble its output when armed.
+dctResult_t wrapRequest(dctComm_t comm, bool armed, void* inner, void* recv, size_t bytes, dctResult_t res,
+                        void** request, const char* op) {
+  auto* r = new (std::nothrow) SeamRequest{inner, recv, bytes, armed, op};
+  if (r == nullptr) {  // finish it here rather than lose track of it
+    for (int done = 0; !done;) (void)seamOf(comm)->inner->test(comm, inner, &done);
+    *request = nullptr;
+    return armed ? injected(comm, recv, bytes, op) : res;
+  }
+  *request = r;
+  return res;
+}
+
+dctResult_t ialltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
+                       void* recv, const size_t* recvBytes, const size_t* recvOffsets, void** request) {
+  const bool h = hit(comm);
+  void* inner = nullptr;
+  dctResult_t res =
+      seamOf(comm)->inner->ialltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets, &inner);
+  return wrapRequest(comm, h, inner, recv, blocksExtent(recvBytes, recvOffsets, comm->size), res, request,
+                     "ialltoallv");
 }
 
 dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
@@ -88,14 +112,8 @@ dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void
   const bool h = hit(comm);
   void* inner = nullptr;
   dctResult_t res = seamOf(comm)->inner->iallgatherv(comm, send, sendBytes, recv, recvBytes, recvOffsets, &inner);
-  auto* r = new (std::nothrow) SeamRequest{inner, recv, blocksExtent(recvBytes, recvOffsets, comm->size), h};
-  if (r == nullptr) {  // finish it here rather than lose track of it
-    for (int done = 0; !done;) (void)seamOf(comm)->inner->test(comm, inner, &done);
-    *request = nullptr;
-    return h ? injected(comm, recv, blocksExtent(recvBytes, recvOffsets, comm->size), "iallgatherv") : res;
-  }
-  *request = r;
-  return res;
+  return wrapRequest(comm, h, inner, recv, blocksExtent(recvBytes, recvOffsets, comm->size), res, request,
+                     "iallgatherv");
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
@@ -157,10 +175,9 @@ dctResult_t install(dctComm_t comm, Seam* root, int rootRank) {
   s->table.prepare = prepare;
   s->table.allgather = allgather;
   s->table.allgatherv = allgatherv;
-  if (s->inner->iallgatherv) {
-    s->table.iallgatherv = iallgatherv;
-    s->table.test = test;
-  }
+  if (s->inner->iallgatherv) s->table.iallgatherv = iallgatherv;
+  if (s->inner->ialltoallv) s->table.ialltoallv = ialltoallv;
+  if (s->inner->test) s->table.test = test;
   s->table.alltoallv = alltoallv;
   if (s->inner->alltoall) s->table.alltoall = alltoall;
   s->table.allreduce = allreduce;

@@ -264,36 +264,66 @@ dctResult_t blockingAlltoallv(dctComm_t comm, const char* send, const size_t* se
   return dctSuccess;
 }
 
-// Beyond int counts: every block in pieces of at most the count limit, all
-// posted nonblocking (pieces of one pair arrive in order: same source, tag
-// and comm), the own block copied.
-dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
-                           char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
+// Every block in pieces of at most the count limit, all posted nonblocking
+// into `req` (pieces of one pair arrive in order: same source, tag and
+// comm), the own block copied. With no room for the requests it exchanges
+// blocking instead and leaves `req` empty (done).
+dctResult_t postAlltoallv(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
+                          char* recv, const size_t* recvBytes, const size_t* recvOffsets, MpiRequest& req) {
   const size_t piece = mpiCountLimit();
   const int me = comm->rank;
-  if (sendBytes[me]) std::memcpy(recv + recvOffsets[me], send + sendOffsets[me], sendBytes[me]);
+  if (sendBytes[me] && recv + recvOffsets[me] != send + sendOffsets[me])
+    std::memcpy(recv + recvOffsets[me], send + sendOffsets[me], sendBytes[me]);
   size_t n = 0;
   for (int q = 0; q < comm->size; q++)
     if (q != me) n += piecesOf(sendBytes[q]) + piecesOf(recvBytes[q]);
-  std::unique_ptr<MPI_Request[]> requests(new (std::nothrow) MPI_Request[n]);
-  if (n && requests == nullptr)
-    return blockingAlltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets);
-  int posted = 0, err = MPI_SUCCESS;
+  req.requests.reset(new (std::nothrow) MPI_Request[n]);
+  if (n && req.requests == nullptr) return blockingAlltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets);
+  MPI_Request* r = req.requests.get();
+  int& posted = req.count;
+  int err = MPI_SUCCESS;
   for (int q = 0; q < comm->size && err == MPI_SUCCESS; q++)
     for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++)
       err = MPI_Irecv(recv + recvOffsets[q] + j * piece, pieceLen(recvBytes[q], j), MPI_BYTE, q, 0, mpiOf(comm),
-                      &requests[posted++]);
+                      &r[posted++]);
   for (int q = 0; q < comm->size && err == MPI_SUCCESS; q++)
     for (size_t j = 0; q != me && j < piecesOf(sendBytes[q]) && err == MPI_SUCCESS; j++)
       err = MPI_Isend(send + sendOffsets[q] + j * piece, pieceLen(sendBytes[q], j), MPI_BYTE, q, 0, mpiOf(comm),
-                      &requests[posted++]);
+                      &r[posted++]);
   if (err != MPI_SUCCESS) {  // nothing stays posted into the caller's buffers
-    drain(requests.get(), posted - 1);
+    drain(r, posted - 1);
+    req.count = 0;
     return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
   }
-  err = MPI_Waitall(posted, requests.get(), MPI_STATUSES_IGNORE);
-  if (err != MPI_SUCCESS) drain(requests.get(), posted);
+  return dctSuccess;
+}
+
+// Beyond int counts: postAlltoallv, then wait.
+dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
+                           char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
+  MpiRequest req;
+  DCTCHECK(postAlltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets, req));
+  const int err = MPI_Waitall(req.count, req.requests.get(), MPI_STATUSES_IGNORE);
+  if (err != MPI_SUCCESS) drain(req.requests.get(), req.count);
   return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Waitall");
+}
+
+// Host buffers only (the all-to-all's pipelined forward). A failure to post
+// has still taken part (blocking) or posted nothing.
+dctResult_t ialltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
+                       void* recv, const size_t* recvBytes, const size_t* recvOffsets, void** request) {
+  *request = nullptr;
+  std::unique_ptr<MpiRequest> req(new (std::nothrow) MpiRequest());
+  MpiRequest fallback;  // no room for the request itself: exchange blocking
+  DCTCHECK(postAlltoallv(comm, static_cast<const char*>(send), sendBytes, sendOffsets, static_cast<char*>(recv),
+                         recvBytes, recvOffsets, req ? *req : fallback));
+  if (req == nullptr) {
+    const int err = MPI_Waitall(fallback.count, fallback.requests.get(), MPI_STATUSES_IGNORE);
+    if (err != MPI_SUCCESS) drain(fallback.requests.get(), fallback.count);
+    return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Waitall");
+  }
+  *request = req.release();
+  return dctSuccess;
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
@@ -442,6 +472,7 @@ constexpr Transport kMpiTransport = {
     .allgatherv = allgatherv,
     .iallgatherv = iallgatherv,
     .test = test,
+    .ialltoallv = ialltoallv,
     .alltoallv = alltoallv,
     .alltoall = alltoall,
     .allreduce = allreduce,

@@ -266,6 +266,7 @@ constexpr Transport kNcclTransport = {
     // a group of broadcasts the host cannot progress piecewise: no pipeline.
     .iallgatherv = nullptr,
     .test = nullptr,
+    .ialltoallv = nullptr,  // optional
     .alltoallv = alltoallv,
     .alltoall = nullptr,  // optional
     .allreduce = allreduce,

@@ -51,6 +51,12 @@ struct Transport {
   // *done = 1 once the request has completed (it is freed then); a failed
   // request is done too and reports its failure.
   dctResult_t (*test)(dctComm_t comm, void* request, int* done);
+  // Nonblocking alltoallv of host buffers (as alltoallv below), driven and
+  // completed by test() like iallgatherv's requests, in order. Optional:
+  // null where a backend has none (the all-to-all's forward then runs
+  // unchunked).
+  dctResult_t (*ialltoallv)(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
+                            void* recv, const size_t* recvBytes, const size_t* recvOffsets, void** request);
   // Rank q gets sendBytes[q] bytes from send + sendOffsets[q] and this rank
   // gets recvBytes[q] bytes from rank q at recv + recvOffsets[q] (agreed
   // sizes: this rank's sendBytes[q] is rank q's recvBytes[this rank]).

@@ -59,8 +59,9 @@ void retried(Run& run, dctComm_t comm, Call&& call) {
   }
 }
 
+// chunks > 0: the forward pipelined in that many chunks (alltoall_pipeline.cc).
 template <typename Arm>
-Run runSteps(dctComm_t comm, dctRowSelection_t selection, Arm&& arm) {
+Run runSteps(dctComm_t comm, dctRowSelection_t selection, Arm&& arm, int chunks = 0) {
   int rank = 0, P = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -73,6 +74,7 @@ Run runSteps(dctComm_t comm, dctRowSelection_t selection, Arm&& arm) {
   cfg.rowSelection = selection;
   dctAlltoallPlan_t plan = nullptr;
   REQUIRE(dctAlltoallPlanCreate(comm, send.data(), recv.data(), kRowLength, dctFloat32, &cfg, &plan) == dctSuccess);
+  if (chunks > 0) plan->chunks = chunks;
   arm(plan);
   Run run;
   const uint64_t opsBefore = dct::transportOps(comm);
@@ -106,15 +108,18 @@ void requireSame(const Run& a, const Run& b) {
 TEST_CASE("a transport fault in a forward or backward fails every rank and a retry is exact") {
   World w;
   REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
-  for (dctRowSelection_t selection : {dctRowTopK, dctRowThreshold}) {
-    const Run clean = runSteps(w.comm, selection, [](dctAlltoallPlan_t) {});
+  const std::pair<dctRowSelection_t, int> cases[] = {{dctRowTopK, 0}, {dctRowThreshold, 0}, {dctRowTopK, 3}};
+  for (const auto& [selection, chunks] : cases) {  // chunks 3: the pipelined forward's ialltoallv too
+    const Run clean = runSteps(w.comm, selection, [](dctAlltoallPlan_t) {}, chunks);
     REQUIRE(clean.failedCalls == 0);
     for (uint64_t n = 0; n < clean.ops; n++)
       for (int victim = -1; victim < w.size; victim++) {
         CAPTURE(selection);
+        CAPTURE(chunks);
         CAPTURE(n);
         CAPTURE(victim);
-        const Run faulty = runSteps(w.comm, selection, [&](dctAlltoallPlan_t) { dct::armFault(w.comm, n, victim); });
+        const Run faulty =
+            runSteps(w.comm, selection, [&](dctAlltoallPlan_t) { dct::armFault(w.comm, n, victim); }, chunks);
         CHECK(faulty.failedCalls == 1);
         requireSame(clean, faulty);
       }
@@ -123,17 +128,19 @@ TEST_CASE("a transport fault in a forward or backward fails every rank and a ret
 
 TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
   World w;
-  for (dctRowSelection_t selection : {dctRowTopK, dctRowThreshold}) {
-    const Run clean = runSteps(w.comm, selection, [](dctAlltoallPlan_t) {});
+  const std::pair<dctRowSelection_t, int> cases[] = {{dctRowTopK, 0}, {dctRowThreshold, 0}, {dctRowTopK, 3}};
+  for (const auto& [selection, chunks] : cases) {
+    const Run clean = runSteps(w.comm, selection, [](dctAlltoallPlan_t) {}, chunks);
     for (int victim = 0; victim < w.size; victim++)
       for (int n = 0; n < 12; n++) {
         CAPTURE(selection);
+        CAPTURE(chunks);
         CAPTURE(victim);
         CAPTURE(n);
         const Run faulty = runSteps(w.comm, selection, [&](dctAlltoallPlan_t p) {
           REQUIRE(dct::bindPlanOps(p, failingOps(), "test") == dctSuccess);
           allocationsLeft = w.rank == victim ? n : -1;
-        });
+        }, chunks);
         allocationsLeft = -1;
         requireSame(clean, faulty);
       }
