@@ -25,8 +25,8 @@ namespace {
 // A chunk carries at least this much of the busiest rank's wire, and there
 // are at most kMaxChunks: enough to overlap a chunk's selection with the
 // previous one's transfer, few enough that latencies stay small.
-constexpr size_t kChunkBytes = size_t(128) << 10;
-constexpr int kMaxChunks = 8;
+constexpr size_t kChunkBytes = size_t(64) << 10;
+constexpr int kMaxChunks = 16;
 constexpr size_t kStatusBytes = 8;
 
 size_t chunkBegin(size_t rows, int chunks, int c) { return rows * static_cast<size_t>(c) / chunks; }
