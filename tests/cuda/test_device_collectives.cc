@@ -52,6 +52,13 @@ void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t 
   REQUIRE(dctCompressorGetStats(devC, &devStats) == dctSuccess);
   CHECK(devStats.ownerKept == hostStats.ownerKept);  // global top-k's owner: the same entries
   CHECK(devStats.ownerResidualMass == doctest::Approx(hostStats.ownerResidualMass).epsilon(1e-9));
+  // What each holds back (global top-k: the owner residual added in on the
+  // device), bit for bit.
+  std::vector<float> hostHeld(kCount), devHeld(kCount);
+  REQUIRE(dctCompressorGetResidual(hostC, hostHeld.data(), nullptr) == dctSuccess);
+  REQUIRE(dctCompressorGetResidual(devC, dIn, nullptr) == dctSuccess);
+  REQUIRE(cudaMemcpy(devHeld.data(), dIn, kCount * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (size_t i = 0; i < kCount; i++) REQUIRE(dct::test::sameValue(hostHeld[i], devHeld[i]));
   // Host send buffer with a device receive buffer: refused before any work.
   auto g = gradient(0);
   CHECK(dctSparseAllreduce(g.data(), dOut, kCount, dctFloat32, dctSum, devC, devComm, nullptr) == dctInvalidArgument);
