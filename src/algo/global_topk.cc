@@ -10,13 +10,6 @@
 namespace dct {
 namespace {
 
-// The compressor's drift band (compressor.cc): a count outside [k / 1.25,
-// 1.25 k], widened to 3 sqrt(k) either way for small k.
-bool drifted(double selected, double k) {
-  const double noise = 3 * std::sqrt(k);
-  return selected < std::min(k / 1.25, k - noise) || selected > std::max(k * 1.25, k + noise);
-}
-
 size_t rangeTarget(dctCompressor_t c, size_t length) {
   const double k = std::round(c->config.density * static_cast<double>(length));
   return k < 1 ? 1 : static_cast<size_t>(k);
@@ -98,7 +91,8 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   // A sampled estimate misses on a sum that is mostly zeros (the pieces
   // cover ~P k of the range's entries at first), and asking it again gives
   // the same answer: past the band the owner takes the exact k-th largest.
-  if (c->config.density < 1.0 && drifted(static_cast<double>(sel.selected), static_cast<double>(k))) {
+  if (c->config.density < 1.0 &&
+      outsideDriftBand(static_cast<double>(sel.selected), static_cast<double>(k), false)) {
     DCTCHECK(estimate(c, range, length, dctThresholdExact, d.tau, stream));
     d.estimated = true;
     DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));

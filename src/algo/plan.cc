@@ -78,8 +78,8 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   split.available = comm->size > 2;
   // Global top-k changes the result: a candidate only where the config
   // allows it. Its model counts the ranks' mean selection as delivered.
-  global.us = pass + globalTopkCostUs(m.params, in, wire[3]);
   global.available = c->config.autoGlobalTopk != 0;
+  if (global.available) global.us = pass + globalTopkCostUs(m.params, in, wire[3]);
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step, global);
   p.algorithm = p.decision.algorithm();
   return p;

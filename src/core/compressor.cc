@@ -48,16 +48,11 @@ constexpr double kDrainEntries = 64;
 
 double noise(double target) { return kNoiseWidths * std::sqrt(target); }
 
-// Drift: count outside [k / band, k * band], widened to the noise. An
-// accepted tie count gets its own band (TauState::acceptedCount).
+// Drift: count outside the band around k. An accepted tie count gets its
+// own band (TauState::acceptedCount).
 bool drifted(const TauState& t, double selected, size_t k, bool tauAtFloor) {
-  auto outside = [&](double target) {
-    const double low = std::min(target / kDriftBand, target - noise(target));
-    const double high = std::max(target * kDriftBand, target + noise(target));
-    return (selected < low && !tauAtFloor) || selected > high;
-  };
-  if (!outside(static_cast<double>(k))) return false;
-  return t.acceptedCount == 0 || outside(static_cast<double>(t.acceptedCount));
+  if (!outsideDriftBand(selected, static_cast<double>(k), tauAtFloor)) return false;
+  return t.acceptedCount == 0 || outsideDriftBand(selected, static_cast<double>(t.acceptedCount), tauAtFloor);
 }
 
 bool runaway(const TauState& t, double selected, size_t k) {
@@ -183,6 +178,12 @@ std::array<TwinBuffer*, 9> twinBuffers(dctCompressor_t c) {
 }
 
 }  // namespace
+
+bool outsideDriftBand(double selected, double target, bool tauAtFloor) {
+  const double low = std::min(target / kDriftBand, target - noise(target));
+  const double high = std::max(target * kDriftBand, target + noise(target));
+  return (selected < low && !tauAtFloor) || selected > high;
+}
 
 double tauFloor(dctCompressor_t c) {
   return c->accType == dctFloat64 ? std::numeric_limits<double>::denorm_min()

@@ -144,6 +144,10 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& ops, const char* fn, boo
 const KernelOps& twinFor(const void* ptr);
 
 bool inWarmup(dctCompressor_t c);
+// A count outside the drift band around `target`: [target / 1.25, 1.25
+// target], widened to 3 sqrt(target) either way for small targets; a low
+// count does not count when tau is at its floor (nothing more to select).
+bool outsideDriftBand(double selected, double target, bool tauAtFloor);
 // The smallest positive tau of the accumulation type: every nonzero entry
 // (and every NaN and Inf) meets it.
 double tauFloor(dctCompressor_t c);
