@@ -24,17 +24,25 @@ class Comm:
         self.rank, self.size = rank.value, size.value
 
     @classmethod
-    def from_torch(cls, group=None):
-        """Over a torch.distributed group (None: the default group). gloo (and
-        any CPU backend): libdct's collectives run as the group's own
-        all_gather / all_to_all_single / all_reduce. nccl: a libdct NCCL comm
-        whose unique id is broadcast over the group (device buffers)."""
-        import torch.distributed as dist
-        if dist.get_backend(group) == "nccl":
+    def from_torch(cls, group=None, device=None, control=None):
+        """Over a torch.distributed group (None: the default group) or a
+        libdct.groups.PrivateGroup. gloo (and any CPU backend): libdct's
+        collectives run as the group's own all_gather / all_to_all_single /
+        all_reduce. nccl: a libdct NCCL comm on `device` (None: the current
+        one) whose unique id travels over `control` (a CPU group over the
+        same ranks; None: the nccl group itself, through device memory)."""
+        from .groups import PrivateGroup, backend_of
+        if isinstance(group, PrivateGroup):
+            pg, backend = group.pg, group.backend
+        else:
+            import torch.distributed as dist
+            pg, backend = (group if group is not None else dist.group.WORLD), backend_of(group)
+        if backend == "nccl":
             from .nccl import nccl_comm
-            return nccl_comm(cls, group)
+            control = control.pg if isinstance(control, PrivateGroup) else control
+            return nccl_comm(cls, pg if control is None else control, device, on_device=control is None)
         from .torch_transport import TorchTransport
-        transport = TorchTransport(group)
+        transport = TorchTransport(pg, backend)
         return cls(cls._init_callbacks(transport), transport)
 
     @classmethod

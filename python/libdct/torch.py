@@ -1,96 +1,135 @@
 """A DDP communication hook shaped like PyTorch's PowerSGD hook:
 
-    state = DctState(process_group=None, density=0.01)
+    state = DctState(process_group=None, density=0.01, model=model)
     model.register_comm_hook(state, dct_hook)
 
-Each bucket (by bucket index) gets a libdct compressor whose error-feedback
-residual lives in the state; its gradients become the mean over ranks of
-compress(gradient + residual), identical bits on every rank. Buckets go in
-order through one communication thread, so the backward pass never waits
-for them; the hook returns a future that thread completes."""
+Each DDP bucket (top-K) or parameter (1-bit) gets a libdct compressor whose
+error-feedback residual lives in the state; the gradients become the mean
+over ranks of compress(gradient + residual), identical bits on every rank.
+Buckets go in order through one communication thread, so the backward pass
+never waits for them; on a GPU that thread works on a stream of its own,
+ordered after the bucket's gradients by an event, and the future it returns
+carries the bucket's device, so DDP's later work waits on events, never on
+the host. Every rank agrees on the settings, each bucket's layout and any
+local failure before it enters a collective (hook_agree.py): a difference
+or a failure on one rank fails that bucket on every rank."""
 import contextlib
-import queue
-import threading
+import weakref
 
 import torch
 import torch.distributed as dist
 
+from . import hook_checkpoint
 from .comm import Comm
 from .config import Config
-from .torch_transport import sum_in_place
-
-_DENSE = "dense"
-
-
-class _Bucket:
-    """A compressor and the bucket layout it was made for."""
-
-    def __init__(self, compressor, layout, device):
-        self.compressor = compressor
-        self.layout = layout  # (numel, dtype, ((param id, numel), ...))
-        self.device = device
-
-    def params(self):
-        return _params(self.layout)
+from .groups import PrivateGroup, backend_of, group_ranks, group_timeout
+from .hook_agree import settings_of, vote
+from .hook_step import BucketJob, StepRunner
+from .hook_thread import Worker
+from .hook_units import Units
 
 
-def _params(layout):
-    """(param id, offset, numel) of each parameter in a bucket layout."""
-    offset = 0
-    for pid, n in layout[2]:
-        yield pid, offset, n
-        offset += n
+class _Owned:
+    """What a state holds that needs freeing: by close(), or by the
+    finalizer of a state dropped without it (on its thread, after its jobs)."""
+
+    def __init__(self):
+        self.units = Units()
+        self.comms = {}   # device (None: host) -> Comm
+        self.groups = []
+
+    def free(self):
+        self.units.close()
+        for c in self.comms.values():
+            c.close()
+        self.comms.clear()
+        for g in self.groups:
+            g.close()
+        self.groups.clear()
+
+
+def _release(worker, owned):
+    worker.submit(owned.free)
+    worker.stop(join=False)
 
 
 class DctState:
     """What dct_hook keeps between steps.
 
     process_group: the DDP model's group (None: the default group). The
-        state talks on its own copy of it, so its traffic never interleaves
-        with other collectives on the group.
+        state talks on groups of its own over the same ranks (libdct.groups:
+        made by the group's members alone, with the group's timeout), so its
+        traffic never interleaves with other collectives. Every member must
+        make its states over a group in the same order.
     density: fraction of each bucket sent (top-K), in (0, 1].
     start_iter: iterations of plain allreduce before compression (like
         start_powerSGD_iter); 0 compresses from the first.
-    min_compression_bytes: buckets smaller than this go through allreduce.
+    min_compression_bytes: buckets (1-bit: parameters) smaller than this go
+        through allreduce, with any residual their parameters hold.
     compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce, one
-        compressor and scale per parameter of min_compression_bytes or more).
-    algorithm: "allgather" (default), "split", "dense", "globaltopk" or "auto" (top-K's
-        exchange). Not auto by default: its tuner times whole steps, and
-        under DDP those are dominated by ranks waiting for each other's
-        backward, so it settled on dense steps (5x the bytes) even at 1 Gbit/s.
+        compressor and scale per parameter).
+    algorithm: "auto" (default), "allgather", "split", "dense" or "globaltopk":
+        top-K's exchange (auto times the exchange itself, after every rank
+        has arrived, so a slow rank's backward does not mislead it).
     wire_type: the values' type on the wire ("fp16", "bf16"; None: the
         bucket's own), the rounding kept in the residual.
     config: a libdct.Config for the remaining fields (threshold_method, ...).
-    Every field must be the same on every rank: a rank that differs fails
-    the step on every rank with DctError.
-    """
+    model: the model (or DDP module) whose parameters the buckets hold:
+        names residuals by parameter position, which state_dict() needs.
+    Every setting must be the same on every rank: the state agrees them over
+    the group now and at every bucket; a rank that differs fails every rank
+    with a RuntimeError naming the field and the ranks."""
 
     def __init__(self, process_group=None, density=0.01, start_iter=0, min_compression_bytes=16384,
-                 compressor="topk", algorithm="allgather", wire_type=None, config=None):
+                 compressor="topk", algorithm="auto", wire_type=None, config=None, model=None):
         if not 0 < density <= 1:
             raise ValueError(f"density must be in (0, 1], not {density}")
-        self.process_group = process_group
-        self.density = density
-        self.start_iter = start_iter
-        self.min_compression_bytes = min_compression_bytes
-        self.compressor = compressor
-        self.algorithm = algorithm
-        self.wire_type = wire_type
+        self.density, self.start_iter, self.min_compression_bytes = density, start_iter, min_compression_bytes
+        self.compressor, self.algorithm, self.wire_type = compressor, algorithm, wire_type
         self.config = config or Config()
         self.compressor_config().to_native()  # a bad name fails here, not in the first backward
         self.iter = 0
-        self.rebuilds = 0  # compressors made afresh because DDP re-bucketed
         self.bytes_sent = 0  # payload bytes this rank put on the wire, all buckets
         self.dense_bytes = 0  # what plain allreduce would have put (the buckets' size)
-        self.group = _own_copy(process_group)
-        self.world_size = dist.get_world_size(self.group)
-        self.comm = Comm.from_torch(self.group)
-        self._buckets = {}
-        self._per_parameter = {}  # 1-bit: param id -> _Bucket of that parameter alone
-        self._orphans = {}  # param id -> residual slice waiting for its new bucket
-        self._jobs = queue.Queue()
-        self._thread = threading.Thread(target=self._serve, name="libdct-comm", daemon=True)
-        self._thread.start()
+        self.process_group = process_group
+        self.ranks = group_ranks(process_group)
+        if dist.get_rank() not in self.ranks:
+            raise ValueError(f"global rank {dist.get_rank()} is not in the process group {self.ranks}")
+        self.world_size = len(self.ranks)
+        self._positions = {id(p): i for i, p in enumerate(model.parameters())} if model is not None else None
+        self._numels = [p.numel() for p in model.parameters()] if model is not None else None
+        self._owned = _Owned()
+        backend, timeout = backend_of(process_group), group_timeout(process_group)
+        self.control = PrivateGroup(self.ranks, "gloo", timeout, "control")
+        self._owned.groups.append(self.control)
+        self.data = self.control
+        if backend == "nccl":
+            self.data = PrivateGroup(self.ranks, "nccl", timeout, "data")
+            self._owned.groups.append(self.data)
+        else:
+            self._owned.comms[None] = Comm.from_torch(self.control)
+        try:
+            vote(self.control.pg, self.ranks, settings_of(self))  # one digest, before any bucket
+        except BaseException:
+            self._owned.free()
+            raise
+        self._runner = StepRunner(self)
+        self._worker = Worker()
+        self._finalizer = weakref.finalize(self, _release, self._worker, self._owned)
+        self._closed = False
+
+    # --- what users call ---
+
+    @property
+    def comm(self):
+        """The libdct Comm of the host path (gloo groups), else the first device one."""
+        comms = self._owned.comms
+        return comms.get(None) or next(iter(comms.values()), None)
+
+    @property
+    def rebuilds(self):
+        """Compressors made afresh to take over residuals (DDP re-bucketed)."""
+        return self._owned.units.rebuilds
 
     def compressor_config(self):
         fields = {k: v for k, v in vars(self.config).items() if v is not None}
@@ -100,123 +139,68 @@ class DctState:
         return Config(**fields)
 
     def residuals(self):
-        """{param id: residual} of every parameter with one (a copy; taken on
-        the communication thread after the steps queued so far)."""
-        return self._on_thread(self._collect_residuals)
+        """{parameter key: residual} of every parameter with one (a copy on
+        the host, after the steps queued so far). Keys are positions in the
+        model when the state knows it, else id(parameter)."""
+        return self._on_thread(self._owned.units.residuals)
 
     def stats(self, bucket_index):
-        """libdct.Stats of a bucket's top-K compressor (None while it has none;
-        1-bit compressors are per parameter)."""
-        return self._on_thread(lambda: (b := self._buckets.get(bucket_index)) and b.compressor.stats)
+        """libdct.Stats of the top-K compressor that last reduced this bucket
+        (None while it has none; 1-bit compressors are per parameter)."""
+        return self._on_thread(lambda: self._runner.stats(bucket_index))
+
+    def state_dict(self):
+        """This rank's state (residuals by parameter position, compressor
+        states, iteration, settings), after the steps queued so far; with
+        torch.save it restores into a fresh process that continues bit for
+        bit (hook_checkpoint.py). Needs DctState(model=...)."""
+        return self._on_thread(lambda: hook_checkpoint.save(self))
+
+    def load_state_dict(self, saved):
+        """Replaces the state with a state_dict() of this rank. Collective over
+        the group: a state that does not fit (settings, group, model) fails
+        on every rank with a RuntimeError naming it."""
+        self._on_thread(lambda: hook_checkpoint.load(self, saved))
 
     def close(self):
-        """Stops the communication thread, frees the compressors and the comm."""
-        if self._thread.is_alive():
-            self._jobs.put(None)
-            self._thread.join()
-        for b in [*self._buckets.values(), *self._per_parameter.values()]:
-            b.compressor.close()
-        self._buckets.clear()
-        self._per_parameter.clear()
-        self.comm.close()
+        """Ends the communication thread after the queued steps and frees the
+        compressors, comms and groups. Idempotent; the hook raises after it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._finalizer.detach()
+        self._worker.submit(self._owned.free)
+        self._worker.stop()
 
     # --- the communication thread ---
 
-    def _serve(self):
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            job()
-
     def _on_thread(self, fn):
+        """fn() on the communication thread, after the jobs queued so far
+        (at once when called there, e.g. from a future's then() callback)."""
+        if self._closed:
+            raise RuntimeError("libdct: this DctState is closed")
+        if self._worker.on_thread():
+            return fn()
         done = torch.futures.Future()
-        self._jobs.put(lambda: _settle(done, fn))
+        self._worker.submit(lambda: _settle(done, fn))
         return done.wait()
 
-    def _reduce(self, buf, index, layout, compress, stream):
-        if buf.is_cuda and not self.comm.device_buffers:  # a gloo group: through host memory
-            with torch.cuda.stream(stream):
-                host = buf.cpu()  # after the gradients, on their stream
-            self._reduce(host, index, layout, compress, None)
-            with torch.cuda.stream(stream):
-                buf.copy_(host)
-            stream.synchronize()
-            return buf
-        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-            pieces, plain = self._compressed_pieces(index, layout, buf) if compress else ([], [buf])
-            for bucket, piece in pieces:
-                bucket.compressor.allreduce(piece, op="avg")
-                self.bytes_sent += bucket.compressor.stats.bytes_sent
-            if plain:  # one dense allreduce for whatever is not compressed
-                joined = plain[0] if len(plain) == 1 else torch.cat(plain)
-                _dense_allreduce(joined, self.group, self.world_size)
-                if joined is not plain[0]:
-                    for piece, part in zip(plain, joined.split([p.numel() for p in plain])):
-                        piece.copy_(part)
-                self.bytes_sent += joined.numel() * joined.element_size()
-        self.dense_bytes += buf.numel() * buf.element_size()
-        if stream is not None:
-            stream.synchronize()
-        return buf
+    def _key(self, p):
+        if self._positions is None:
+            return id(p)
+        try:
+            return self._positions[id(p)]
+        except KeyError:
+            raise ValueError("a bucket holds a parameter that is not the model's (DctState(model=...))") from None
 
-    def _compressed_pieces(self, index, layout, buf):
-        """([(state, slice of buf)] to compress, [slices to allreduce]).
-        Top-K: the whole bucket. 1-bit: each parameter alone, so that each
-        gets its own scale (one scale over a bucket of conv and dense layers
-        drove a CNN to chance accuracy: examples/torch_ddp), those under
-        min_compression_bytes allreduced together; keyed by parameter, so
-        re-bucketing leaves them be."""
-        if self.compressor != "onebit":
-            return [(self._bucket_for(index, layout, buf), buf)], []
-        pieces, plain = [], []
-        for pid, offset, n in _params(layout):
-            piece = buf[offset:offset + n]
-            if n * buf.element_size() < self.min_compression_bytes:
-                plain.append(piece)
-                continue
-            one = self._per_parameter.get(pid)
-            if one is None:
-                piece_layout = (n, layout[1], ((pid, n),))
-                one = _Bucket(self.comm.compressor(n, buf.dtype, self.compressor_config()), piece_layout, buf.device)
-                self._per_parameter[pid] = one
-            pieces.append((one, piece))
-        return pieces, plain
-
-    def _bucket_for(self, index, layout, buf):
-        """The bucket's compressor; a fresh one when DDP re-bucketed, which
-        takes over its parameters' residuals from the buckets that held them."""
-        bucket = self._buckets.get(index)
-        if bucket is not None and bucket.layout == layout:
-            return bucket
-        fresh = _Bucket(self.comm.compressor(layout[0], buf.dtype, self.compressor_config()), layout, buf.device)
-        wanted = {pid for pid, _, _ in fresh.params()}
-        for i, old in list(self._buckets.items()):
-            if i == index or any(pid in wanted for pid, _, _ in old.params()):
-                residual = _residual_of(old)
-                for pid, offset, n in old.params():
-                    self._orphans[pid] = residual[offset:offset + n]
-                old.compressor.close()
-                del self._buckets[i]
-        adopted = [pid for pid in wanted if pid in self._orphans]
-        if adopted:
-            merged = torch.zeros(layout[0], dtype=_residual_dtype(fresh.compressor), device=buf.device)
-            for pid, offset, n in fresh.params():
-                if pid in self._orphans:
-                    merged[offset:offset + n] = self._orphans.pop(pid).to(buf.device)
-            fresh.compressor.set_residual(merged)
-        if bucket is not None or adopted:
-            self.rebuilds += 1
-        self._buckets[index] = fresh
-        return fresh
-
-    def _collect_residuals(self):
-        out = {pid: piece.clone() for pid, piece in self._orphans.items()}
-        for b in [*self._buckets.values(), *self._per_parameter.values()]:
-            residual = _residual_of(b).cpu()
-            for pid, offset, n in b.params():
-                out[pid] = residual[offset:offset + n]
-        return out
+    def _comm_for(self, device):
+        """The Comm that runs steps on buffers of this device (created on first use)."""
+        key = device if self.data.backend == "nccl" and device.type == "cuda" else None
+        comm = self._owned.comms.get(key)
+        if comm is None:
+            comm = Comm.from_torch(self.data, device=device, control=self.control)
+            self._owned.comms[key] = comm
+        return comm
 
 
 class Bucket:
@@ -243,45 +227,37 @@ class Bucket:
 def dct_hook(state, bucket):
     """The DDP communication hook: bucket gradients in, a future of their
     compressed mean out (see DctState)."""
+    if state._closed:
+        raise RuntimeError("libdct: dct_hook called with a closed DctState")
     buf = bucket.buffer()
-    params = bucket.parameters()
-    layout = (buf.numel(), buf.dtype, tuple((id(p), p.numel()) for p in params))
-    compress = state.iter >= state.start_iter and buf.numel() * buf.element_size() >= state.min_compression_bytes
+    job = BucketJob(bucket.index(), buf, [state._key(p) for p in bucket.parameters()],
+                    [p.numel() for p in bucket.parameters()], bucket.is_last(), state.iter)
+    if buf.is_cuda:  # the gradients are ready when the compute stream reaches this point
+        job.ready = torch.cuda.Event()
+        job.ready.record(torch.cuda.current_stream(buf.device))
+        job.future = torch.futures.Future(devices=[buf.device])
+    else:
+        job.future = torch.futures.Future()
     if bucket.is_last():
         state.iter += 1
-    stream = torch.cuda.current_stream(buf.device) if buf.is_cuda else None
-    future = torch.futures.Future()
-    index = bucket.index()
-    state._jobs.put(lambda: _settle(future, lambda: state._reduce(buf, index, layout, compress, stream)))
-    return future
+    runner = state._runner
+    state._worker.submit(lambda: runner.run(job))
+    return job.future
 
 
 def _settle(future, fn):
     try:
-        future.set_result(fn())
-    except BaseException as e:  # the future carries it to the training loop
+        result = fn()
+    except BaseException as e:  # SystemExit, KeyboardInterrupt too: the waiter gets it
         future.set_exception(e)
+        return
+    future.set_result(result)
 
 
-def _dense_allreduce(buf, group, world_size):
-    sum_in_place(buf, group)
-    buf.div_(world_size)
-
-
-def _residual_dtype(compressor):
-    return torch.float64 if compressor.residual_dtype == "fp64" else torch.float32
-
-
-def _residual_of(bucket):
-    c = bucket.compressor
-    return c.get_residual(torch.empty(c.count, dtype=_residual_dtype(c), device=bucket.device))
-
-
-def _own_copy(group):
-    """A new group over group's ranks (collective over the world, like
-    dist.new_group)."""
-    if group is None or group == dist.group.WORLD:
-        ranks = None
-    else:
-        ranks = sorted(dist.distributed_c10d._pg_group_ranks[group].keys())
-    return dist.new_group(ranks=ranks, backend=dist.get_backend(group))
+def stream_for(streams, device):
+    """The state's own stream on a CUDA device (made on first use), or a null context."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    if device not in streams:
+        streams[device] = torch.cuda.Stream(device)
+    return torch.cuda.stream(streams[device])

@@ -1,5 +1,6 @@
 """dctCallbacks_t over a torch.distributed process group (gloo or any CPU
-backend): libdct's host buffers wrapped as uint8 tensors without copies.
+backend; a registered group or a libdct.groups private one): libdct's host
+buffers wrapped as uint8 tensors without copies.
 gloo has no uneven allgather, so allgatherv is an all_to_all_single of the
 rank's message to every rank, which moves the same bytes."""
 import ctypes
@@ -8,6 +9,7 @@ import torch
 import torch.distributed as dist
 
 from . import _native
+from .groups import all_gather, all_reduce, all_to_all_single, sum_in_place
 
 _TORCH_TYPES = {0: torch.float32, 1: torch.float64, 2: torch.float16, 3: torch.bfloat16}
 
@@ -19,26 +21,15 @@ def _view(ptr, nbytes, dtype=torch.uint8):
     return torch.frombuffer((ctypes.c_char * nbytes).from_address(ptr), dtype=dtype)
 
 
-def sum_in_place(t, group):
-    """dist.all_reduce(t) (sum); bf16 on gloo, which has no bf16 sum, in fp32
-    with one rounding."""
-    if t.dtype == torch.bfloat16 and dist.get_backend(group) == "gloo":
-        wide = t.float()
-        dist.all_reduce(wide, group=group)
-        t.copy_(wide)
-    else:
-        dist.all_reduce(t, group=group)
-
-
 def _packed(offsets, sizes):
     return all(offsets[q] == offsets[0] + sum(sizes[:q]) for q in range(len(sizes)))
 
 
 class TorchTransport:
-    def __init__(self, group=None):
-        self.group = group
-        self.rank = dist.get_rank(group)
-        self.size = dist.get_world_size(group)
+    def __init__(self, group=None, backend="gloo"):
+        self.group = group if group is not None else dist.group.WORLD
+        self.backend = backend
+        self.rank, self.size = self.group.rank(), self.group.size()
         self._error = None
         self._faults = {}  # tests: op name -> calls to let pass before one fails
         self._funcs = (_native.ALLGATHER(self._guard("allgather", self._allgather)),
@@ -85,7 +76,7 @@ class TorchTransport:
             return
         out = _view(recv, nbytes * self.size)
         mine = _view(send, nbytes).clone()  # send may lie inside recv
-        dist.all_gather(list(out.split(nbytes)), mine, group=self.group)
+        all_gather(self.group, list(out.split(nbytes)), mine)
 
     def _allgatherv(self, send, send_bytes, recv, recv_bytes, recv_offsets, context, stream):
         sizes = [recv_bytes[q] for q in range(self.size)]
@@ -110,8 +101,7 @@ class TorchTransport:
         total = sum(rsizes)
         packed = _packed(roffsets, rsizes)
         incoming = _view(recv + roffsets[0], total) if packed and total else torch.empty(total, dtype=torch.uint8)
-        dist.all_to_all_single(incoming, outgoing, output_split_sizes=rsizes, input_split_sizes=ssizes,
-                               group=self.group)
+        all_to_all_single(self.group, incoming, outgoing, rsizes, ssizes)
         if not packed:
             for piece, o in zip(incoming.split(rsizes), roffsets):
                 _view(recv + o, piece.numel()).copy_(piece)
@@ -124,12 +114,12 @@ class TorchTransport:
             out.copy_(_view(send, nbytes, dtype))
         if count == 0:
             return
-        sum_in_place(out, self.group)
+        sum_in_place(self.group, out, self.backend)
 
     def _vote_max(self, mine, result, context):
         try:
             t = torch.tensor([mine], dtype=torch.int32)
-            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
+            all_reduce(self.group, t, dist.ReduceOp.MAX)
             result[0] = int(t.item())
             return 0
         except BaseException as e:

@@ -58,16 +58,17 @@ def case_replicas_stay_identical():
         params = train(model(hook_state=state), 8)
         assert same_on_all_ranks(params), compressor
         assert torch.isfinite(params).all()
+        units = state._owned.units.by_keys
         if compressor == "onebit":  # a compressor (a scale) per parameter
-            assert not state._buckets and len(state._per_parameter) == len(list(Net().parameters()))
+            assert all(len(keys) == 1 for keys in units) and len(units) == len(list(Net().parameters()))
         else:
-            assert state._buckets
+            assert units
         assert state.bytes_sent < state.dense_bytes or SIZE == 1
         state.close()
     # 1-bit: parameters under min_compression_bytes (the biases) go dense, together.
     state = DctState(min_compression_bytes=1024, compressor="onebit")
     params = train(model(hook_state=state), 3)
-    assert same_on_all_ranks(params) and len(state._per_parameter) == 3  # the three weights
+    assert same_on_all_ranks(params) and len(state._owned.units.by_keys) == 3  # the three weights
     state.close()
 
 
@@ -154,14 +155,14 @@ def case_small_buckets_and_start_iter_pass_through():
     dense = train(model(hook_state=dist.group.WORLD, hook=default_hooks.allreduce_hook), 4)
     state = DctState(density=0.01, min_compression_bytes=1 << 30)
     ours = train(model(hook_state=state), 4)
-    assert torch.allclose(ours, dense, rtol=1e-5, atol=1e-6) and not state._buckets
+    assert torch.allclose(ours, dense, rtol=1e-5, atol=1e-6) and not state._owned.units.by_keys
     assert state.bytes_sent == state.dense_bytes
     state.close()
     state = DctState(density=0.01, min_compression_bytes=0, start_iter=3)
     train(model(hook_state=state), 3)
-    assert not state._buckets and state.iter == 3
+    assert not state._owned.units.by_keys and state.iter == 3
     train(model(hook_state=state), 1)
-    assert state._buckets
+    assert state._owned.units.by_keys
     state.close()
 
 
@@ -174,13 +175,29 @@ def backward_error(state):
 
 
 def case_a_rank_that_differs_fails_every_rank():
+    """At creation every rank agrees the settings: one digest, then the field."""
     if SIZE == 1:
         return
-    for fields in ({"density": 0.01 if RANK else 0.02}, {"wire_type": "fp16" if RANK else None}):
-        state = DctState(min_compression_bytes=0, **fields)
-        err = backward_error(state)
-        assert err is not None and "libdct" in err and "invalid usage" in err, err
-        state.close()
+    for field, mine, theirs in (("density", 0.02, 0.01), ("wire_type", None, "fp16"), ("start_iter", 0, 2),
+                                ("min_compression_bytes", 0, 1024), ("compressor", "topk", "onebit")):
+        kwargs = {"min_compression_bytes": 0, field: mine if RANK == 0 else theirs}
+        err = raises(lambda: DctState(**kwargs), RuntimeError)
+        assert err is not None and field in str(err) and "global rank(s) [1" in str(err), err
+
+
+def case_a_setting_changed_on_one_rank_fails_the_bucket_everywhere():
+    if SIZE == 1:
+        return
+    state = DctState(density=0.05, min_compression_bytes=0)
+    ddp = model(hook_state=state)
+    train(ddp, 1)
+    if RANK == SIZE - 1:
+        state.min_compression_bytes = 1 << 30  # this rank alone would go dense
+    err = raises(lambda: train(ddp, 1), RuntimeError)
+    assert err is not None and "min_compression_bytes" in str(err), err
+    state.min_compression_bytes = 1 << 30  # agreed again: steps go on
+    train(ddp, 1)
+    state.close()
 
 
 def case_a_failed_callback_reaches_every_rank():
@@ -195,8 +212,8 @@ def case_a_failed_callback_reaches_every_rank():
 
 
 def main():
-    global RANK, SIZE, same_on_all_ranks, sum_over_ranks
-    from harness import run_cases, same_on_all_ranks, start
+    global RANK, SIZE, same_on_all_ranks, sum_over_ranks, raises
+    from harness import raises, run_cases, same_on_all_ranks, start
     RANK, SIZE = start()
 
     def sum_over_ranks(t):

@@ -1,0 +1,143 @@
+"""One DDP bucket's trip through a DctState's communication thread, in
+phases that keep every rank entering the same collectives:
+
+1. prepare (local, may fail): stage the bucket, choose compressed and dense
+   parameters, find or make the units (hook_units.py), gather what they need;
+2. vote (hook_agree.py): settings, layout, iteration and failures agreed,
+   then which parameters have a nonzero gradient anywhere;
+3. collectives, back to back: each ready unit's libdct allreduce (a failure
+   there fails on every rank), then one dense allreduce for the rest;
+4. finish (local): results into the bucket, then a last vote, so that a
+   bucket fails on every rank or on none.
+
+A unit runs once all of its parameters have arrived this iteration: always
+at once while units follow DDP's buckets; after load_state_dict, for one
+iteration, units keep the saved partition, which DDP's first buckets in a
+fresh process may cut differently. A parameter whose gradient is zero on
+every rank (unused this step: DDP drops its result) keeps its residual."""
+import contextlib
+
+import torch
+import torch.distributed as dist
+
+from .groups import all_reduce
+from .hook_agree import Disagreement, digest, settings_of, vote
+from .hook_work import _Work
+
+
+class BucketJob:
+    def __init__(self, index, buf, keys, numels, last, iteration):
+        self.index, self.buf, self.keys, self.numels = index, buf, list(keys), list(numels)
+        self.last, self.iteration = last, iteration
+        self.ready = None   # CUDA: event recorded on the compute stream at hand-over
+        self.future = None
+        self.pending = set(self.keys)  # keys whose result is not written yet
+        self.staged = None  # CUDA bucket on a gloo group: its host copy until written back
+
+    def digest(self, positions):
+        keys = self.keys if positions else None  # ids differ between processes
+        return digest((self.index, str(self.buf.dtype), self.numels, keys, self.iteration))
+
+
+class _Iteration:
+    """What the buckets of one iteration share."""
+
+    def __init__(self):
+        self.views = {}    # key -> its gradient (staged) this iteration
+        self.jobs = []     # jobs not settled yet
+        self.ran = set()   # id() of the units that ran
+        self.zero_keys = set()  # keys whose gradient is zero on every rank
+        self.failure = None
+
+
+class StepRunner:
+    def __init__(self, state):
+        self.state = state
+        self.it = _Iteration()
+        self.streams = {}
+        self.last_unit = {}         # bucket index -> its top-K unit
+        self.keep_partition = False  # set by a load: the next iteration keeps the saved units
+
+    def stats(self, index):
+        u = self.last_unit.get(index)
+        return u.compressor.stats if u is not None and u.compressor.handle is not None else None
+
+    def run(self, job):
+        it = self.it
+        it.jobs.append(job)
+        try:
+            if it.failure is None:
+                with _stream(self.streams, job.buf.device):
+                    self._run(job)
+        except BaseException as e:  # every rank fails this iteration's remaining buckets alike
+            it.failure = e
+        self._settle(job.last)
+
+    def _run(self, job):
+        st = self.state
+        if job.buf.is_cuda and st.data.backend == "nccl":
+            st._comm_for(job.buf.device)  # collective on first use; fails on every rank or none
+        failure, work = None, None
+        try:
+            work = _Work(self, job)
+        except BaseException as e:
+            failure = e
+        v = vote(st.control.pg, st.ranks, settings_of(st), job.digest(st._positions is not None),
+                 failure is not None, [1 if work is not None and work.local_zero else 0])
+        _raise_if_failed(v, failure, st, f"bucket {job.index}")
+        zero = set()
+        if v.flags[0]:  # some rank has a parameter with a zero gradient: which are zero everywhere
+            used = torch.tensor([0 if k in work.local_zero_keys else 1 for k in job.keys], dtype=torch.int32)
+            all_reduce(st.control.pg, used, dist.ReduceOp.MAX)
+            zero = {k for k, u in zip(job.keys, used.tolist()) if not u}
+        self.it.zero_keys |= zero
+        work.exchange(self.it.zero_keys)
+        try:
+            work.finish()
+        except BaseException as e:
+            failure = e
+        _raise_if_failed(vote(st.control.pg, st.ranks, settings_of(st), 0, failure is not None), failure, st,
+                         f"bucket {job.index}")
+        work.commit()
+
+    def _settle(self, last):
+        it = self.it
+        for job in [j for j in it.jobs if not j.pending or it.failure is not None or last]:
+            with _stream(self.streams, job.buf.device):
+                if it.failure is not None:
+                    job.future.set_exception(_as_error(it.failure, job))
+                elif job.pending:
+                    job.future.set_exception(RuntimeError(f"libdct: bucket {job.index}'s parameters {sorted(job.pending)} "
+                                                          "were never reduced (no unit holds them)"))
+                else:
+                    job.future.set_result(job.buf)
+            it.jobs.remove(job)
+        if last:
+            self.it = _Iteration()
+            self.keep_partition = False
+
+
+def _raise_if_failed(v, failure, st, what):
+    if v.failed_rank is None:
+        return
+    if failure is not None:
+        raise failure
+    raise RuntimeError(f"libdct: {what} failed on global rank {st.ranks[v.failed_rank]}; "
+                       "failed here too so that every rank leaves it alike")
+
+
+def _as_error(e, job):
+    if isinstance(e, (RuntimeError, Disagreement)) or not isinstance(e, Exception):
+        return e
+    err = RuntimeError(f"libdct: bucket {job.index}: {type(e).__name__}: {e}")
+    err.__cause__ = e
+    return err
+
+
+def _stream(streams, device):
+    """The state's own stream on a CUDA device, made on first use."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    if device not in streams:
+        streams[device] = torch.cuda.Stream(device)
+    return torch.cuda.stream(streams[device])

@@ -1,0 +1,150 @@
+"""The work of one bucket job (hook_step.py): what is local is done before
+the votes (prepare) or after the collectives (finish), never between them."""
+import torch
+
+from .groups import sum_in_place
+
+
+class _Work:
+    def __init__(self, runner, job):
+        st, it, device = runner.state, runner.it, job.buf.device
+        if device.type not in ("cpu", "cuda"):
+            raise RuntimeError(f"libdct: dct_hook takes CPU and CUDA buckets, not {device.type} ones")
+        if job.ready is not None:  # our stream waits for the gradients, the compute stream goes on
+            ours = torch.cuda.current_stream(device)
+            ours.wait_event(job.ready)
+            job.buf.record_stream(ours)
+        self.st, self.runner, self.job = st, runner, job
+        staged = device.type == "cuda" and st.data.backend != "nccl"  # a gloo group: through host memory
+        self.work = job.buf.cpu() if staged else job.buf
+        job.staged = self.work if staged else None
+        views = dict(zip(job.keys, self.work.split(job.numels)))
+        nonzero = torch.stack([(v != 0).any() for v in views.values()]).tolist() if views else []
+        self.local_zero_keys = {k for k, nz in zip(job.keys, nonzero) if not nz}
+        self.local_zero = bool(self.local_zero_keys)
+        compressed = self._compressed(job)
+        for k in compressed:
+            it.views[k] = views[k]
+        self.ready = self._ready_units(compressed)
+        self.dense = [k for k in job.keys if k not in set(compressed)]
+        self.joined, self.remainders = self._dense_part(views)
+        self.views = views
+
+    def _compressed(self, job):
+        st = self.st
+        if job.iteration < st.start_iter:
+            return []
+        size = job.buf.element_size()
+        if st.compressor == "onebit":  # a unit per parameter: each its own scale
+            return [k for k, n in zip(job.keys, job.numels) if n * size >= st.min_compression_bytes]
+        return list(job.keys) if job.buf.numel() * size >= st.min_compression_bytes else []
+
+    def _ready_units(self, compressed):
+        """[(unit, its input, residual before or None)] that run now, in an
+        order every rank shares (their keys' arrival)."""
+        st, it, job, units = self.st, self.runner.it, self.job, self.st._owned.units
+        sig = ("onebit" if st.compressor == "onebit" else "topk", str(job.buf.dtype), repr(st.compressor_config()))
+        make = lambda count, dtype: st._comm_for(self.work.device).compressor(count, dtype, st.compressor_config())
+        groups = [[k] for k in compressed] if st.compressor == "onebit" else [compressed] if compressed else []
+        for keys in groups:
+            numels = [job.numels[job.keys.index(k)] for k in keys]
+            if units.exact(keys, sig) is None and not (self.runner.keep_partition and units.covering(keys, sig)):
+                units.make(keys, numels, self.work.dtype, sig, make, self.work.device)
+        if len(groups) == 1 and units.exact(groups[0], sig) is not None:
+            self.runner.last_unit[job.index] = units.exact(groups[0], sig)
+        order = []
+        for k in it.views:
+            u = units.of.get(k)
+            if u is not None and id(u) not in it.ran and u not in order:
+                order.append(u)
+        ready = []
+        for u in order:
+            if not (job.last or all(k in it.views for k in u.keys)):
+                continue
+            whole = u.keys == tuple(job.keys) and job.staged is None and u.dtype == self.work.dtype
+            flat = self.work if whole else torch.cat([it.views[k] if k in it.views else
+                                                      torch.zeros(n, dtype=u.dtype, device=u.device)
+                                                      for k, n in zip(u.keys, u.numels)])
+            risky = any(k not in it.views or k in self.local_zero_keys for k in u.keys)
+            ready.append((u, flat, u.residual() if risky else None))
+            it.ran.add(id(u))
+        return ready
+
+    def _dense_part(self, views):
+        """The dense keys joined (in place when the bucket is all dense), each
+        with its parameter's orphaned residual added, divided by the group
+        size before the sum (fp16 sums of P ranks stay finite)."""
+        if not self.dense:
+            return None, {}
+        units = self.st._owned.units
+        units.evict(self.dense)
+        orphans = {k: units.orphans[k] for k in self.dense if k in units.orphans}
+        whole = len(self.dense) == len(self.job.keys) and not orphans
+        joined = self.work if whole else torch.cat([views[k] for k in self.dense])
+        remainders, at = {}, 0
+        for k in self.dense:
+            n = views[k].numel()
+            if k in orphans:
+                piece = joined[at:at + n]
+                wide = piece.to(orphans[k].dtype) + orphans[k].to(piece.device)
+                piece.copy_(wide)
+                remainders[k] = wide - piece.to(wide.dtype)  # what the bucket's type could not carry
+            at += n
+        joined.div_(self.st.world_size)
+        return joined, remainders
+
+    def exchange(self, zero_keys):
+        """The collectives, back to back (libdct's fail on every rank together)."""
+        st, it = self.st, self.runner.it
+        self.held = []
+        for u, flat, before in self.ready:
+            held = [k for k in u.keys if k in zero_keys or k not in it.views]
+            self.held.append(held)
+            if len(held) < len(u.keys):
+                u.compressor.allreduce(flat, op="avg")
+        if self.joined is not None:
+            sum_in_place(st.data.pg, self.joined, st.data.backend)
+
+    def finish(self):
+        """Results into the buckets' gradients; held parameters keep their residual."""
+        it = self.runner.it
+        for (u, flat, before), held in zip(self.ready, self.held):
+            if held and len(held) < len(u.keys):
+                after = u.residual()
+                for k in held:
+                    at, n = u.slices[k]
+                    after[at:at + n] = before[at:at + n]
+                u.compressor.set_residual(after)
+            for k in held:
+                at, n = u.slices[k]
+                flat[at:at + n] = 0
+            if flat is not self.work:
+                for k in u.keys:
+                    if k in it.views:
+                        at, n = u.slices[k]
+                        it.views[k].copy_(flat[at:at + n])
+        if self.joined is not None and self.joined is not self.work:
+            at = 0
+            for k in self.dense:
+                n = self.views[k].numel()
+                self.views[k].copy_(self.joined[at:at + n])
+                at += n
+        done = {k for u, _, _ in self.ready for k in u.keys} | set(self.dense)
+        for j in it.jobs:
+            j.pending -= done
+            if j.staged is not None and not j.pending:
+                j.buf.copy_(j.staged)
+                j.staged = None
+
+    def commit(self):
+        """After the last vote: the bookkeeping of a bucket every rank finished."""
+        st, units = self.st, self.st._owned.units
+        for k in self.dense:
+            units.orphans.pop(k, None)
+        units.orphans.update({k: r for k, r in self.remainders.items() if bool((r != 0).any())})
+        for (u, _, _), held in zip(self.ready, self.held):
+            if len(held) < len(u.keys):
+                st.bytes_sent += u.compressor.stats.bytes_sent
+        if self.joined is not None:
+            st.bytes_sent += self.joined.numel() * self.joined.element_size()
+        st.dense_bytes += self.job.buf.numel() * self.job.buf.element_size()
