@@ -61,6 +61,21 @@ class Compressor:
         self._expect_residual(residual, n)
         check(_native.lib().dctCompressorSetResidual(self._live(), ptr, stream), self.comm.handle)
 
+    def save_state(self):
+        """The compressor's whole state (residual, threshold schedule, 1-bit
+        server error, ...) as bytes, for a checkpoint (dctCompressorSaveState)."""
+        lib, size = _native.lib(), ctypes.c_size_t(0)
+        check(lib.dctCompressorSaveState(self._live(), None, ctypes.byref(size), None), self.comm.handle)
+        out = ctypes.create_string_buffer(size.value)
+        check(lib.dctCompressorSaveState(self._live(), out, ctypes.byref(size), None), self.comm.handle)
+        return out.raw[:size.value]
+
+    def load_state(self, state):
+        """Restores save_state()'s bytes, from a compressor of the same count,
+        datatype and configuration (dctCompressorLoadState)."""
+        state = bytes(state)
+        check(_native.lib().dctCompressorLoadState(self._live(), state, len(state), None), self.comm.handle)
+
     @property
     def residual_dtype(self):
         return "fp64" if self.dtype == 1 else "fp32"
