@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from .groups import all_reduce
-from .hook_agree import Disagreement, digest, settings_of, vote
+from .hook_agree import digest, settings_of, vote
 from .hook_work import _Work
 
 
@@ -127,7 +127,9 @@ def _raise_if_failed(v, failure, st, what):
 
 
 def _as_error(e, job):
-    if isinstance(e, (RuntimeError, Disagreement)) or not isinstance(e, Exception):
+    """What the bucket's future carries: a RuntimeError (DDP's and torch
+    futures' kind), chained to any other exception, SystemExit included."""
+    if isinstance(e, RuntimeError):
         return e
     err = RuntimeError(f"libdct: bucket {job.index}: {type(e).__name__}: {e}")
     err.__cause__ = e

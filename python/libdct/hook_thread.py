@@ -26,7 +26,11 @@ def _serve(jobs):
             continue
         if job is None:
             return
-        job()
+        try:
+            job()
+        except BaseException:  # jobs settle their own failures; the thread must outlive any
+            pass
+        del job  # holds the state: a dropped state must be collectable
 
 
 class Worker:

@@ -249,6 +249,10 @@ def _settle(future, fn):
     try:
         result = fn()
     except BaseException as e:  # SystemExit, KeyboardInterrupt too: the waiter gets it
+        if not isinstance(e, Exception):
+            err, e = RuntimeError(f"libdct: {type(e).__name__}: {e}"), e
+            err.__cause__ = e
+            e = err
         future.set_exception(e)
         return
     future.set_result(result)

@@ -33,9 +33,9 @@ class Net(torch.nn.Module):
         return F.linear(x, self.fc3.weight.float(), self.fc3.bias.float())
 
 
-def model(dtype=torch.float32, hook_state=None, hook=dct_hook):
+def model(dtype=torch.float32, hook_state=None, hook=dct_hook, group=None):
     torch.manual_seed(7)
-    ddp = DDP(Net(dtype), bucket_cap_mb=0.01)
+    ddp = DDP(Net(dtype), bucket_cap_mb=0.01, process_group=group)
     if hook_state is not None:
         ddp.register_comm_hook(hook_state, hook)
     return ddp

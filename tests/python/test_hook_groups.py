@@ -1,0 +1,65 @@
+"""DctState on any process group (launched by mpirun at 1-4 ranks): a state
+on a sub-group leaves the other ranks' group creation in step (a later
+world new_group and collective do not hang), split groups each with a
+state next to a world state never cross wires, the private groups carry
+the DDP group's timeout, and close() ends them."""
+import datetime
+
+import torch
+import torch.distributed as dist
+
+from harness import run_cases, same_on_all_ranks, start
+from libdct.torch import DctState
+from test_hook import model, train
+
+
+def case_a_sub_group_state_leaves_the_world_in_step():
+    lower = list(range(max(1, SIZE // 2)))
+    groups = [dist.new_group(lower)]  # collective over the world, as new_group is
+    if RANK in lower:
+        state = DctState(groups[0], density=0.05, min_compression_bytes=0)
+        train(model(hook_state=state, group=groups[0]), 2)
+        state.close()
+    later = dist.new_group(list(range(SIZE)))  # hung here when the state's copy moved the counter
+    t = torch.ones(1)
+    dist.all_reduce(t, group=later)
+    assert t.item() == SIZE
+
+
+def case_split_groups_and_a_world_state_do_not_cross():
+    halves = [list(range(0, (SIZE + 1) // 2)), list(range((SIZE + 1) // 2, SIZE))]
+    groups = [dist.new_group(h) if h else None for h in halves]
+    mine = 0 if RANK in halves[0] else 1
+    group = groups[mine]
+    world = DctState(density=0.05, min_compression_bytes=0)
+    local = DctState(group, density=0.05, min_compression_bytes=0, algorithm="allgather")
+    second = DctState(group, density=0.1, min_compression_bytes=0, algorithm="split")  # same ranks, own store keys
+    for state, g in ((local, group), (world, None), (second, group)):
+        params = train(model(hook_state=state, group=g), 3)
+        peers = [torch.empty_like(params) for _ in range(dist.get_world_size(g))]
+        dist.all_gather(peers, params, group=g)
+        assert all(torch.equal(peers[0], p) for p in peers)
+        assert state.world_size == dist.get_world_size(g)
+    for state in (world, local, second):
+        state.close()
+        state.close()  # idempotent
+
+
+def case_private_groups_take_the_group_timeout():
+    g = dist.new_group(list(range(SIZE)), timeout=datetime.timedelta(seconds=123))
+    state = DctState(g)
+    assert state.control.timeout == datetime.timedelta(seconds=123), state.control.timeout
+    assert state.control.name.startswith("libdct/control/")
+    state.close()
+    assert state.control.pg is None  # close() ends the groups
+
+
+def main():
+    global RANK, SIZE
+    RANK, SIZE = start()
+    run_cases(globals())
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
