@@ -88,14 +88,17 @@ def note(record, params, flat, which):
         entry[which] = entry[which] + piece.double()
 
 
-def recording(state, record):
-    """dct_hook, noting each parameter's local gradient and the applied mean."""
+def recording(state, record, dropped=lambda p: False):
+    """dct_hook, noting each parameter's local gradient and the applied mean
+    (zero for the parameters DDP drops this step: dropped(p))."""
     def hook(st, bucket):
         params = bucket.parameters()
         note(record, params, bucket.buffer(), 0)
 
         def applied(fut):
-            note(record, params, fut.value(), 1)
+            kept = torch.cat([torch.zeros(p.numel()) if dropped(p) else piece.double()
+                              for p, piece in zip(params, fut.value().split([p.numel() for p in params]))])
+            note(record, params, kept, 1)
             return fut.value()
         return dct_hook(st, bucket).then(applied)
     return hook
