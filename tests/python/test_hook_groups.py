@@ -54,6 +54,17 @@ def case_private_groups_take_the_group_timeout():
     assert state.control.pg is None  # close() ends the groups
 
 
+def case_master_addr_across_nodes_comes_from_rank_0():
+    from libdct import launch
+    assert launch._master_addr({"OMPI_COMM_WORLD_LOCAL_SIZE": "4", "OMPI_COMM_WORLD_SIZE": "4"}) == \
+        ("127.0.0.1", "single node")
+    addr, source = launch._master_addr({"OMPI_COMM_WORLD_LOCAL_SIZE": "1", "OMPI_COMM_WORLD_SIZE": str(SIZE + 1)})
+    assert source == "rank 0 over MPI" and addr != "127.0.0.1" or addr.startswith("127."), addr
+    mine = torch.tensor(list(addr.encode().ljust(64, b"\0")), dtype=torch.uint8)
+    assert same_on_all_ranks(mine)
+    assert launch.master_addr_source in ("environment", "single node")  # how the harness started
+
+
 def main():
     global RANK, SIZE
     RANK, SIZE = start()
