@@ -9,7 +9,8 @@ source "$(dirname "$0")/setup.sh"
 venv="${1:-$DCT_ROOT/build/venv-latest}"
 lib="$DCT_ROOT/build/src/libdct.so"
 [ -e "$lib" ] || { echo "build the library first (bash scripts/test.sh, or cmake --preset default && cmake --build build)"; exit 2; }
-[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+# Debian's mpi4py (built for its Open MPI) shows through; torch and numpy come from the index.
+[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
 "$venv/bin/pip" install -q --upgrade torch numpy
 "$venv/bin/pip" install -q "$DCT_ROOT/python"
 "$venv/bin/python" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__)'
