@@ -60,7 +60,7 @@ def main():
         else:
             saved = torch.load(path("ckpt"))
             misfits = [dict(saved["hook"], settings=dict(saved["hook"]["settings"], density=0.5)),
-                       torch.load(path("ckpt", (rank + 1) % size)) if size > 1 else None]
+                       torch.load(path("ckpt", (rank + 1) % size))["hook"] if size > 1 else None]
             for i, bad in enumerate(misfits):  # on one rank only: every rank fails
                 if bad is None:
                     continue
