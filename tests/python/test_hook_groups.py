@@ -8,7 +8,7 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from harness import run_cases, same_on_all_ranks, start
+from harness import raises, run_cases, same_on_all_ranks, start
 from libdct.torch import DctState
 from test_hook import model, train
 
@@ -63,6 +63,21 @@ def case_master_addr_across_nodes_comes_from_rank_0():
     mine = torch.tensor(list(addr.encode().ljust(64, b"\0")), dtype=torch.uint8)
     assert same_on_all_ranks(mine)
     assert launch.master_addr_source in ("environment", "single node")  # how the harness started
+
+
+def case_nccl_comm_failures_reach_every_rank():
+    """A failed unique id on rank 0, or a failed init anywhere (here: no GPU),
+    fails every rank; none waits in the broadcast or keeps half a comm."""
+    from libdct import Comm, nccl
+    real = nccl._make_unique_id
+    nccl._make_unique_id = (lambda lib, uid: "injected") if RANK == 0 else real
+    err = raises(lambda: nccl.nccl_comm(Comm, dist.group.WORLD, "cuda:0", on_device=False), RuntimeError)
+    nccl._make_unique_id = real
+    assert err is not None and "no NCCL unique id from group rank 0" in str(err), err
+    if torch.cuda.is_available():
+        return
+    err = raises(lambda: nccl.nccl_comm(Comm, dist.group.WORLD, "cuda:0", on_device=False), RuntimeError)
+    assert err is not None and "NCCL" in str(err), err
 
 
 def main():
