@@ -13,7 +13,6 @@ carries the bucket's device, so DDP's later work waits on events, never on
 the host. Every rank agrees on the settings, each bucket's layout and any
 local failure before it enters a collective (hook_agree.py): a difference
 or a failure on one rank fails that bucket on every rank."""
-import contextlib
 import weakref
 
 import torch
@@ -257,11 +256,3 @@ def _settle(future, fn):
         return
     future.set_result(result)
 
-
-def stream_for(streams, device):
-    """The state's own stream on a CUDA device (made on first use), or a null context."""
-    if device.type != "cuda":
-        return contextlib.nullcontext()
-    if device not in streams:
-        streams[device] = torch.cuda.Stream(device)
-    return torch.cuda.stream(streams[device])
