@@ -11,6 +11,7 @@ same learning-rate schedule, so only the hook differs between runs.
 """
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -55,6 +56,10 @@ def parse_args():
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank (4 ranks share 2 cores)")
     p.add_argument("--data", default=DATA)
     p.add_argument("--out", default=None, help="JSON of the run; a CSV of its epochs goes beside it")
+    p.add_argument("--stop-at", type=int, default=None,
+                   help="save a checkpoint (model, optimizer, schedule, hook state) after this many steps and stop")
+    p.add_argument("--checkpoint", default=None, help="the checkpoint's path prefix (one file per rank)")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--check-accuracy", type=float, default=None,
                    help="exit 1 unless the final test accuracy reaches this fraction")
     return p.parse_args()
@@ -139,7 +144,7 @@ class Counted:
         return self.state.bytes_sent if self.libdct else self.sent
 
 
-def make_hook(args, total_steps):
+def make_hook(args, total_steps, model):
     """(state, hook, description) for DDP.register_comm_hook."""
     if args.hook == "allreduce":
         return None, default_hooks.allreduce_hook, "allreduce_hook"
@@ -160,7 +165,7 @@ def make_hook(args, total_steps):
     compressor = "onebit" if args.hook == "onebit" else "topk"
     state = DctState(process_group=None, density=args.density if compressor == "topk" else 1.0,
                      start_iter=args.start_iter, compressor=compressor, algorithm=args.algorithm,
-                     wire_type=args.wire_type)
+                     wire_type=args.wire_type, model=model)
     what = f"dct_hook topk density {args.density}, algorithm {args.algorithm}" if compressor == "topk" \
         else "dct_hook onebit"
     wire = f", wire {args.wire_type}" if args.wire_type else ""
@@ -191,6 +196,23 @@ def replicas_identical(model):
     return all(torch.equal(bits[0], b) for b in bits[1:])
 
 
+def save(args, rank, model, opt, sched, state, step):
+    """One file per rank: what the run needs to go on as if never stopped."""
+    torch.save({"step": step, "model": model.module.state_dict(), "opt": opt.state_dict(),
+                "sched": sched.state_dict(), "hook": state.state_dict() if hasattr(state, "load_state_dict") else None},
+               f"{args.checkpoint}.rank{rank}")
+
+
+def restore(args, rank, model, opt, sched, state):
+    saved = torch.load(f"{args.checkpoint}.rank{rank}")
+    model.module.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["opt"])
+    sched.load_state_dict(saved["sched"])
+    if saved["hook"] is not None:
+        state.load_state_dict(saved["hook"])
+    return saved["step"]
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(args.threads)
@@ -217,7 +239,7 @@ def main():
         sys.exit("--per-tensor-buckets is for --hook dct or onebit")
     dist._DEFAULT_FIRST_BUCKET_BYTES = 1 if args.per_tensor_buckets else 25 * 1024 * 1024  # = bucket_cap_mb's default
     model = DDP(Net(), bucket_cap_mb=1e-6 if args.per_tensor_buckets else 25)
-    state, hook, described = make_hook(args, total_steps)
+    state, hook, described = make_hook(args, total_steps, model)
     counter = Counted(hook, state, args.hook in ("dct", "onebit"))
     model.register_comm_hook(state, counter.as_hook())
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
@@ -229,16 +251,18 @@ def main():
               f"{total_steps} steps; hook: {described}", flush=True)
 
     epochs, step = [], 0
-    for epoch in range(1, args.epochs + 1):
-        if step >= total_steps:
+    if args.resume:
+        step = restore(args, rank, model, opt, sched, state)
+    for epoch in range(1 + step // steps_per_epoch, args.epochs + 1):
+        if step >= total_steps or (args.stop_at is not None and step >= args.stop_at):
             break
         order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
         sent0, dense0, loss_sum, n = counter.bytes_sent(), counter.dense, 0.0, 0
         dist.barrier()  # every rank starts the clock together
         t0 = time.perf_counter()
         counter.active = True
-        for b in range(steps_per_epoch):
-            if step >= total_steps:
+        for b in range(step % steps_per_epoch, steps_per_epoch):
+            if step >= total_steps or (args.stop_at is not None and step >= args.stop_at):
                 break
             mine = order[b * global_batch + rank * args.batch:b * global_batch + (rank + 1) * args.batch]
             loss = F.cross_entropy(model(as_input(train_x[mine])), train_y[mine])
@@ -271,6 +295,11 @@ def main():
                   f"{seconds:6.1f} s  {per_rank / 1e3:9.1f} KB/step/rank sent  "
                   f"({row['reduction_vs_allreduce']:.1f}x less than allreduce)", flush=True)
 
+    if args.stop_at is not None:
+        save(args, rank, model, opt, sched, state, step)
+        if state is not None:
+            state.close()
+        return
     identical = replicas_identical(model)
     result = {"hook": args.hook, "described": described, "ranks": size, "parameters": params,
               "batch_per_rank": args.batch, "steps_per_epoch": steps_per_epoch, "steps": step,
@@ -281,7 +310,9 @@ def main():
               "start_powersgd_iter": args.start_powersgd_iter,
               "train_images": len(train_x), "test_images": len(test_x),
               "bytes_sent_total": counter.bytes_sent(), "dense_bytes_total": counter.dense,
-              "replicas_identical": identical, "epochs": epochs}
+              "replicas_identical": identical, "resumed": args.resume, "epochs": epochs,
+              "parameters_sha256": hashlib.sha256(torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+                                                  .numpy().tobytes()).hexdigest()}
     if args.hook == "powersgd":
         # Cross-check of the count: PowerSGD's own statistics (elements
         # allreduced once it compresses) plus its dense warm-up steps.
@@ -299,7 +330,8 @@ def main():
         result["libdct_rebuilds"] = state.rebuilds
         state.close()
     if rank == 0:
-        print(f"replicas bit-identical across {size} ranks: {identical}", flush=True)
+        print(f"replicas bit-identical across {size} ranks: {identical}; parameters sha256 "
+              f"{result['parameters_sha256'][:16]}", flush=True)
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(result, f, indent=1)

@@ -27,6 +27,8 @@ class _Work:
             it.views[k] = views[k]
         self.ready = self._ready_units(compressed)
         self.dense = [k for k in job.keys if k not in set(compressed)]
+        if st._positions is not None:  # in model order: a ring sums an element in an order set by its place
+            self.dense.sort()
         self.joined, self.remainders = self._dense_part(views)
         self.views = views
 
@@ -79,7 +81,7 @@ class _Work:
         units = self.st._owned.units
         units.evict(self.dense)
         orphans = {k: units.orphans[k] for k in self.dense if k in units.orphans}
-        whole = len(self.dense) == len(self.job.keys) and not orphans
+        whole = self.dense == self.job.keys and not orphans
         joined = self.work if whole else torch.cat([views[k] for k in self.dense])
         remainders, at = {}, 0
         for k in self.dense:

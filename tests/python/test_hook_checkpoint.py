@@ -21,7 +21,10 @@ from libdct import Config
 from libdct.torch import DctState
 from test_hook import model
 
-SETTINGS = dict(density=0.05, min_compression_bytes=0, algorithm="allgather", config=Config(threshold_interval=3))
+SETTINGS = dict(density=0.05, algorithm="allgather", config=Config(threshold_interval=3))
+# (compressor, min_compression_bytes): 1-bit with the biases dense too, whose
+# allreduce sums each element in an order set by its place in the buffer.
+RUNS = (("topk", 0), ("onebit", 0), ("onebit", 1024))
 
 
 def steps(ddp, opt, first, count):
@@ -33,9 +36,9 @@ def steps(ddp, opt, first, count):
         opt.step()
 
 
-def setup(compressor):
+def setup(compressor, min_bytes):
     ddp = model()
-    state = DctState(model=ddp, compressor=compressor, **SETTINGS)
+    state = DctState(model=ddp, compressor=compressor, min_compression_bytes=min_bytes, **SETTINGS)
     ddp.register_comm_hook(state, __import__("libdct.torch", fromlist=["dct_hook"]).dct_hook)
     return ddp, state, torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
 
@@ -47,9 +50,9 @@ def flat(ddp):
 def main():
     rank, size = start()
     phase, folder = sys.argv[sys.argv.index("--phase") + 1], sys.argv[-1]
-    for compressor in ("topk", "onebit"):
-        path = lambda what, r=rank: os.path.join(folder, f"{compressor}.{what}.rank{r}.pt")
-        ddp, state, opt = setup(compressor)
+    for compressor, min_bytes in RUNS:
+        path = lambda what, r=rank: os.path.join(folder, f"{compressor}-{min_bytes}.{what}.rank{r}.pt")
+        ddp, state, opt = setup(compressor, min_bytes)
         if phase == "full":
             steps(ddp, opt, 0, 8)
             torch.save(flat(ddp), path("full"))
@@ -73,9 +76,9 @@ def main():
             state.load_state_dict(saved["hook"])
             steps(ddp, opt, 4, 4)
             full = torch.load(path("full"))
-            assert torch.equal(flat(ddp), full), (compressor, (flat(ddp) - full).abs().max())
+            assert torch.equal(flat(ddp), full), (compressor, min_bytes, (flat(ddp) - full).abs().max())
             if rank == 0:
-                print(f"{compressor}: resumed run equals the uninterrupted one bit for bit at {size} ranks",
+                print(f"{compressor}, min_compression_bytes {min_bytes}: resumed run equals the uninterrupted one bit for bit at {size} ranks",
                       flush=True)
         state.close()
     dist.destroy_process_group()
