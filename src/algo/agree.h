@@ -21,7 +21,7 @@ struct CallHeader {
   uint64_t nnz = 0;         // per rank
   uint64_t capacity = 0;    // per rank (allgather receive capacity)
   uint64_t bytes = 0;       // per rank: message bytes on the wire (allreduce)
-  uint64_t lastStepNs = 0;  // per rank: wall time of its previous step (auto)
+  uint64_t lastStepNs = 0;  // per rank: its previous step's time, less its waiting for the others (auto)
   uint64_t lastLocalNs = 0; // per rank: of which its own local work (compress, reduce phases)
   int32_t datatype = 0;     // must match
   int32_t op = 0;           // must match

@@ -151,8 +151,13 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
   // Over the whole comm, like the flat and 1-bit paths' first exchange: a
   // rank whose compressor differs or is missing meets the others in the
   // same collective, whichever path it took.
+  // The leaders' nested step starts from this clock: auto does not count
+  // the wait here for the comm's late ranks.
   std::vector<CallHeader> all;
-  dctResult_t res = agree(comm, mine, all, stream, fn);
+  dctResult_t res = agree(comm, mine, all, stream, fn, [&] {
+    clock.lapWaiting();
+    return dctSuccess;
+  });
   for (const CallHeader& other : all) h.lateVote = h.lateVote || (other.flags & kLateCopy);
   clock.lap(dctPhaseAgree);
   if (res == dctSuccess) {

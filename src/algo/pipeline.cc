@@ -288,7 +288,11 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   s.clock.lap(dctPhaseCompress);
   // Every slot's shape is known already; the vote only makes a rank whose
   // header gather failed meet peers that saw a problem in the headers.
-  DCTCHECK(agree(comm, mine, all, s.stream, fn));
+  // Every rank has arrived once the headers are in: auto does not count the wait.
+  DCTCHECK(agree(comm, mine, all, s.stream, fn, [&] {
+    s.clock.lapWaiting();
+    return dctSuccess;
+  }));
   s.clock.lap(dctPhaseAgree);
   p.status = dctSuccess;
   p.requests.assign(p.L.chunks, nullptr);

@@ -10,6 +10,12 @@
 //                recvbuf (staged results converted and averaged), vote
 //   commit       residual swap, tau, stats, auto's bookkeeping
 //
+// Auto's measure of a step is the slowest rank's time without its waiting:
+// its local work, then everything from the moment every rank had arrived
+// (its header gather returned). Time spent waiting for late ranks (under
+// DDP, their backward) is no plan's cost; counted, it would make the
+// samples follow the ranks' skew instead of the exchange.
+//
 // Nothing that can fail follows the commit. The result reaches recvbuf
 // before the exchange vote; in place it is finished (averaged) in its
 // staging buffer instead and leaves it after the commit by a host copy, which
@@ -25,6 +31,7 @@
 // A rank that fails anywhere still takes part in every collective of the
 // step (transport.h's contract), so nobody waits; the votes carry the
 // failure to every rank and nothing is committed anywhere.
+#include <algorithm>
 #include <cstring>
 
 #include "algo/agree.h"
@@ -134,7 +141,9 @@ dctResult_t finish(Step& s) {
 
 void commit(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
-  size_t slowest = 0;  // the first rank with the longest previous step: the same on every rank
+  // The first rank with the longest previous step (waiting excluded): the
+  // same on every rank, so every rank's tuner learns the same sample.
+  size_t slowest = 0;
   c->lastMessages.resize(all.size());
   for (size_t r = 0; r < all.size(); r++) {
     c->lastMessages[r] = RankMessage{all[r].nnz, all[r].bytes, all[r].lastStepNs};
@@ -199,33 +208,47 @@ dctResult_t complete(Step& s, const std::vector<CallHeader>& all, bool tailDone,
   s.clock.lap(dctPhaseOther);
   s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);
   DCT_TRACE("step %llu: nnz %llu tau %g algo %d chunks of %zu; ms: compress %.2f agree %.2f exchange %.2f reduce %.2f "
-            "total %.2f",
+            "total %.2f (waiting %.2f)",
             (unsigned long long)c->stats.step, (unsigned long long)c->stats.nnz, c->tau.tau,
             static_cast<int>(s.plan.algorithm), s.chunkElems, s.clock.us(dctPhaseCompress) * 1e-3,
             s.clock.us(dctPhaseAgree) * 1e-3, s.clock.us(dctPhaseExchange) * 1e-3, s.clock.us(dctPhaseReduce) * 1e-3,
-            s.clock.totalUs() * 1e-3);
-  // Auto learns whole steps: the dense plan's steady state skips the
-  // compressor's passes, which the allgather plan pays.
-  c->lastStepNs = static_cast<uint64_t>(s.clock.totalUs() * 1e3);
+            s.clock.totalUs() * 1e-3, s.clock.waitingUs() * 1e-3);
+  // Auto learns the step less this rank's waiting (header gathers; see the
+  // top of the file): the local work stays in, since the dense plan's steady
+  // state skips the compressor's passes, which the sparse plans pay.
+  c->lastStepNs = static_cast<uint64_t>(std::max(0.0, s.clock.totalUs() - s.clock.waitingUs()) * 1e3);
   c->lastLocalNs = static_cast<uint64_t>((s.clock.us(dctPhaseCompress) + s.clock.us(dctPhaseReduce)) * 1e3);
   return dctSuccess;
 }
+
+// Auto on a device waits for the stream where it times a step, so the step's
+// time holds the device work it queued, and no other.
+bool timesDevice(const Step& s) { return s.c->config.algorithm == dctAlgoAuto && s.c->ops->device; }
 
 // The step in one piece: local work, agreement, exchange, tail, vote.
 // tailDone: the tail ran before the vote (all but nested and some in-place steps).
 dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, bool& tailDone, const char* fn) {
   dctCompressor_t c = s.c;
+  // The caller's work already queued on the stream is waiting, not this
+  // step's local work (nested, the stream holds the node's reduce: the step's).
+  if (mine.localError == dctSuccess && timesDevice(s) && !s.nesting) {
+    mine.localError = c->ops->synchronize(c->kernels, s.stream);
+    s.clock.lapWaiting();
+  }
   if (mine.localError == dctSuccess) mine.localError = localWork(s);
+  if (mine.localError == dctSuccess && timesDevice(s)) mine.localError = c->ops->synchronize(c->kernels, s.stream);
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
   s.clock.lap(dctPhaseCompress);
-  DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] { return reserveGathered(s, all); }));
+  DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] {
+    s.clock.lapWaiting();  // every rank has arrived
+    return reserveGathered(s, all);
+  }));
   s.clock.lap(dctPhaseAgree);
   dctResult_t exchanged = exchange(s, all);
   tailDone = !s.nesting && (s.send != s.recv || copiesAfterCommit(s));  // sendbuf stays as it is
   if (exchanged == dctSuccess && tailDone) exchanged = tail(s);
-  if (exchanged == dctSuccess && c->config.algorithm == dctAlgoAuto && c->ops->device)
-    exchanged = c->ops->synchronize(c->kernels, s.stream);  // auto times the device work too
+  if (exchanged == dctSuccess && timesDevice(s)) exchanged = c->ops->synchronize(c->kernels, s.stream);
   DCTCHECK(vote(s.comm, exchanged, s.stream, fn, "exchange"));
   s.clock.lap(dctPhaseAgree);
   return dctSuccess;

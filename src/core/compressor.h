@@ -34,7 +34,7 @@ inline size_t alignedIndexBytes(size_t nnz, int indexBytes) { return (nnz * inde
 struct RankMessage {
   uint64_t nnz;
   uint64_t bytes;       // on the wire (allgather: packed indices + values)
-  uint64_t lastStepNs;  // this rank's wall time of its previous step (auto)
+  uint64_t lastStepNs;  // this rank's previous step, less its waiting for the others (auto)
 };
 
 }  // namespace dct
@@ -107,7 +107,7 @@ struct dctCompressor {
   std::vector<uint64_t> chunkNeeds;
   size_t chunkElems = 0;
   dct::AutoTuner tuner;     // auto: measured correction of the cost model
-  uint64_t lastStepNs = 0;  // wall time of this rank's previous step
+  uint64_t lastStepNs = 0;  // this rank's previous step, less its waiting for the others (auto)
   uint64_t lastLocalNs = 0; // of which its local work (compress and reduce phases)
   dct::TauState tau;
   dctStats_t stats{};
