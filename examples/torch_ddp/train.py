@@ -257,7 +257,7 @@ def main():
         if step >= total_steps or (args.stop_at is not None and step >= args.stop_at):
             break
         order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
-        sent0, dense0, loss_sum, n = counter.bytes_sent(), counter.dense, 0.0, 0
+        sent0, dense0, loss_sum, n, plans = counter.bytes_sent(), counter.dense, 0.0, 0, {}
         dist.barrier()  # every rank starts the clock together
         t0 = time.perf_counter()
         counter.active = True
@@ -273,6 +273,8 @@ def main():
             loss_sum += loss.item()
             n += 1
             step += 1
+            if hasattr(state, "stats") and (st := state.stats(0)) is not None:  # libdct: the plan bucket 0 ran
+                plans[st.algorithm] = plans.get(st.algorithm, 0) + 1
         dist.barrier()
         seconds = time.perf_counter() - t0
         counter.active = False
@@ -288,12 +290,14 @@ def main():
         row = {"epoch": epoch, "steps": n, "train_loss": sums[0].item() / sums[1].item(),
                "test_accuracy": acc, "seconds": seconds, "bytes_per_step_per_rank": per_rank,
                "bytes_per_step_max_rank": peak.item(), "dense_bytes_per_step": dense / n,
-               "reduction_vs_allreduce": dense / n / per_rank if per_rank else None}
+               "reduction_vs_allreduce": dense / n / per_rank if per_rank else None,
+               "libdct_steps_by_algorithm": plans}
         epochs.append(row)
         if rank == 0:
             print(f"epoch {epoch:2d}  loss {row['train_loss']:.4f}  test acc {100 * acc:.2f}%  "
                   f"{seconds:6.1f} s  {per_rank / 1e3:9.1f} KB/step/rank sent  "
-                  f"({row['reduction_vs_allreduce']:.1f}x less than allreduce)", flush=True)
+                  f"({row['reduction_vs_allreduce']:.1f}x less than allreduce)"
+                  + (f"  plans {plans}" if plans else ""), flush=True)
 
     if args.stop_at is not None:
         save(args, rank, model, opt, sched, state, step)
