@@ -284,8 +284,9 @@ DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctCon
 /* The committed error-feedback residual (a 1-bit compressor's worker
  * error; its server error is not included; global top-k's owner residual
  * is, added in at its range, and Set clears it): `count` elements of the
- * accumulation type, fp64 for fp64 tensors, else fp32. For checkpoints and
- * for checking that nothing was dropped. The buffer lives where the
+ * accumulation type, fp64 for fp64 tensors, else fp32. For checking that
+ * nothing was dropped (checkpoints that continue bit for bit need the
+ * schedule too: dctCompressorSaveState). The buffer lives where the
  * compressor's steps run (host or device); a compressor that has not run a
  * step takes that memory space from this buffer and holds zeros. Set
  * replaces the residual (finite values only: NaN/Inf are rejected for host
@@ -303,6 +304,45 @@ DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, cons
  * while a step on this compressor runs. */
 DCT_EXPORT dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t compressor, void* residual, size_t* begin,
                                                      size_t* length, void* stream);
+
+/* A compressor's whole state as a host byte string, for checkpoints that
+ * continue training bit for bit in a fresh process: the statistics (step
+ * counter and totals), the threshold schedule (tau, the step the sampled
+ * estimator's per-step PRNG and the L-step schedule run on, drift, tie and
+ * starvation state), the worker residual (a 1-bit compressor's as the x its
+ * error is formed from, with its scale), the 1-bit server error and its
+ * pending scale, global top-k's owner residual with its own schedule, and
+ * the message counts auto forecasts from. Auto's tuner (its measured
+ * correction of the cost model) is not included: a restored compressor
+ * keeps its own and re-learns, so with dctAlgoAuto it may pick another
+ * algorithm than the original would have (and the result's bits follow the
+ * algorithm); every fixed algorithm continues bit for bit. The string is
+ * versioned (magic, format version, checksum), holds the compressor's
+ * count, datatype, comm size, rank and the resolved config fields that
+ * shape results, and is in the host's byte order; arrays are in the
+ * accumulation type, copied off the device (on `stream`, then
+ * synchronized) when the compressor's steps run there.
+ * Save: state NULL: *bytes = the size needed. Otherwise *bytes in = the
+ * buffer's size (too small: dctInvalidArgument, nothing written), out = the
+ * bytes written. state is host memory.
+ * Not collective; not while a step on this compressor runs. */
+DCT_EXPORT dctResult_t dctCompressorSaveState(dctCompressor_t compressor, void* state, size_t* bytes, void* stream);
+/* Replaces the compressor's state with one saved by dctCompressorSaveState
+ * from a compressor of the same count, datatype, comm size, rank and
+ * resolved config (density, thresholdInterval, errorFeedback, warmupSteps,
+ * thresholdMethod, algorithm, seed, wireType, compressor, autoGlobalTopk;
+ * rowSelection is not compared). Anything else, or a string that is
+ * truncated, corrupted (checksum), of another format version or byte
+ * order, or holds NaN/Inf in an array: dctInvalidArgument naming what is
+ * wrong (dctGetLastError), nothing changed. All or nothing: the arrays go
+ * into spare buffers and are swapped in once all arrived. A compressor that
+ * has not run a step takes the statistics and schedule at once and holds
+ * the arrays (host) until its first step (or Get/SetResidual) binds it to
+ * where its buffers live, and applies them then; until then SaveState
+ * returns the loaded string. Not collective; not while a step on this
+ * compressor runs. */
+DCT_EXPORT dctResult_t dctCompressorLoadState(dctCompressor_t compressor, const void* state, size_t bytes,
+                                              void* stream);
 
 /* DCT-DP: recvbuf = sum (or mean) over ranks of each rank's compressed
  * (sendbuf + residual). Collective; in place allowed; every rank ends with a

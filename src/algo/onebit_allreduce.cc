@@ -85,38 +85,6 @@ void countBytes(Step& s) {
   s.received = gathered + peers * workerBytes(s, me);
 }
 
-dctResult_t allocateState(Step& s) {
-  dctCompressor_t c = s.c;
-  OnebitState& st = c->onebit;
-  const size_t errorBytes = c->count * s.scaleBytes, serverBytes = s.chunks.length(s.comm->rank) * s.scaleBytes;
-  st.arena.bind(c->ops, c->kernels);
-  for (TwinBuffer& b : st.serverErrors) b.bind(c->ops, c->kernels);
-  DCTCHECK(st.arena.reserve(s.arena.bytes));
-  // Zeroed once: sign words past a chunk's end are never written, and go
-  // on the wire as zeros.
-  DCTCHECK(c->ops->zero(c->kernels, st.arena.as(), s.arena.bytes, s.stream));
-  DCTCHECK(st.serverErrors[0].reserve(serverBytes));
-  DCTCHECK(st.serverErrors[1].reserve(serverBytes));
-  DCTCHECK(c->ops->zero(c->kernels, st.serverErrors[0].as(), serverBytes, s.stream));
-  st.serverCommitted = 0;
-  st.serverPending = false;
-  // The worker error is the residual, allocated and zeroed by bindOps.
-  if (c->residuals[0].capacity() < errorBytes || c->residuals[1].capacity() < errorBytes) return dctInternalError;
-  st.ops = c->ops;
-  st.kernels = c->kernels;
-  return dctSuccess;
-}
-
-// First 1-bit step (or first after a re-bind): buffers in the twin's memory.
-dctResult_t setUp(Step& s) {
-  OnebitState& st = s.c->onebit;
-  if (st.readyFor(s.c->ops, s.c->kernels)) return dctSuccess;
-  st.release();
-  dctResult_t res = allocateState(s);
-  if (res != dctSuccess) st.release();  // a later step starts over
-  return res;
-}
-
 // In place on the host: the result is finished in the staging buffer and
 // copied into recvbuf after the commit by a host copy, which cannot fail
 // (sendbuf must survive a failed step).
@@ -137,7 +105,7 @@ dctResult_t localWork(Step& s) {
     s.sent = s.received = bytes;
     return s.comm->transport->prepare(s.comm, s.target, bytes, s.stream);
   }
-  DCTCHECK(setUp(s));
+  DCTCHECK(onebitSetUp(c, s.stream));  // first 1-bit step (or first after a re-bind)
   DCTCHECK(s.comm->transport->prepare(s.comm, c->onebit.arena.as(), P * s.arena.slotBytes, s.stream));
   OnebitCompressArgs w{s.send, c->residual(), c->spareResidual(), c->count, c->dtype, s.at(s.arena.workerSlots),
                        s.arena.slotBytes, s.chunks.chunkWords, s.comm->size,

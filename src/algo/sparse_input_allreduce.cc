@@ -226,7 +226,7 @@ dctResult_t sparseInputScratch(dctComm_t comm, const SparseInput& in, dctCompres
   exact.rowSelection = dctRowTopK;
   exact.wireType = kWireTypeOfTensor;
   exact.compressor = dctCompressorTopk;
-  DCTCHECK(compressorCreate(comm, comm->size, in.count, in.dtype, exact, &c));
+  DCTCHECK(compressorCreate(comm, comm->size, in.count, in.dtype, exact, &c, comm->rank));
   if (dctResult_t res = bindOps(c, twinFor(sample(in)), in.fn, false); res != dctSuccess) {
     compressorDestroy(c);
     c = nullptr;

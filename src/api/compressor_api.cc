@@ -23,7 +23,7 @@ extern "C" dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctData
     DCTCHECK(checkDatatype(comm, datatype, fn));
     dctConfig_t resolved;
     DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
-    return compressorCreate(comm, comm->size, count, datatype, resolved, compressor);
+    return compressorCreate(comm, comm->size, count, datatype, resolved, compressor, comm->rank);
   });
 }
 

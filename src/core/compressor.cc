@@ -11,6 +11,7 @@
 #include "base/dtype.h"
 #include "base/half_types.h"
 #include "base/memory_space.h"
+#include "core/compressor_state.h"
 #include "kernels/sampling.h"
 
 namespace dct {
@@ -350,17 +351,21 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bo
   c->ops = &twin;
   for (TwinBuffer* b : twinBuffers(c)) b->bind(c->ops, c->kernels);
   if (!withResidual) return dctSuccess;
+  // Unbound again: a later call retries from scratch (a held state stays held).
+  auto unbind = [&] {
+    for (TwinBuffer* b : twinBuffers(c)) b->reset();
+    c->onebit.release();
+    c->ops->destroyContext(c->kernels);
+    c->kernels = nullptr;
+    c->ops = nullptr;
+  };
   const size_t bytes = c->count * dtypeSize(c->accType);
   res = c->residuals[0].reserve(bytes);
   if (res == dctSuccess) res = c->residuals[1].reserve(bytes);
   if (res == dctSuccess) res = c->ops->zero(c->kernels, c->residual(), bytes, nullptr);
   if (res == dctSuccess) res = c->ops->synchronize(c->kernels, nullptr);
   if (res != dctSuccess) {
-    // Unbound again: a later call retries from scratch.
-    for (TwinBuffer* b : {&c->residuals[0], &c->residuals[1]}) b->reset();
-    c->ops->destroyContext(c->kernels);
-    c->kernels = nullptr;
-    c->ops = nullptr;
+    unbind();
     return fail(c->comm, res, "%s: cannot allocate the 2 x %zu-element residual", fn, c->count);
   }
   c->residualZero = true;
@@ -368,7 +373,8 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bo
   c->owner.zero = true;
   c->owner.length = 0;
   c->owner.haveTau = false;
-  return dctSuccess;
+  if (!c->heldState.empty() && (res = applyHeldState(c, fn)) != dctSuccess) unbind();
+  return res;
 }
 
 dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
@@ -381,7 +387,7 @@ dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn) {
 }
 
 dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
-                             const dctConfig_t& resolved, dctCompressor_t* out) {
+                             const dctConfig_t& resolved, dctCompressor_t* out, int rank) {
   const dctDataType_t wire = wireTypeFor(resolved.wireType, dtype);
   if (wire == dctNumTypes)
     return fail(comm, dctInvalidArgument, "dctCompressorCreate: wireType %s is wider than the tensor's %s",
@@ -389,6 +395,8 @@ dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataTyp
   auto* c = new (std::nothrow) dctCompressor();
   if (c == nullptr) return fail(comm, dctOutOfMemory, "dctCompressorCreate: out of memory");
   c->comm = comm;
+  c->ranks = ranks;
+  c->rank = rank;
   c->count = count;
   c->dtype = dtype;
   c->accType = accumulationType(dtype);

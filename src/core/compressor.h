@@ -79,6 +79,7 @@ struct dctCompressor {
   static constexpr unsigned kMagic = 0xdc7c0cc1u;
   unsigned magic = kMagic;
   dctComm_t comm = nullptr;
+  int ranks = 1, rank = 0;  // the comm's size and this rank (1-bit chunks, global top-k ranges)
   size_t count = 0;
   dctDataType_t dtype = dctFloat32;     // the tensor's (sendbuf, recvbuf)
   dctDataType_t accType = dctFloat32;   // residual and sums: fp32 for half tensors
@@ -116,6 +117,10 @@ struct dctCompressor {
   dct::OnebitState onebit;
   // Global top-k (dctAlgoGlobalTopk): this rank's range-owner residual.
   dct::OwnerState owner;
+  // A state loaded (dctCompressorLoadState) before the compressor was
+  // bound: the blob, whose arrays go to the buffers as they are allocated
+  // (bindOps); its scalars took effect at the load.
+  std::vector<unsigned char> heldState;
 
   void* residual() const { return residuals[committed].as(); }
   void* spareResidual() const { return residuals[1 - committed].as(); }
@@ -128,13 +133,14 @@ inline bool validCompressor(dctCompressor_t c) {
 }
 
 // ranks: comm's size (1 without a comm), which bounds the wire values so
-// that their sum over the ranks stays finite.
+// that their sum over the ranks stays finite; rank: this rank in it.
 dctResult_t compressorCreate(dctComm_t comm, int ranks, size_t count, dctDataType_t dtype,
-                             const dctConfig_t& resolved, dctCompressor_t* out);
+                             const dctConfig_t& resolved, dctCompressor_t* out, int rank = 0);
 void compressorDestroy(dctCompressor_t c);
 
 // Binds the compressor to the twin that owns `buf` (first call allocates and
-// zeroes the residual there); dctInvalidArgument if buf lives elsewhere.
+// zeroes the residual there, then applies a held loaded state);
+// dctInvalidArgument if buf lives elsewhere.
 dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn);
 // Binds to an explicit ops table (tests: fault-injecting twins).
 // withResidual false: buffers only, no residual allocated (the sparse-input
@@ -142,6 +148,10 @@ dctResult_t bindTwin(dctCompressor_t c, const void* buf, const char* fn);
 dctResult_t bindOps(dctCompressor_t c, const KernelOps& ops, const char* fn, bool withResidual = true);
 // The twin that owns ptr's memory: CUDA for device pointers, else CPU.
 const KernelOps& twinFor(const void* ptr);
+// The 1-bit state's buffers (onebit_state.h) in c's twin, the server error
+// zeroed: on the first 1-bit step, or a load; nothing when already set up.
+// On failure nothing is left set up.
+dctResult_t onebitSetUp(dctCompressor_t c, void* stream);
 
 bool inWarmup(dctCompressor_t c);
 // A count outside the drift band around `target`: [target / 1.25, 1.25
