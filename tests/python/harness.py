@@ -67,3 +67,10 @@ def run_cases(namespace, only=None):
             print(f"{name}: ok ({time.time() - t0:.1f} s)", flush=True)
     if rank == 0:
         print(f"{len(names)} cases passed at {dist.get_world_size()} ranks", flush=True)
+
+
+def main(namespace):
+    """A test module's entry: start, RANK and SIZE into its globals, its cases, the end."""
+    namespace["RANK"], namespace["SIZE"] = start()
+    run_cases(namespace)
+    dist.destroy_process_group()

@@ -8,9 +8,12 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from harness import raises, run_cases, same_on_all_ranks, start
+import harness
+from harness import raises, same_on_all_ranks
 from libdct.torch import DctState
 from test_hook import model, train
+
+RANK = SIZE = None  # set by harness.main
 
 
 def case_a_sub_group_state_leaves_the_world_in_step():
@@ -80,12 +83,5 @@ def case_nccl_comm_failures_reach_every_rank():
     assert err is not None and "NCCL" in str(err), err
 
 
-def main():
-    global RANK, SIZE
-    RANK, SIZE = start()
-    run_cases(globals())
-    dist.destroy_process_group()
-
-
 if __name__ == "__main__":
-    main()
+    harness.main(globals())

@@ -16,10 +16,13 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from harness import raises, run_cases, start
+import harness
+from harness import raises
 from libdct import hook_work
 from libdct.torch import Bucket, DctState, dct_hook
 from test_hook import model, train
+
+RANK = SIZE = None  # set by harness.main
 
 
 def failing_once(on_rank, error):
@@ -122,12 +125,5 @@ def case_interpreter_exit_inside_a_callback_does_not_abort():
     assert "Fatal" not in r.stderr and "terminate" not in r.stderr, r.stderr[-2000:]
 
 
-def main():
-    global RANK, SIZE
-    RANK, SIZE = start()
-    run_cases(globals())
-    dist.destroy_process_group()
-
-
 if __name__ == "__main__":
-    main()
+    harness.main(globals())
