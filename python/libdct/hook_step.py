@@ -83,7 +83,7 @@ class StepRunner:
         except BaseException as e:
             failure = e
         v = vote(st.control.pg, st.ranks, settings_of(st), job.digest(st._positions is not None),
-                 failure is not None, [1 if work is not None and work.local_zero else 0])
+                 failure is not None, [1 if work is not None and work.local_zero_keys else 0])
         _raise_if_failed(v, failure, st, f"bucket {job.index}")
         zero = set()
         if v.flags[0]:  # some rank has a parameter with a zero gradient: which are zero everywhere

@@ -21,7 +21,6 @@ class _Work:
         views = dict(zip(job.keys, self.work.split(job.numels)))
         nonzero = torch.stack([(v != 0).any() for v in views.values()]).tolist() if views else []
         self.local_zero_keys = {k for k, nz in zip(job.keys, nonzero) if not nz}
-        self.local_zero = bool(self.local_zero_keys)
         compressed = self._compressed(job)
         for k in compressed:
             it.views[k] = views[k]
@@ -52,8 +51,8 @@ class _Work:
             numels = [job.numels[job.keys.index(k)] for k in keys]
             if units.exact(keys, sig) is None and not (self.runner.keep_partition and units.covering(keys, sig)):
                 units.make(keys, numels, self.work.dtype, sig, make, self.work.device)
-        if len(groups) == 1 and units.exact(groups[0], sig) is not None:
-            self.runner.last_unit[job.index] = units.exact(groups[0], sig)
+        if len(groups) == 1 and (whole_bucket := units.exact(groups[0], sig)) is not None:
+            self.runner.last_unit[job.index] = whole_bucket
         order = []
         for k in it.views:
             u = units.of.get(k)
