@@ -13,16 +13,6 @@ using namespace dct;
 
 namespace {
 
-dctResult_t checkRows(dctComm_t comm, const size_t* rows, const char* name, const char* fn) {
-  if (rows == nullptr) return fail(comm, dctInvalidArgument, "%s: %s is NULL", fn, name);
-  size_t total = 0;
-  for (int q = 0; q < comm->size; q++) {
-    if (rows[q] > (SIZE_MAX >> 8) - total) return fail(comm, dctInvalidArgument, "%s: %s overflows", fn, name);
-    total += rows[q];
-  }
-  return dctSuccess;
-}
-
 dctResult_t checkCreate(dctComm_t comm, const size_t* sendRows, const size_t* recvRows, size_t rowLength,
                         const dctDataType_t& dtype, const dctConfig_t* config, dctAlltoallPlan_t* plan,
                         dctConfig_t& resolved, const char* fn) {
@@ -31,8 +21,8 @@ dctResult_t checkCreate(dctComm_t comm, const size_t* sendRows, const size_t* re
   DCTCHECK(checkDatatype(comm, dtype, fn));
   if (rowLength == 0 || rowLength > 0xffffffffull)
     return fail(comm, dctInvalidArgument, "%s: rowLength %zu must be in [1, 2^32)", fn, rowLength);
-  DCTCHECK(checkRows(comm, sendRows, "sendRows", fn));
-  DCTCHECK(checkRows(comm, recvRows, "recvRows", fn));
+  DCTCHECK(checkRowCounts(comm, sendRows, rowLength, "sendRows", fn));
+  DCTCHECK(checkRowCounts(comm, recvRows, rowLength, "recvRows", fn));
   DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
   if (wireTypeFor(resolved.wireType, dtype) == dctNumTypes)
     return fail(comm, dctInvalidArgument, "%s: wireType %s is wider than the rows' %s", fn,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/local_context.h"
+#include "base/checked_size.h"
 #include "base/debug.h"
 #include "core/compressor.h"
 #include "dct/dct.h"
@@ -38,13 +39,31 @@ inline dctResult_t checkOp(dctComm_t comm, const dctRedOp_t& redOp, const char* 
   return fail(comm, dctInvalidArgument, "%s: op %d is not a dctRedOp_t", fn, op);
 }
 
-// Null with elements to hold, or not aligned to its element size.
+// Null with elements to hold, not aligned to its element size, or larger
+// than memory can be (elems x elemBytes past SIZE_MAX).
 inline dctResult_t checkBuffer(dctComm_t comm, const void* p, size_t elems, size_t elemBytes,
                                const char* name, const char* fn) {
   if (elems == 0) return dctSuccess;
+  size_t bytes;
+  if (!checkedMul(elems, elemBytes, bytes))
+    return fail(comm, dctInvalidArgument, "%s: %s of %zu elements of %zu bytes exceeds the address space", fn, name,
+                elems, elemBytes);
   if (p == nullptr) return fail(comm, dctInvalidArgument, "%s: %s is NULL with %zu elements", fn, name, elems);
   if (reinterpret_cast<uintptr_t>(p) % elemBytes != 0)
     return fail(comm, dctInvalidArgument, "%s: %s (%p) is not aligned to %zu bytes", fn, name, p, elemBytes);
+  return dctSuccess;
+}
+
+// Per-rank row counts of rowLength elements each (P of them): their total
+// rows x rowLength x the widest element (8 bytes) must fit size_t, so that
+// no later product of rows, rowLength and an element or index size wraps.
+inline dctResult_t checkRowCounts(dctComm_t comm, const size_t* rows, size_t rowLength, const char* name,
+                                  const char* fn) {
+  if (rows == nullptr) return fail(comm, dctInvalidArgument, "%s: %s is NULL", fn, name);
+  size_t total = 0, bytes = 0;
+  if (!checkedSum(rows, comm->size, total) || !checkedMul(total, rowLength, bytes) || !checkedMul(bytes, 8, bytes))
+    return fail(comm, dctInvalidArgument, "%s: %s x rowLength %zu x 8 bytes exceeds the address space", fn, name,
+                rowLength);
   return dctSuccess;
 }
 

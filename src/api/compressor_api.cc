@@ -21,6 +21,9 @@ extern "C" dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctData
     if (compressor == nullptr) return fail(comm, dctInvalidArgument, "%s: compressor is NULL", fn);
     *compressor = nullptr;
     DCTCHECK(checkDatatype(comm, datatype, fn));
+    // Its residual and scratch hold count values of up to 8 bytes.
+    if (count > SIZE_MAX / 8)
+      return fail(comm, dctInvalidArgument, "%s: count %zu exceeds the address space in 8-byte values", fn, count);
     dctConfig_t resolved;
     DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
     return compressorCreate(comm, comm->size, count, datatype, resolved, compressor, comm->rank);

@@ -32,13 +32,7 @@ dctResult_t checkCreate(dctComm_t comm, const size_t* rowsPerRank, size_t rowLen
   DCTCHECK(checkDatatype(comm, dtype, fn));
   if (rowLength == 0 || rowLength > 0xffffffffull)
     return fail(comm, dctInvalidArgument, "%s: rowLength %zu must be in [1, 2^32)", fn, rowLength);
-  if (rowsPerRank == nullptr) return fail(comm, dctInvalidArgument, "%s: rowsPerRank is NULL", fn);
-  size_t total = 0;
-  for (int q = 0; q < comm->size; q++) {
-    if (rowsPerRank[q] > (SIZE_MAX >> 8) / rowLength - total)
-      return fail(comm, dctInvalidArgument, "%s: rowsPerRank x rowLength overflows", fn);
-    total += rowsPerRank[q];
-  }
+  DCTCHECK(checkRowCounts(comm, rowsPerRank, rowLength, "rowsPerRank", fn));
   return checkConfig(comm, config, resolved);
 }
 

@@ -198,3 +198,35 @@ TEST_CASE("local calls reject bad input before writing") {
   CHECK(dense[1] == 5.0f);
   CHECK(dense[7] == 6.0f);
 }
+
+// Sizes whose bytes pass SIZE_MAX (hashed 64-bit ids, rows x rowLength):
+// refused with a message, on every rank for the collective calls, before
+// anything is allocated or written.
+TEST_CASE("sizes past the address space are refused, never wrapped") {
+  World w;
+  const size_t huge = size_t{1} << 62;  // x 4 bytes wraps to 0
+  dctCompressor_t c = nullptr;
+  CHECK(dctCompressorCreate(w.comm, huge, dctFloat32, nullptr, &c) == dctInvalidArgument);
+  CHECK(c == nullptr);
+  CHECK(hasMessage(w.comm));
+  float dense[4] = {};
+  uint32_t idx[1] = {1};
+  float v[1] = {2};
+  CHECK(dctScatterAdd(dense, huge, idx, v, 1, dctFloat32, nullptr) == dctInvalidArgument);
+  CHECK(dense[1] == 0.0f);
+  // 2^33 rows of 2^29 elements of 8 bytes: 2^65 bytes, on one rank or all.
+  for (int liar : {0, -1}) {
+    CAPTURE(liar);
+    std::vector<size_t> rows(w.size, 1);
+    if (liar < 0 || w.rank == liar) rows[0] = size_t{1} << 33;
+    dctAlltoallPlan_t plan = nullptr;
+    const dctResult_t a = dctAlltoallPlanCreate(w.comm, rows.data(), rows.data(), size_t{1} << 29, dctFloat64,
+                                                nullptr, &plan);
+    CHECK(a != dctSuccess);
+    CHECK(plan == nullptr);
+    dctDesPlan_t des = nullptr;
+    CHECK(dctDesPlanCreate(w.comm, rows.data(), size_t{1} << 29, dctFloat64, nullptr, &des) != dctSuccess);
+    CHECK(des == nullptr);
+    CHECK(hasMessage(w.comm));
+  }
+}
