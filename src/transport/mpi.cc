@@ -113,13 +113,27 @@ dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes
   return settleStaging(comm, stage, staged, stream);
 }
 
-// Host blocks only (the split's piece sizes): no staging, int counts.
+// Host blocks only (the split's piece sizes): no staging. Past int counts
+// (all P blocks in one call) the blocks go as an alltoallv in pieces.
 dctResult_t alltoall(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void*) {
-  if (bytesPerRank * comm->size > mpiCountLimit())
-    return fail(comm, dctInternalError, "MPI alltoall: %zu bytes per rank past int counts", bytesPerRank);
-  const int b = static_cast<int>(bytesPerRank);
-  MPICHECK(comm, MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, mpiOf(comm)));
-  return dctSuccess;
+  const int P = comm->size;
+  size_t total = 0;
+  // bytesPerRank is the same on every rank: every rank refuses alike.
+  if (!checkedMul(bytesPerRank, static_cast<size_t>(P), total))
+    return fail(comm, dctInvalidArgument, "MPI alltoall: %zu bytes per rank x %d ranks does not fit size_t",
+                bytesPerRank, P);
+  int b = 0;
+  if (total <= mpiCountLimit() && toInt(bytesPerRank, b)) {
+    MPICHECK(comm, MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, mpiOf(comm)));
+    return dctSuccess;
+  }
+  MpiState* st = stateOf(comm);
+  for (int q = 0; q < P; q++) {
+    st->blockBytes[q] = bytesPerRank;
+    st->blockOffsets[q] = q * bytesPerRank;  // < total
+  }
+  return alltoallvLarge(comm, static_cast<const char*>(send), st->blockBytes.data(), st->blockOffsets.data(),
+                        static_cast<char*>(recv), st->blockBytes.data(), st->blockOffsets.data());
 }
 
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
