@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -51,12 +52,11 @@ bool lost(const void* ptr, size_t bytes) { return bytes != 0 && ptr == nullptr; 
 dctResult_t allgathervLarge(dctComm_t comm, const void* send, size_t sendBytes, char* recv,
                             const size_t* bytes, const size_t* offsets) {
   const MpiPieces p = pieces();
-  const size_t piece = p.limit;
   if (sendBytes && send != recv + offsets[comm->rank]) std::memcpy(recv + offsets[comm->rank], send, sendBytes);
   for (int root = 0; root < comm->size; root++)
-    for (size_t j = 0; j < p.piecesOf(bytes[root]); j++)
-      MPICHECK(comm,
-               MPI_Bcast(recv + offsets[root] + j * piece, p.pieceLen(bytes[root], j), MPI_BYTE, root, mpiOf(comm)));
+    for (size_t j = 0, at = 0; j < p.piecesOf(bytes[root]); j++)
+      if (p.pieceAt(offsets[root], j, at))  // inside the checked extent
+        MPICHECK(comm, MPI_Bcast(recv + at, p.pieceLen(bytes[root], j), MPI_BYTE, root, mpiOf(comm)));
   return dctSuccess;
 }
 
@@ -65,22 +65,21 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   const int P = comm->size;
   MpiState* st = stateOf(comm);
   HostStaging& stage = st->staging;
-  const size_t extent = blocksExtent(recvBytes, recvOffsets, P);
+  size_t extent = 0;
+  // The layout is agreed: every rank refuses alike, and makes the same choice below.
+  if (!checkedExtent(recvBytes, recvOffsets, P, extent))
+    return fail(comm, dctInvalidArgument, "MPI allgatherv: a block's offset + bytes does not fit size_t");
+  sendBytes = std::min(sendBytes, recvBytes[comm->rank]);  // equal by contract; never past the block
   dctResult_t staged = stage.input(comm, send, sendBytes, stream);
   keepFirst(staged, stage.output(comm, recv, extent, false, stream));
   if (lost(send, sendBytes) || lost(recv, extent)) return staged;
   int* counts = st->recvCounts.data();
   int* displs = st->recvDispls.data();
-  bool fits = sendBytes <= mpiCountLimit();
-  for (int r = 0; r < P && fits; r++) {
-    fits = recvBytes[r] <= mpiCountLimit() && recvOffsets[r] <= mpiCountLimit();
-    counts[r] = static_cast<int>(recvBytes[r]);
-    displs[r] = static_cast<int>(recvOffsets[r]);
-  }
-  // The same decision on every rank: the sizes were agreed on.
-  if (fits)
-    MPICHECK(comm, MPI_Allgatherv(send, static_cast<int>(sendBytes), MPI_BYTE, recv, counts, displs, MPI_BYTE,
-                                  mpiOf(comm)));
+  size_t base = 0;
+  int sendCount = 0;
+  if (intLayout(recvBytes, recvOffsets, P, mpiCountLimit(), base, counts, displs) && toInt(sendBytes, sendCount))
+    MPICHECK(comm, MPI_Allgatherv(send, sendCount, MPI_BYTE, static_cast<char*>(recv) + base, counts, displs,
+                                  MPI_BYTE, mpiOf(comm)));
   else
     DCTCHECK(allgathervLarge(comm, send, sendBytes, static_cast<char*>(recv), recvBytes, recvOffsets));
   return settleStaging(comm, stage, staged, stream);
@@ -90,24 +89,28 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
 // owner in pieces.
 dctResult_t allgatherLarge(dctComm_t comm, const void* send, char* recv, size_t bytes) {
   const MpiPieces p = pieces();
-  char* mine = recv + comm->rank * bytes;
+  char* mine = recv + comm->rank * bytes;  // the caller checked bytes x P
   if (bytes && send != mine) std::memcpy(mine, send, bytes);
   for (int root = 0; root < comm->size; root++)
-    for (size_t j = 0; j < p.piecesOf(bytes); j++)
-      MPICHECK(comm, MPI_Bcast(recv + root * bytes + j * mpiCountLimit(), p.pieceLen(bytes, j), MPI_BYTE, root,
-                               mpiOf(comm)));
+    for (size_t j = 0, at = 0; j < p.piecesOf(bytes); j++)
+      if (p.pieceAt(root * bytes, j, at))
+        MPICHECK(comm, MPI_Bcast(recv + at, p.pieceLen(bytes, j), MPI_BYTE, root, mpiOf(comm)));
   return dctSuccess;
 }
 
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
   const int P = comm->size;
+  size_t total = 0;
+  // bytes is the same on every rank: every rank refuses alike.
+  if (!checkedMul(bytes, static_cast<size_t>(P), total))
+    return fail(comm, dctInvalidArgument, "MPI allgather: %zu bytes x %d ranks does not fit size_t", bytes, P);
   HostStaging& stage = stateOf(comm)->staging;
   dctResult_t staged = stage.input(comm, send, bytes, stream);
-  keepFirst(staged, stage.output(comm, recv, bytes * P, false, stream));
-  if (lost(send, bytes) || lost(recv, bytes * P)) return staged;
-  if (bytes * P <= mpiCountLimit())
-    MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
-                                 mpiOf(comm)));
+  keepFirst(staged, stage.output(comm, recv, total, false, stream));
+  if (lost(send, bytes) || lost(recv, total)) return staged;
+  int b = 0;
+  if (total <= mpiCountLimit() && toInt(bytes, b))
+    MPICHECK(comm, MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, mpiOf(comm)));
   else
     DCTCHECK(allgatherLarge(comm, send, static_cast<char*>(recv), bytes));
   return settleStaging(comm, stage, staged, stream);
@@ -136,30 +139,81 @@ dctResult_t alltoall(dctComm_t comm, const void* send, void* recv, size_t bytesP
                         static_cast<char*>(recv), st->blockBytes.data(), st->blockOffsets.data());
 }
 
+// A rank whose blocks lie further apart than int displacements reach (the
+// counts fit: they are at most totalBytes) takes part through packed
+// copies of them; with copy false (a layout no buffer holds) through junk.
+// Only sizes past the agreed total (a caller's bug) or no memory for the
+// copies keep the rank out.
+dctResult_t packedAlltoallv(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
+                            char* recv, const size_t* recvBytes, const size_t* recvOffsets, bool copy) {
+  const int P = comm->size;
+  MpiState* st = stateOf(comm);
+  int *sc = st->sendCounts.data(), *sd = st->sendDispls.data(), *rc = st->recvCounts.data(),
+      *rd = st->recvDispls.data();
+  size_t sendSum = 0, recvSum = 0;
+  bool ok = true;
+  for (int q = 0; q < P && ok; q++)
+    ok = toInt(sendBytes[q], sc[q]) && toInt(sendSum, sd[q]) && checkedAdd(sendSum, sendBytes[q], sendSum) &&
+         toInt(recvBytes[q], rc[q]) && toInt(recvSum, rd[q]) && checkedAdd(recvSum, recvBytes[q], recvSum);
+  if (!ok || sendSum > mpiCountLimit() || recvSum > mpiCountLimit())
+    return fail(comm, dctInternalError, "MPI alltoallv: this rank's blocks exceed the total all ranks send");
+  char* packedSend = static_cast<char*>(std::calloc(sendSum + 1, 1));
+  char* packedRecv = static_cast<char*>(std::calloc(recvSum + 1, 1));
+  if (packedSend == nullptr || packedRecv == nullptr) {
+    std::free(packedSend);
+    std::free(packedRecv);
+    return fail(comm, dctOutOfMemory, "MPI alltoallv: out of memory for packed blocks");
+  }
+  for (int q = 0; q < P && copy; q++)
+    if (sendBytes[q]) std::memcpy(packedSend + sd[q], send + sendOffsets[q], sendBytes[q]);
+  const int err = MPI_Alltoallv(packedSend, sc, sd, MPI_BYTE, packedRecv, rc, rd, MPI_BYTE, mpiOf(comm));
+  for (int q = 0; q < P && copy && err == MPI_SUCCESS; q++)
+    if (recvBytes[q]) std::memcpy(recv + recvOffsets[q], packedRecv + rd[q], recvBytes[q]);
+  std::free(packedSend);
+  std::free(packedRecv);
+  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Alltoallv (packed)");
+}
+
+// Whether every count and displacement of every rank fits an int: at most
+// the total all ranks send, which every rank knows alike (the same choice
+// everywhere), once each rank's displacements count from its first block.
+bool collectiveAlltoallv(size_t totalBytes) { return totalBytes <= mpiCountLimit(); }
+
+// A layout whose offset + bytes wraps: no buffer holds it. The rank still
+// takes part (junk out, nothing in) and reports.
+dctResult_t unheldAlltoallv(dctComm_t comm, const size_t* sendBytes, const size_t* sendOffsets,
+                            const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes) {
+  if (collectiveAlltoallv(totalBytes))
+    DCTCHECK(packedAlltoallv(comm, nullptr, sendBytes, sendOffsets, nullptr, recvBytes, recvOffsets, false));
+  else
+    DCTCHECK(alltoallvLarge(comm, nullptr, sendBytes, sendOffsets, nullptr, recvBytes, recvOffsets));
+  return fail(comm, dctInvalidArgument, "MPI alltoallv: a block's offset + bytes does not fit size_t");
+}
+
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
                       const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const int P = comm->size;
   MpiState* st = stateOf(comm);
   HostStaging& stage = st->staging;
-  const size_t sendExtent = blocksExtent(sendBytes, sendOffsets, P), recvExtent = blocksExtent(recvBytes, recvOffsets, P);
+  size_t sendExtent = 0, recvExtent = 0;
+  if (!checkedExtent(sendBytes, sendOffsets, P, sendExtent) || !checkedExtent(recvBytes, recvOffsets, P, recvExtent))
+    return unheldAlltoallv(comm, sendBytes, sendOffsets, recvBytes, recvOffsets, totalBytes);
   dctResult_t staged = stage.input(comm, send, sendExtent, stream);
   keepFirst(staged, stage.output(comm, recv, recvExtent, false, stream));
   if (lost(send, sendExtent) || lost(recv, recvExtent)) return staged;
-  // Every count and displacement of every rank is at most the total all
-  // ranks send, which every rank knows alike: the same choice everywhere.
-  if (totalBytes <= mpiCountLimit()) {
+  const char* in = static_cast<const char*>(send);
+  char* out = static_cast<char*>(recv);
+  if (collectiveAlltoallv(totalBytes)) {
     int *sc = st->sendCounts.data(), *sd = st->sendDispls.data(), *rc = st->recvCounts.data(),
         *rd = st->recvDispls.data();
-    for (int q = 0; q < P; q++) {
-      sc[q] = static_cast<int>(sendBytes[q]);
-      sd[q] = static_cast<int>(sendOffsets[q]);
-      rc[q] = static_cast<int>(recvBytes[q]);
-      rd[q] = static_cast<int>(recvOffsets[q]);
-    }
-    MPICHECK(comm, MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, mpiOf(comm)));
+    size_t sendBase = 0, recvBase = 0;
+    if (intLayout(sendBytes, sendOffsets, P, mpiCountLimit(), sendBase, sc, sd) &&
+        intLayout(recvBytes, recvOffsets, P, mpiCountLimit(), recvBase, rc, rd))
+      MPICHECK(comm, MPI_Alltoallv(in + sendBase, sc, sd, MPI_BYTE, out + recvBase, rc, rd, MPI_BYTE, mpiOf(comm)));
+    else
+      DCTCHECK(packedAlltoallv(comm, in, sendBytes, sendOffsets, out, recvBytes, recvOffsets, true));
   } else {
-    DCTCHECK(alltoallvLarge(comm, static_cast<const char*>(send), sendBytes, sendOffsets, static_cast<char*>(recv),
-                            recvBytes, recvOffsets));
+    DCTCHECK(alltoallvLarge(comm, in, sendBytes, sendOffsets, out, recvBytes, recvOffsets));
   }
   return settleStaging(comm, stage, staged, stream);
 }
@@ -182,20 +236,31 @@ dctResult_t sumOf(dctComm_t comm, dctDataType_t datatype, MpiSum& sum) {
   return dctSuccess;
 }
 
+// count x elem bytes; count is the same on every rank: every rank refuses alike.
+dctResult_t sumBytes(dctComm_t comm, const char* op, size_t count, size_t elem, size_t& bytes) {
+  if (checkedMul(count, elem, bytes)) return dctSuccess;
+  return fail(comm, dctInvalidArgument, "MPI %s: %zu elements of %zu bytes do not fit size_t", op, count, elem);
+}
+
+// Elements per MPI call: an int count whose bytes stay within the count
+// limit (at least one element).
+size_t sumPiece(size_t elem) { return mpiCountLimit() / elem ? mpiCountLimit() / elem : 1; }
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
   MpiSum sum;
   DCTCHECK(sumOf(comm, datatype, sum));
   const size_t elem = sum.elem;
+  size_t bytes = 0;
+  DCTCHECK(sumBytes(comm, "allreduce", count, elem, bytes));
   const bool inPlace = send == recv;
   HostStaging& stage = stateOf(comm)->staging;
-  dctResult_t staged = stage.output(comm, recv, count * elem, inPlace, stream);
-  if (!inPlace) keepFirst(staged, stage.input(comm, send, count * elem, stream));
-  if (lost(recv, count * elem) || (!inPlace && lost(send, count * elem))) return staged;
-  // Pieces whose element count fits an int.
-  const size_t piece = mpiCountLimit() / elem;
-  for (size_t off = 0; off < count; off += piece) {
-    int n = static_cast<int>(count - off < piece ? count - off : piece);
+  dctResult_t staged = stage.output(comm, recv, bytes, inPlace, stream);
+  if (!inPlace) keepFirst(staged, stage.input(comm, send, bytes, stream));
+  if (lost(recv, bytes) || (!inPlace && lost(send, bytes))) return staged;
+  const size_t piece = sumPiece(elem);
+  for (size_t off = 0; off < count; off += piece) {  // off + piece <= count + INT_MAX: count x elem fits
+    const int n = static_cast<int>(count - off < piece ? count - off : piece);  // <= piece <= INT_MAX
     const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
     MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, sum.type, sum.op, mpiOf(comm)));
   }
@@ -207,14 +272,16 @@ dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, d
   MpiSum sum;
   DCTCHECK(sumOf(comm, datatype, sum));
   const size_t elem = sum.elem;
+  size_t bytes = 0;
+  DCTCHECK(sumBytes(comm, "reduce", count, elem, bytes));
   const bool isRoot = comm->rank == root;
   HostStaging& stage = stateOf(comm)->staging;
-  dctResult_t staged = stage.input(comm, send, count * elem, stream);
-  if (isRoot) keepFirst(staged, stage.output(comm, recv, count * elem, false, stream));
-  if (lost(send, count * elem) || (isRoot && lost(recv, count * elem))) return staged;
-  const size_t piece = mpiCountLimit() / elem;
+  dctResult_t staged = stage.input(comm, send, bytes, stream);
+  if (isRoot) keepFirst(staged, stage.output(comm, recv, bytes, false, stream));
+  if (lost(send, bytes) || (isRoot && lost(recv, bytes))) return staged;
+  const size_t piece = sumPiece(elem);
   for (size_t off = 0; off < count; off += piece) {
-    int n = static_cast<int>(count - off < piece ? count - off : piece);
+    const int n = static_cast<int>(count - off < piece ? count - off : piece);  // <= piece <= INT_MAX
     void* to = isRoot ? static_cast<char*>(recv) + off * elem : nullptr;
     MPICHECK(comm, MPI_Reduce(static_cast<const char*>(send) + off * elem, to, n, sum.type, sum.op, root, mpiOf(comm)));
   }
@@ -226,10 +293,9 @@ dctResult_t broadcast(dctComm_t comm, void* buffer, size_t bytes, int root, void
   // The root's data goes in, everyone's comes out.
   const dctResult_t staged = stage.output(comm, buffer, bytes, comm->rank == root, stream);
   if (lost(buffer, bytes)) return staged;
-  for (size_t off = 0; off < bytes; off += mpiCountLimit()) {
-    const size_t n = bytes - off < mpiCountLimit() ? bytes - off : mpiCountLimit();
-    MPICHECK(comm, MPI_Bcast(static_cast<char*>(buffer) + off, static_cast<int>(n), MPI_BYTE, root, mpiOf(comm)));
-  }
+  const MpiPieces p = pieces();
+  for (size_t j = 0, at = 0; j < p.piecesOf(bytes) && p.pieceAt(0, j, at); j++)
+    MPICHECK(comm, MPI_Bcast(static_cast<char*>(buffer) + at, p.pieceLen(bytes, j), MPI_BYTE, root, mpiOf(comm)));
   return settleStaging(comm, stage, staged, stream);
 }
 

@@ -49,4 +49,21 @@ inline bool checkedExtent(const size_t* bytes, const size_t* offsets, int n, siz
   return true;
 }
 
+// MPI int displacements of n blocks relative to the lowest non-empty one
+// (`base`), counts as ints: false when a block ends past base + `limit`
+// (or past SIZE_MAX). Empty blocks get displacement 0.
+inline bool intLayout(const size_t* bytes, const size_t* offsets, int n, size_t limit, size_t& base, int* counts,
+                      int* displs) {
+  bool any = false;
+  base = 0;
+  for (int i = 0; i < n; i++)
+    if (bytes[i] && (!any || offsets[i] < base)) base = offsets[i], any = true;
+  for (int i = 0; i < n; i++) {
+    size_t end = 0;
+    if (bytes[i] && (!checkedAdd(offsets[i], bytes[i], end) || end - base > limit)) return false;
+    if (!toInt(bytes[i], counts[i]) || !toInt(bytes[i] ? offsets[i] - base : 0, displs[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace dct

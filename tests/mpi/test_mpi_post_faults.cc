@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "exchange_util.h"
 #include "mpi_util.h"
 #include "transport/comm.h"
 #include "transport/mpi_limits.h"
@@ -56,8 +57,6 @@ class Watchdog {
   bool done_ = false;
   std::thread thread_;
 };
-
-unsigned char pattern(int from, int to, size_t b) { return static_cast<unsigned char>(31 * from + 17 * to + 7 * b + 1); }
 
 // Tests a request until done (yielding: ranks share cores).
 dctResult_t finish(const World& w, void* request) {
@@ -101,37 +100,6 @@ Exchange gatherv(const World& w, std::vector<unsigned char>& buf, std::vector<si
   };
   return e;
 }
-
-// Bytes rank `from` sends rank `to` in the all-to-all: uneven, agreed.
-size_t pairBytes(int from, int to) { return 3 + (7 * from + 5 * to) % 11; }
-
-struct Alltoall {
-  std::vector<unsigned char> send, recv;
-  std::vector<size_t> sendBytes, sendOffsets, recvBytes, recvOffsets;
-  size_t total = 0;
-  Alltoall(int me, int P) : sendBytes(P), sendOffsets(P), recvBytes(P), recvOffsets(P) {
-    size_t s = 0, r = 0;
-    for (int q = 0; q < P; q++) {
-      sendBytes[q] = pairBytes(me, q);
-      recvBytes[q] = pairBytes(q, me);
-      sendOffsets[q] = s;
-      recvOffsets[q] = r;
-      s += sendBytes[q];
-      r += recvBytes[q];
-      for (int p = 0; p < P; p++) total += pairBytes(p, q);
-    }
-    send.resize(s);
-    for (int q = 0; q < P; q++)
-      for (size_t b = 0; b < sendBytes[q]; b++) send[sendOffsets[q] + b] = pattern(me, q, b);
-    recv.resize(r);
-  }
-  bool ok(int me) const {
-    for (size_t q = 0; q < recvBytes.size(); q++)
-      for (size_t b = 0; b < recvBytes[q]; b++)
-        if (recv[recvOffsets[q] + b] != pattern(static_cast<int>(q), me, b)) return false;
-    return true;
-  }
-};
 
 Exchange ialltoallv(const World& w, Alltoall& a) {
   Exchange e;
