@@ -1,6 +1,6 @@
-// Shared by the MPI transport's files (mpi.cc: blocking ops and the comm;
-// mpi_nonblocking.cc: the point-to-point exchanges): its per-comm state and
-// error handling.
+// Shared by the MPI transport's files (mpi.cc: the comm, gathers and sums;
+// mpi_alltoall.cc: the all-to-alls; mpi_nonblocking.cc: the point-to-point
+// exchanges): its per-comm state and error handling.
 #pragma once
 
 #include <mpi.h>
@@ -53,11 +53,26 @@ inline void drain(MPI_Request* requests, int n) {
     if (requests[i] != MPI_REQUEST_NULL) (void)MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
 }
 
+// After the MPI call: a staging failure is reported now that the rank has
+// taken part; otherwise staged outputs go back to the device.
+inline dctResult_t settleStaging(dctComm_t comm, HostStaging& stage, dctResult_t staged, void* stream) {
+  return staged != dctSuccess ? staged : stage.finish(comm, stream);
+}
+
+// Whether a staging failure left a buffer MPI cannot take: no host memory
+// at all for a stand-in, the one case where the rank cannot take part.
+inline bool lost(const void* ptr, size_t bytes) { return bytes != 0 && ptr == nullptr; }
+
 // A nonblocking exchange in flight.
 struct MpiRequest {
   std::unique_ptr<MPI_Request[]> requests;
   int count = 0;  // posted
 };
+
+// mpi_alltoall.cc
+dctResult_t alltoall(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void* stream);
+dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
+                      const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream);
 
 // mpi_nonblocking.cc
 dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
