@@ -13,34 +13,18 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <memory>
 #include <new>
 #include <vector>
 
-#include "base/debug.h"
 #include "dct/dct_mpi.h"
-#include "transport/comm.h"
 #include "transport/fault_injection.h"
-#include "transport/host_staging.h"
-#include "transport/mpi_half.h"
-#include "transport/mpi_limits.h"
+#include "transport/mpi_state.h"
 
 namespace dct {
 
 dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out);
 
-namespace {
-
-struct MpiState {
-  MPI_Comm comm = MPI_COMM_NULL;
-  HostStaging staging;  // device buffers through pinned host memory
-  MpiHalfOps halfOps;   // fp16/bf16 sums, created on first use
-  // MPI's int counts and displacements, one per rank: send side, receive side.
-  std::vector<int> sendCounts, sendDispls, recvCounts, recvDispls;
-};
-
-MpiState* stateOf(dctComm_t comm) { return static_cast<MpiState*>(comm->transportState); }
-MPI_Comm mpiOf(dctComm_t comm) { return stateOf(comm)->comm; }
+namespace mpi {
 
 dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -49,56 +33,19 @@ dctResult_t mpiFail(dctComm_t comm, int err, const char* what) {
   return fail(comm, dctTransportError, "%s failed: %s", what, msg);
 }
 
-#define MPICHECK(comm, call)                                            \
-  do {                                                                  \
-    int mpi_err_ = (call);                                              \
-    if (mpi_err_ != MPI_SUCCESS) return mpiFail(comm, mpi_err_, #call); \
-  } while (0)
-
-// The first failure of an op's parts.
-void keepFirst(dctResult_t& res, dctResult_t r) {
-  if (res == dctSuccess) res = r;
-}
-
-// After the MPI call: a staging failure is reported now that the rank has
-// taken part; otherwise staged outputs go back to the device.
-dctResult_t settleStaging(dctComm_t comm, HostStaging& stage, dctResult_t staged, void* stream) {
-  return staged != dctSuccess ? staged : stage.finish(comm, stream);
-}
-
-// Whether a staging failure left a buffer MPI cannot take: no host memory
-// at all for a stand-in, the one case where the rank cannot take part.
-bool lost(const void* ptr, size_t bytes) { return bytes != 0 && ptr == nullptr; }
-
-// Completes whatever MPI may still write into or read from (after a failed
-// post or test): the peers posted theirs, so this returns.
-void drain(MPI_Request* requests, int n) {
-  for (int i = 0; i < n; i++)
-    if (requests[i] != MPI_REQUEST_NULL) (void)MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
-}
-
-// Beyond MPI's int counts a block of `cap` bytes travels as ceil(cap /
-// limit) pieces of at most the limit, j-th piece pieceLen(bytes, j) long.
-// Sizes that are agreed give the same pieces on every rank; a capacity
-// gives the receiver the count without knowing what was sent (trailing
-// pieces empty when the sender has less).
-size_t piecesOf(size_t cap) { return (cap + mpiCountLimit() - 1) / mpiCountLimit(); }
-int pieceLen(size_t bytes, size_t j) {
-  const size_t at = j * mpiCountLimit();
-  return static_cast<int>(bytes > at ? std::min(mpiCountLimit(), bytes - at) : 0);
-}
+namespace {
 
 // Beyond MPI's int counts and displacements: every rank's block is
 // broadcast from its owner in pieces of at most the count limit. Every rank
 // computes the same pieces from the same (agreed) sizes.
 dctResult_t allgathervLarge(dctComm_t comm, const void* send, size_t sendBytes, char* recv,
                             const size_t* bytes, const size_t* offsets) {
-  const size_t piece = mpiCountLimit();
+  const MpiPieces p = pieces();
   if (sendBytes && send != recv + offsets[comm->rank]) std::memcpy(recv + offsets[comm->rank], send, sendBytes);
   for (int root = 0; root < comm->size; root++)
-    for (size_t j = 0; j < piecesOf(bytes[root]); j++)
-      MPICHECK(comm,
-               MPI_Bcast(recv + offsets[root] + j * piece, pieceLen(bytes[root], j), MPI_BYTE, root, mpiOf(comm)));
+    for (size_t j = 0, at = 0; j < p.piecesOf(bytes[root]); j++)
+      if (p.pieceAt(offsets[root], j, at))  // inside the checked extent
+        MPICHECK(comm, MPI_Bcast(recv + at, p.pieceLen(bytes[root], j), MPI_BYTE, root, mpiOf(comm)));
   return dctSuccess;
 }
 
@@ -107,250 +54,54 @@ dctResult_t allgatherv(dctComm_t comm, const void* send, size_t sendBytes, void*
   const int P = comm->size;
   MpiState* st = stateOf(comm);
   HostStaging& stage = st->staging;
-  const size_t extent = blocksExtent(recvBytes, recvOffsets, P);
+  size_t extent = 0;
+  // The layout is agreed: every rank refuses alike, and makes the same choice below.
+  if (!checkedExtent(recvBytes, recvOffsets, P, extent))
+    return fail(comm, dctInvalidArgument, "MPI allgatherv: a block's offset + bytes does not fit size_t");
+  sendBytes = std::min(sendBytes, recvBytes[comm->rank]);  // equal by contract; never past the block
   dctResult_t staged = stage.input(comm, send, sendBytes, stream);
   keepFirst(staged, stage.output(comm, recv, extent, false, stream));
   if (lost(send, sendBytes) || lost(recv, extent)) return staged;
   int* counts = st->recvCounts.data();
   int* displs = st->recvDispls.data();
-  bool fits = sendBytes <= mpiCountLimit();
-  for (int r = 0; r < P && fits; r++) {
-    fits = recvBytes[r] <= mpiCountLimit() && recvOffsets[r] <= mpiCountLimit();
-    counts[r] = static_cast<int>(recvBytes[r]);
-    displs[r] = static_cast<int>(recvOffsets[r]);
-  }
-  // The same decision on every rank: the sizes were agreed on.
-  if (fits)
-    MPICHECK(comm, MPI_Allgatherv(send, static_cast<int>(sendBytes), MPI_BYTE, recv, counts, displs, MPI_BYTE,
-                                  mpiOf(comm)));
+  size_t base = 0;
+  int sendCount = 0;
+  if (intLayout(recvBytes, recvOffsets, P, mpiCountLimit(), base, counts, displs) && toInt(sendBytes, sendCount))
+    MPICHECK(comm, MPI_Allgatherv(send, sendCount, MPI_BYTE, static_cast<char*>(recv) + base, counts, displs,
+                                  MPI_BYTE, mpiOf(comm)));
   else
     DCTCHECK(allgathervLarge(comm, send, sendBytes, static_cast<char*>(recv), recvBytes, recvOffsets));
   return settleStaging(comm, stage, staged, stream);
 }
 
-// Point to point, not MPI_Iallgatherv: a receive may be larger than the
-// message, so only the bytes a rank has cross the wire, and the blocks'
-// capacities can be generous. Same source, tag and comm: successive
-// requests match in order.
-constexpr int kGatherTag = 0x6763;
-
-struct MpiRequest {
-  std::unique_ptr<MPI_Request[]> requests;
-  int count = 0;  // posted
-};
-
-// Still takes part when the request cannot be allocated: blocking, piece by
-// piece, pairing each send with the receive from the rank as far behind.
-dctResult_t blockingAllgatherv(dctComm_t comm, char* out, size_t sendBytes, const size_t* recvBytes,
-                               const size_t* recvOffsets) {
-  const int P = comm->size, me = comm->rank;
-  const size_t L = mpiCountLimit();
-  for (int k = 1; k < P; k++) {
-    const int to = (me + k) % P, from = (me - k + P) % P;
-    for (size_t j = 0; j < std::max(piecesOf(recvBytes[me]), piecesOf(recvBytes[from])); j++) {
-      const bool sends = j < piecesOf(recvBytes[me]), receives = j < piecesOf(recvBytes[from]);
-      MPICHECK(comm, MPI_Sendrecv(out + recvOffsets[me] + j * L, sends ? pieceLen(sendBytes, j) : 0, MPI_BYTE,
-                                  sends ? to : MPI_PROC_NULL, kGatherTag, out + recvOffsets[from] + j * L,
-                                  receives ? pieceLen(recvBytes[from], j) : 0, MPI_BYTE,
-                                  receives ? from : MPI_PROC_NULL, kGatherTag, mpiOf(comm), MPI_STATUS_IGNORE));
-    }
-  }
-  return fail(comm, dctOutOfMemory, "MPI iallgatherv: out of memory");
-}
-
-dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void* recv, const size_t* recvBytes,
-                        const size_t* recvOffsets, void** request) {
-  *request = nullptr;
-  const int P = comm->size, me = comm->rank;
-  const size_t L = mpiCountLimit();
-  char* out = static_cast<char*>(recv);
-  // Too much to send: the block's capacity still goes, so nobody waits.
-  const bool over = sendBytes > recvBytes[me];
-  if (over) sendBytes = recvBytes[me];
-  if (send != out + recvOffsets[me] && sendBytes) std::memcpy(out + recvOffsets[me], send, sendBytes);
-  size_t n = (P - 1) * piecesOf(recvBytes[me]);
-  for (int q = 0; q < P; q++)
-    if (q != me) n += piecesOf(recvBytes[q]);
-  std::unique_ptr<MpiRequest> req(new (std::nothrow) MpiRequest());
-  if (req) req->requests.reset(new (std::nothrow) MPI_Request[n]);
-  if (req == nullptr || (n && req->requests == nullptr))
-    return blockingAllgatherv(comm, out, sendBytes, recvBytes, recvOffsets);
-  MPI_Request* r = req->requests.get();
-  int& posted = req->count;
-  int err = MPI_SUCCESS;
-  for (int q = 0; q < P && err == MPI_SUCCESS; q++) {
-    for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++)
-      err = MPI_Irecv(out + recvOffsets[q] + j * L, pieceLen(recvBytes[q], j), MPI_BYTE, q, kGatherTag,
-                      mpiOf(comm), &r[posted++]);
-  }
-  for (int k = 1; k < P && err == MPI_SUCCESS; k++) {  // rank me + k first: spread the load
-    for (size_t j = 0; j < piecesOf(recvBytes[me]) && err == MPI_SUCCESS; j++)
-      err = MPI_Isend(out + recvOffsets[me] + j * L, pieceLen(sendBytes, j), MPI_BYTE, (me + k) % P, kGatherTag,
-                      mpiOf(comm), &r[posted++]);
-  }
-  if (err != MPI_SUCCESS) {  // nothing stays posted into buffers the caller may free
-    drain(r, posted - 1);
-    return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
-  }
-  *request = req.release();
-  return over ? fail(comm, dctInternalError, "MPI iallgatherv: a block exceeds its capacity") : dctSuccess;
-}
-
-dctResult_t test(dctComm_t comm, void* request, int* done) {
-  *done = 1;
-  auto* req = static_cast<MpiRequest*>(request);
-  if (req == nullptr) return dctSuccess;
-  int flag = 0;
-  int err = MPI_Testall(req->count, req->requests.get(), &flag, MPI_STATUSES_IGNORE);
-  if (err == MPI_SUCCESS && !flag) {
-    *done = 0;
-    return dctSuccess;
-  }
-  if (err != MPI_SUCCESS) drain(req->requests.get(), req->count);  // done means MPI is done with the buffers
-  delete req;
-  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Testall");
-}
-
 // allgathervLarge for equal blocks: every rank's block broadcast from its
 // owner in pieces.
 dctResult_t allgatherLarge(dctComm_t comm, const void* send, char* recv, size_t bytes) {
-  char* mine = recv + comm->rank * bytes;
+  const MpiPieces p = pieces();
+  char* mine = recv + comm->rank * bytes;  // the caller checked bytes x P
   if (bytes && send != mine) std::memcpy(mine, send, bytes);
   for (int root = 0; root < comm->size; root++)
-    for (size_t j = 0; j < piecesOf(bytes); j++)
-      MPICHECK(comm, MPI_Bcast(recv + root * bytes + j * mpiCountLimit(), pieceLen(bytes, j), MPI_BYTE, root,
-                               mpiOf(comm)));
+    for (size_t j = 0, at = 0; j < p.piecesOf(bytes); j++)
+      if (p.pieceAt(root * bytes, j, at))
+        MPICHECK(comm, MPI_Bcast(recv + at, p.pieceLen(bytes, j), MPI_BYTE, root, mpiOf(comm)));
   return dctSuccess;
 }
 
 dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes, void* stream) {
   const int P = comm->size;
+  size_t total = 0;
+  // bytes is the same on every rank: every rank refuses alike.
+  if (!checkedMul(bytes, static_cast<size_t>(P), total))
+    return fail(comm, dctInvalidArgument, "MPI allgather: %zu bytes x %d ranks does not fit size_t", bytes, P);
   HostStaging& stage = stateOf(comm)->staging;
   dctResult_t staged = stage.input(comm, send, bytes, stream);
-  keepFirst(staged, stage.output(comm, recv, bytes * P, false, stream));
-  if (lost(send, bytes) || lost(recv, bytes * P)) return staged;
-  if (bytes * P <= mpiCountLimit())
-    MPICHECK(comm, MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
-                                 mpiOf(comm)));
+  keepFirst(staged, stage.output(comm, recv, total, false, stream));
+  if (lost(send, bytes) || lost(recv, total)) return staged;
+  int b = 0;
+  if (total <= mpiCountLimit() && toInt(bytes, b))
+    MPICHECK(comm, MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, mpiOf(comm)));
   else
     DCTCHECK(allgatherLarge(comm, send, static_cast<char*>(recv), bytes));
-  return settleStaging(comm, stage, staged, stream);
-}
-
-// Host blocks only (the split's piece sizes): no staging, int counts.
-dctResult_t alltoall(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void*) {
-  if (bytesPerRank * comm->size > mpiCountLimit())
-    return fail(comm, dctInternalError, "MPI alltoall: %zu bytes per rank past int counts", bytesPerRank);
-  const int b = static_cast<int>(bytesPerRank);
-  MPICHECK(comm, MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, mpiOf(comm)));
-  return dctSuccess;
-}
-
-// Beyond int counts, without room for the requests: pair by pair, each
-// send matched with the receive from the rank as far behind, piece by piece.
-dctResult_t blockingAlltoallv(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
-                              char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
-  const int P = comm->size, me = comm->rank;
-  const size_t L = mpiCountLimit();
-  for (int k = 1; k < P; k++) {
-    const int to = (me + k) % P, from = (me - k + P) % P;
-    const size_t sends = piecesOf(sendBytes[to]), receives = piecesOf(recvBytes[from]);
-    for (size_t j = 0; j < std::max(sends, receives); j++)
-      MPICHECK(comm, MPI_Sendrecv(send + sendOffsets[to] + j * L, j < sends ? pieceLen(sendBytes[to], j) : 0,
-                                  MPI_BYTE, j < sends ? to : MPI_PROC_NULL, 0, recv + recvOffsets[from] + j * L,
-                                  j < receives ? pieceLen(recvBytes[from], j) : 0, MPI_BYTE,
-                                  j < receives ? from : MPI_PROC_NULL, 0, mpiOf(comm), MPI_STATUS_IGNORE));
-  }
-  return dctSuccess;
-}
-
-// Every block in pieces of at most the count limit, all posted nonblocking
-// into `req` (pieces of one pair arrive in order: same source, tag and
-// comm), the own block copied. With no room for the requests it exchanges
-// blocking instead and leaves `req` empty (done).
-dctResult_t postAlltoallv(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
-                          char* recv, const size_t* recvBytes, const size_t* recvOffsets, MpiRequest& req) {
-  const size_t piece = mpiCountLimit();
-  const int me = comm->rank;
-  if (sendBytes[me] && recv + recvOffsets[me] != send + sendOffsets[me])
-    std::memcpy(recv + recvOffsets[me], send + sendOffsets[me], sendBytes[me]);
-  size_t n = 0;
-  for (int q = 0; q < comm->size; q++)
-    if (q != me) n += piecesOf(sendBytes[q]) + piecesOf(recvBytes[q]);
-  req.requests.reset(new (std::nothrow) MPI_Request[n]);
-  if (n && req.requests == nullptr) return blockingAlltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets);
-  MPI_Request* r = req.requests.get();
-  int& posted = req.count;
-  int err = MPI_SUCCESS;
-  for (int q = 0; q < comm->size && err == MPI_SUCCESS; q++)
-    for (size_t j = 0; q != me && j < piecesOf(recvBytes[q]) && err == MPI_SUCCESS; j++)
-      err = MPI_Irecv(recv + recvOffsets[q] + j * piece, pieceLen(recvBytes[q], j), MPI_BYTE, q, 0, mpiOf(comm),
-                      &r[posted++]);
-  for (int q = 0; q < comm->size && err == MPI_SUCCESS; q++)
-    for (size_t j = 0; q != me && j < piecesOf(sendBytes[q]) && err == MPI_SUCCESS; j++)
-      err = MPI_Isend(send + sendOffsets[q] + j * piece, pieceLen(sendBytes[q], j), MPI_BYTE, q, 0, mpiOf(comm),
-                      &r[posted++]);
-  if (err != MPI_SUCCESS) {  // nothing stays posted into the caller's buffers
-    drain(r, posted - 1);
-    req.count = 0;
-    return mpiFail(comm, err, "MPI_Irecv/MPI_Isend");
-  }
-  return dctSuccess;
-}
-
-// Beyond int counts: postAlltoallv, then wait.
-dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
-                           char* recv, const size_t* recvBytes, const size_t* recvOffsets) {
-  MpiRequest req;
-  DCTCHECK(postAlltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets, req));
-  const int err = MPI_Waitall(req.count, req.requests.get(), MPI_STATUSES_IGNORE);
-  if (err != MPI_SUCCESS) drain(req.requests.get(), req.count);
-  return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Waitall");
-}
-
-// Host buffers only (the all-to-all's pipelined forward). A failure to post
-// has still taken part (blocking) or posted nothing.
-dctResult_t ialltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
-                       void* recv, const size_t* recvBytes, const size_t* recvOffsets, void** request) {
-  *request = nullptr;
-  std::unique_ptr<MpiRequest> req(new (std::nothrow) MpiRequest());
-  MpiRequest fallback;  // no room for the request itself: exchange blocking
-  DCTCHECK(postAlltoallv(comm, static_cast<const char*>(send), sendBytes, sendOffsets, static_cast<char*>(recv),
-                         recvBytes, recvOffsets, req ? *req : fallback));
-  if (req == nullptr) {
-    const int err = MPI_Waitall(fallback.count, fallback.requests.get(), MPI_STATUSES_IGNORE);
-    if (err != MPI_SUCCESS) drain(fallback.requests.get(), fallback.count);
-    return err == MPI_SUCCESS ? dctSuccess : mpiFail(comm, err, "MPI_Waitall");
-  }
-  *request = req.release();
-  return dctSuccess;
-}
-
-dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
-                      const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
-  const int P = comm->size;
-  MpiState* st = stateOf(comm);
-  HostStaging& stage = st->staging;
-  const size_t sendExtent = blocksExtent(sendBytes, sendOffsets, P), recvExtent = blocksExtent(recvBytes, recvOffsets, P);
-  dctResult_t staged = stage.input(comm, send, sendExtent, stream);
-  keepFirst(staged, stage.output(comm, recv, recvExtent, false, stream));
-  if (lost(send, sendExtent) || lost(recv, recvExtent)) return staged;
-  // Every count and displacement of every rank is at most the total all
-  // ranks send, which every rank knows alike: the same choice everywhere.
-  if (totalBytes <= mpiCountLimit()) {
-    int *sc = st->sendCounts.data(), *sd = st->sendDispls.data(), *rc = st->recvCounts.data(),
-        *rd = st->recvDispls.data();
-    for (int q = 0; q < P; q++) {
-      sc[q] = static_cast<int>(sendBytes[q]);
-      sd[q] = static_cast<int>(sendOffsets[q]);
-      rc[q] = static_cast<int>(recvBytes[q]);
-      rd[q] = static_cast<int>(recvOffsets[q]);
-    }
-    MPICHECK(comm, MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, mpiOf(comm)));
-  } else {
-    DCTCHECK(alltoallvLarge(comm, static_cast<const char*>(send), sendBytes, sendOffsets, static_cast<char*>(recv),
-                            recvBytes, recvOffsets));
-  }
   return settleStaging(comm, stage, staged, stream);
 }
 
@@ -372,20 +123,31 @@ dctResult_t sumOf(dctComm_t comm, dctDataType_t datatype, MpiSum& sum) {
   return dctSuccess;
 }
 
+// count x elem bytes; count is the same on every rank: every rank refuses alike.
+dctResult_t sumBytes(dctComm_t comm, const char* op, size_t count, size_t elem, size_t& bytes) {
+  if (checkedMul(count, elem, bytes)) return dctSuccess;
+  return fail(comm, dctInvalidArgument, "MPI %s: %zu elements of %zu bytes do not fit size_t", op, count, elem);
+}
+
+// Elements per MPI call: an int count whose bytes stay within the count
+// limit (at least one element).
+size_t sumPiece(size_t elem) { return mpiCountLimit() / elem ? mpiCountLimit() / elem : 1; }
+
 dctResult_t allreduce(dctComm_t comm, const void* send, void* recv, size_t count,
                       dctDataType_t datatype, void* stream) {
   MpiSum sum;
   DCTCHECK(sumOf(comm, datatype, sum));
   const size_t elem = sum.elem;
+  size_t bytes = 0;
+  DCTCHECK(sumBytes(comm, "allreduce", count, elem, bytes));
   const bool inPlace = send == recv;
   HostStaging& stage = stateOf(comm)->staging;
-  dctResult_t staged = stage.output(comm, recv, count * elem, inPlace, stream);
-  if (!inPlace) keepFirst(staged, stage.input(comm, send, count * elem, stream));
-  if (lost(recv, count * elem) || (!inPlace && lost(send, count * elem))) return staged;
-  // Pieces whose element count fits an int.
-  const size_t piece = mpiCountLimit() / elem;
-  for (size_t off = 0; off < count; off += piece) {
-    int n = static_cast<int>(count - off < piece ? count - off : piece);
+  dctResult_t staged = stage.output(comm, recv, bytes, inPlace, stream);
+  if (!inPlace) keepFirst(staged, stage.input(comm, send, bytes, stream));
+  if (lost(recv, bytes) || (!inPlace && lost(send, bytes))) return staged;
+  const size_t piece = sumPiece(elem);
+  for (size_t off = 0; off < count; off += piece) {  // off + piece <= count + INT_MAX: count x elem fits
+    const int n = static_cast<int>(count - off < piece ? count - off : piece);  // <= piece <= INT_MAX
     const void* s = inPlace ? MPI_IN_PLACE : static_cast<const char*>(send) + off * elem;
     MPICHECK(comm, PMPI_Allreduce(s, static_cast<char*>(recv) + off * elem, n, sum.type, sum.op, mpiOf(comm)));
   }
@@ -397,14 +159,16 @@ dctResult_t reduce(dctComm_t comm, const void* send, void* recv, size_t count, d
   MpiSum sum;
   DCTCHECK(sumOf(comm, datatype, sum));
   const size_t elem = sum.elem;
+  size_t bytes = 0;
+  DCTCHECK(sumBytes(comm, "reduce", count, elem, bytes));
   const bool isRoot = comm->rank == root;
   HostStaging& stage = stateOf(comm)->staging;
-  dctResult_t staged = stage.input(comm, send, count * elem, stream);
-  if (isRoot) keepFirst(staged, stage.output(comm, recv, count * elem, false, stream));
-  if (lost(send, count * elem) || (isRoot && lost(recv, count * elem))) return staged;
-  const size_t piece = mpiCountLimit() / elem;
+  dctResult_t staged = stage.input(comm, send, bytes, stream);
+  if (isRoot) keepFirst(staged, stage.output(comm, recv, bytes, false, stream));
+  if (lost(send, bytes) || (isRoot && lost(recv, bytes))) return staged;
+  const size_t piece = sumPiece(elem);
   for (size_t off = 0; off < count; off += piece) {
-    int n = static_cast<int>(count - off < piece ? count - off : piece);
+    const int n = static_cast<int>(count - off < piece ? count - off : piece);  // <= piece <= INT_MAX
     void* to = isRoot ? static_cast<char*>(recv) + off * elem : nullptr;
     MPICHECK(comm, MPI_Reduce(static_cast<const char*>(send) + off * elem, to, n, sum.type, sum.op, root, mpiOf(comm)));
   }
@@ -416,10 +180,9 @@ dctResult_t broadcast(dctComm_t comm, void* buffer, size_t bytes, int root, void
   // The root's data goes in, everyone's comes out.
   const dctResult_t staged = stage.output(comm, buffer, bytes, comm->rank == root, stream);
   if (lost(buffer, bytes)) return staged;
-  for (size_t off = 0; off < bytes; off += mpiCountLimit()) {
-    const size_t n = bytes - off < mpiCountLimit() ? bytes - off : mpiCountLimit();
-    MPICHECK(comm, MPI_Bcast(static_cast<char*>(buffer) + off, static_cast<int>(n), MPI_BYTE, root, mpiOf(comm)));
-  }
+  const MpiPieces p = pieces();
+  for (size_t j = 0, at = 0; j < p.piecesOf(bytes) && p.pieceAt(0, j, at); j++)
+    MPICHECK(comm, MPI_Bcast(static_cast<char*>(buffer) + at, p.pieceLen(bytes, j), MPI_BYTE, root, mpiOf(comm)));
   return settleStaging(comm, stage, staged, stream);
 }
 
@@ -488,6 +251,9 @@ constexpr Transport kMpiTransport = {
 };
 
 }  // namespace
+}  // namespace mpi
+
+using mpi::MpiState;
 
 // Builds a comm on a duplicate of mpiComm; called by dctCommInitMpi. Every
 // rank takes part in the duplication and in one vote after it, whatever
@@ -513,6 +279,8 @@ dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out) {
     try {
       for (auto* v : {&state->sendCounts, &state->sendDispls, &state->recvCounts, &state->recvDispls})
         v->resize(comm->size);
+      for (auto* v : {&state->sentPieces, &state->receivedPieces, &state->blockBytes, &state->blockOffsets})
+        v->resize(comm->size);
     } catch (const std::bad_alloc&) {
       err = MPI_ERR_NO_MEM;
     }
@@ -523,11 +291,11 @@ dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out) {
     if (dup != MPI_COMM_NULL) PMPI_Comm_free(&dup);
     delete state;
     delete comm;
-    if (mine) return mpiFail(nullptr, err, "dctCommInitMpi");
+    if (mine) return mpi::mpiFail(nullptr, err, "dctCommInitMpi");
     return fail(nullptr, dctInvalidUsage, "dctCommInitMpi: another rank could not create its comm");
   }
   state->comm = dup;
-  comm->transport = &kMpiTransport;
+  comm->transport = &mpi::kMpiTransport;
   comm->transportState = state;
   *out = comm;
   return dctSuccess;

@@ -8,6 +8,6 @@ size_t countLimit = INT_MAX;
 }
 
 size_t mpiCountLimit() { return countLimit; }
-void setMpiCountLimitForTesting(size_t limit) { countLimit = limit ? limit : INT_MAX; }
+void setMpiCountLimitForTesting(size_t limit) { countLimit = limit && limit < INT_MAX ? limit : INT_MAX; }
 
 }  // namespace dct

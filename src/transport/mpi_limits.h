@@ -7,7 +7,7 @@
 namespace dct {
 
 size_t mpiCountLimit();
-// 0 restores INT_MAX. Not thread-safe; for tests only.
+// 0 restores INT_MAX (also the most it can be). Not thread-safe; for tests only.
 void setMpiCountLimitForTesting(size_t limit);
 
 }  // namespace dct

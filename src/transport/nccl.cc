@@ -87,6 +87,10 @@ dctResult_t allgather(dctComm_t comm, const void* send, void* recv, size_t bytes
   State* s = stateOf(comm);
   DeviceGuard guard(s->device);
   if (!isDeviceMemory(recv)) return allgatherHost(comm, send, recv, bytes, streamOf(stream));
+  size_t total = 0;
+  if (!checkedMul(bytes, static_cast<size_t>(comm->size), total))  // every rank alike: bytes is agreed
+    return fail(comm, dctInvalidArgument, "NCCL allgather: %zu bytes x %d ranks does not fit size_t", bytes,
+                comm->size);
   NCCLCHECK(comm, ncclAllGather(send, recv, bytes, ncclUint8, s->comm, streamOf(stream)));
   return dctSuccess;
 }

@@ -11,8 +11,6 @@ namespace {
 // in older releases); every rank cuts the same groups.
 constexpr int kGroupOps = 1024;
 
-size_t pad8(size_t bytes) { return (bytes + 7) & ~size_t(7); }
-
 // One ncclBroadcast per rank with data, rooted there, in groups: no
 // padding, each byte reaches every rank once.
 dctResult_t broadcasts(dctComm_t comm, const char* send, char* recv, const size_t* bytes,
@@ -62,36 +60,28 @@ dctResult_t paddedAllgather(dctComm_t comm, const char* send, char* recv, const 
 
 }  // namespace
 
-size_t paddedRoom(int ranks, size_t bytes) {
-  const size_t room = bytes + bytes / 2 + 8 * static_cast<size_t>(ranks);
-  return room < kPaddedCap ? room : kPaddedCap;
-}
-
 // Device messages of agreed sizes (the same recvBytes on every rank, so
-// every rank picks the same form). Padded allgather when P * max <= 1.5 *
-// sum (and the padded total fits kPaddedCap): NCCL's allgather is its
-// best-tuned collective and the padding costs at most half the payload.
-// Otherwise (sizes far apart, or large) grouped broadcasts, which move no
-// padding. recvBytes[rank] bytes are sent from `send`, which may be
+// every rank picks the same form, gatherForm in nccl_sizes.h). Padded
+// allgather when P * max <= 1.5 * sum (and the padded total fits
+// kPaddedCap): NCCL's allgather is its best-tuned collective and the
+// padding costs at most half the payload. Otherwise (sizes far apart, or
+// large) grouped broadcasts, which move no padding. recvBytes[rank] bytes are sent from `send`, which may be
 // recv + recvOffsets[rank] (in place).
 dctResult_t allgathervDevice(dctComm_t comm, const void* send, void* recv, const size_t* recvBytes,
                              const size_t* recvOffsets, cudaStream_t st) {
   const char* in = static_cast<const char*>(send);
   char* out = static_cast<char*>(recv);
   const size_t P = comm->size;
-  size_t max = 0, sum = 0;
-  for (size_t r = 0; r < P; r++) {
-    max = recvBytes[r] > max ? recvBytes[r] : max;
-    sum += recvBytes[r];
-  }
-  if (sum == 0) return dctSuccess;
+  size_t slot = 0, sum = 0;
+  const GatherForm form = gatherForm(recvBytes, P, slot, sum);
+  if (form == GatherForm::Unheld)  // every rank alike: the sizes are agreed
+    return fail(comm, dctInvalidArgument, "NCCL allgatherv: the blocks' sizes sum past SIZE_MAX");
+  if (form == GatherForm::Nothing) return dctSuccess;
   if (P == 1) {
     if (in != out + recvOffsets[0]) CUDACHECK(cudaMemcpyAsync(out + recvOffsets[0], in, sum, cudaMemcpyDeviceToDevice, st));
     return dctSuccess;
   }
-  const size_t slot = pad8(max);
-  if (2 * P * max <= 3 * sum && P * slot <= kPaddedCap)
-    return paddedAllgather(comm, in, out, recvBytes, recvOffsets, slot, st);
+  if (form == GatherForm::Padded) return paddedAllgather(comm, in, out, recvBytes, recvOffsets, slot, st);
   return broadcasts(comm, in, out, recvBytes, recvOffsets, st);
 }
 
@@ -110,6 +100,9 @@ dctResult_t allgatherHost(dctComm_t comm, const void* send, void* recv, size_t b
   auto* dst = static_cast<unsigned char*>(recv);
   char* gathered = static_cast<char*>(s->host.ptr);
   char* mine = gathered + P * kHostChunk;
+  size_t total = 0;
+  if (!checkedMul(bytes, P, total))  // every rank alike: bytes is agreed
+    return fail(comm, dctInvalidArgument, "NCCL allgather: %zu bytes x %zu ranks does not fit size_t", bytes, P);
   cudaError_t copied = cudaSuccess;  // a failed copy still takes part in every round
   for (size_t off = 0; off < bytes; off += kHostChunk) {
     const size_t piece = bytes - off < kHostChunk ? bytes - off : kHostChunk;

@@ -11,6 +11,7 @@
 #include "base/cuda_check.h"
 #include "base/debug.h"
 #include "transport/comm.h"
+#include "transport/nccl_sizes.h"
 
 // The NCCL calls libdct_nccl_preload.so intercepts go to NCCL's pnccl*
 // entry points (NCCL >= 2.16), so libdct's own operations never re-enter an
@@ -92,11 +93,6 @@ class DeviceGuard {
 dctResult_t allgatherHost(dctComm_t comm, const void* send, void* recv, size_t bytes, cudaStream_t st);
 dctResult_t allgathervDevice(dctComm_t comm, const void* send, void* recv, const size_t* recvBytes,
                              const size_t* recvOffsets, cudaStream_t st);
-// The padded allgatherv's buffer never exceeds this: past it the messages
-// are large enough for the broadcasts to be bandwidth-bound anyway, and
-// prepare() calls sized for a dense allreduce reserve no more.
-constexpr size_t kPaddedCap = size_t(64) << 20;
-// Room the padded allgatherv needs for messages whose extent is `bytes`.
-size_t paddedRoom(int ranks, size_t bytes);
+// kPaddedCap, paddedRoom and the allgatherv's form: nccl_sizes.h.
 
 }  // namespace dct::nccl

@@ -68,7 +68,8 @@ struct Transport {
   // Small host blocks, the same size everywhere: rank q gets bytesPerRank
   // bytes from send + q * bytesPerRank into recv + rank * bytesPerRank.
   // Optional (null: alltoallv does it); MPI's takes log2 P latencies for
-  // small blocks (Bruck) where alltoallv takes P - 1.
+  // small blocks (Bruck) where alltoallv takes P - 1, and splits past int
+  // counts like alltoallv.
   dctResult_t (*alltoall)(dctComm_t comm, const void* send, void* recv, size_t bytesPerRank, void* stream);
   dctResult_t (*allreduce)(dctComm_t comm, const void* send, void* recv, size_t count,
                            dctDataType_t datatype, void* stream);  // sum
