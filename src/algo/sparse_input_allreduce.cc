@@ -9,13 +9,17 @@
 //                size_t) and every buffer reserved; per plan: cut into
 //                pieces or scatter into zeros; vote
 //   exchange     allgatherv + rank-order merge | split | dense allreduce,
-//                into the sum buffer (accumulation type; dense: datatype)
-//   outputs      the COO selected from the sum into scratch; capacity
-//                checked; vote; then dense and COO copied out
+//                into the sum in scratch (accumulation type; dense:
+//                datatype)
+//   outputs      the COO selected from the sum; capacity checked; both
+//                results converted to the datatype, all in scratch; vote;
+//                then only copies into the caller's buffers
 //
 // A size query stops after the header allgather. Nothing reaches the
-// caller's buffers before the last vote except the sum itself when it is
-// built in `dense` (fp32/fp64 without a COO), which needs no copy.
+// caller's buffers before the last vote: a failure anywhere, on any rank,
+// leaves them as they were. The sum is never built in `dense` itself, even
+// where the types match (fp32 without a COO): the exchange writes it before
+// the exchange vote, so the price of the contract is one copy of it.
 #include "algo/algorithms.h"
 #include "algo/agree.h"
 #include "algo/packed_message.h"
@@ -43,14 +47,17 @@ struct Call {
   size_t sumBytes = 0;          // count x the sum's type
   size_t accAll = 0;            // COO: count x the accumulation type
   size_t cooIndexBytes = 0;     // COO: room for its indices (8-aligned)
-  size_t cooBytes = 0;          // COO: and its values
+  size_t cooBytes = 0;          // COO: and its values (and them in the datatype)
+  size_t cooConverted = 0;      // COO: where its values in the datatype start
   size_t splitBound = 0;        // split: every rank's pieces together, at most
   SplitPieces pieces{};
   PhaseTimer clock{};
   size_t sent = 0, received = 0;
   SelectArgs coo{};             // the sum's nonzeros, in scratch
   size_t accBytes() const { return dtypeSize(c->accType); }
-  bool sumInDense() const { return sum == in.dense; }
+  // The datatype's results differ from the sum's types (half types).
+  bool denseConverts() const { return in.dense && sumType != in.dtype; }
+  bool cooConverts() const { return in.wantsCoo() && c->accType != in.dtype; }
 };
 
 // elems x size, or a clear error: a hashed 64-bit index space (count 2^62)
@@ -113,16 +120,28 @@ dctResult_t sizeCall(Call& k) {
   DCTCHECK(bytesOf(k, in.count, k.accBytes(), "the sum's selection", k.accAll));
   DCTCHECK(bytesOf(k, bound, k.accBytes(), "the sum's nonzeros", values));
   DCTCHECK(bytesOf(k, bound, k.c->indexBytes, "the sum's indices", k.cooIndexBytes));
-  if (!checkedAdd(k.cooIndexBytes, 7, k.cooIndexBytes) || !checkedAdd(k.cooIndexBytes & ~size_t(7), values, k.cooBytes))
+  size_t converted = 0;  // the values once more in the datatype, narrower: fits where they do
+  if (k.cooConverts()) converted = bound * dtypeSize(in.dtype);
+  if (!checkedAdd(k.cooIndexBytes, 7, k.cooIndexBytes) ||
+      !checkedAdd(k.cooIndexBytes & ~size_t(7), values, k.cooConverted) ||
+      !checkedAdd(k.cooConverted, 7, k.cooConverted) ||
+      !checkedAdd(k.cooConverted & ~size_t(7), converted, k.cooBytes))
     return fail(k.comm, dctInvalidArgument, "%s: the sum's COO needs more than size_t holds", in.fn);
   k.cooIndexBytes &= ~size_t(7);  // alignedIndexBytes
+  k.cooConverted &= ~size_t(7);
   return dctSuccess;
 }
 
-// The COO's scratch: the select's input (a half dense-plan sum widened),
-// what it leaves behind, and its output.
-dctResult_t reserveCoo(const Call& k) {
+// The outputs' scratch. c->residuals[1] holds the sum in the other of the
+// two types: widened for the select (a half dense-plan sum) or narrowed
+// for `dense` (a half sum in fp32), never both. The COO: what the select
+// leaves behind, and its output in c->selection.
+dctResult_t reserveOutputs(const Call& k) {
   dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  if (k.denseConverts())  // sumType is the wider accumulation type: this fits
+    DCTCHECK(reserve(k, c->residuals[1], in.count * dtypeSize(in.dtype), "the result in its datatype"));
+  if (!in.wantsCoo()) return dctSuccess;
   if (k.sumType != c->accType) DCTCHECK(reserve(k, c->residuals[1], k.accAll, "the widened sum"));
   DCTCHECK(reserve(k, c->residuals[0], k.accAll, "the selection's remainder"));
   return reserve(k, c->selection, k.cooBytes, "the sum's COO");
@@ -141,13 +160,9 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
     k.total = h.nnz > UINT64_MAX - k.total ? UINT64_MAX : k.total + h.nnz;
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   DCTCHECK(sizeCall(k));
-  if (in.wantsCoo()) DCTCHECK(reserveCoo(k));
-  const bool direct = in.dense && k.sumType == in.dtype && !in.wantsCoo();
-  if (direct) k.sum = in.dense;
-  else {
-    DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
-    k.sum = c->staged.as();
-  }
+  DCTCHECK(reserveOutputs(k));
+  DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
+  k.sum = c->staged.as();
   DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
   if (k.plan == dctAlgoAllgather) {
     std::vector<uint64_t> bytes(all.size());
@@ -231,19 +246,35 @@ dctResult_t selectCoo(Call& k) {
   return dctSuccess;
 }
 
-// Copies the voted result into the caller's buffers.
+// The results in the datatype, in scratch: every step that can fail comes
+// before the exchange vote.
+dctResult_t convertOutputs(Call& k) {
+  dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  if (k.denseConverts())
+    DCTCHECK(c->ops->convert(c->kernels, c->residuals[1].as(), in.dtype, k.sum, k.sumType, in.count, 1.0,
+                             in.stream));
+  if (k.cooConverts())
+    DCTCHECK(c->ops->convert(c->kernels, c->selection.as<char>() + k.cooConverted, in.dtype, k.coo.outValues,
+                             c->accType, k.coo.nnz, 1.0, in.stream));
+  return dctSuccess;
+}
+
+// Copies the voted result into the caller's buffers: copies only (a host
+// copy cannot fail; a device twin's is voted by the caller).
 dctResult_t deliver(Call& k) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  if (in.dense && !k.sumInDense()) {
-    if (k.sumType == in.dtype)
-      DCTCHECK(c->ops->copy(c->kernels, in.dense, k.sum, in.count * dtypeSize(in.dtype), in.stream));
-    else DCTCHECK(c->ops->convert(c->kernels, in.dense, in.dtype, k.sum, k.sumType, in.count, 1.0, in.stream));
+  const size_t valueBytes = dtypeSize(in.dtype);
+  if (in.dense) {
+    const void* dense = k.denseConverts() ? c->residuals[1].as() : k.sum;
+    DCTCHECK(c->ops->copy(c->kernels, in.dense, dense, in.count * valueBytes, in.stream));
   }
   if (in.wantsCoo()) {
     const SelectArgs& sel = k.coo;
+    const void* values = k.cooConverts() ? c->selection.as<char>() + k.cooConverted : sel.outValues;
     DCTCHECK(c->ops->copy(c->kernels, in.outIndices, sel.outIndices, sel.nnz * c->indexBytes, in.stream));
-    DCTCHECK(c->ops->convert(c->kernels, in.outValues, in.dtype, sel.outValues, c->accType, sel.nnz, 1.0, in.stream));
+    DCTCHECK(c->ops->copy(c->kernels, in.outValues, values, sel.nnz * valueBytes, in.stream));
   }
   return c->ops->streamEnd(c->kernels, in.stream);
 }
@@ -323,6 +354,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   }
   dctResult_t res = exchange(k, all);
   if (res == dctSuccess && in.wantsCoo()) res = selectCoo(k);
+  if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, "exchange"));
   res = deliver(k);
