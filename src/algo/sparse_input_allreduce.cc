@@ -151,11 +151,11 @@ dctResult_t reserveOutputs(const Call& k) {
 dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  k.plan = choosePlan(k, all);
   for (int r = 0; r < k.comm->size; r++)
     if (all[r].nnz > in.count)
       return fail(k.comm, dctInvalidUsage, "%s: rank %d announced %llu entries over count %zu", in.fn, r,
                   static_cast<unsigned long long>(all[r].nnz), in.count);
+  k.plan = choosePlan(k, all);
   for (const CallHeader& h : all)  // saturating: only min(total, count) sizes anything
     k.total = h.nnz > UINT64_MAX - k.total ? UINT64_MAX : k.total + h.nnz;
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
@@ -292,42 +292,7 @@ void report(const Call& k, uint64_t resultNnz) {
   info.denseBytes = checkedMul(k.in.count, dtypeSize(k.in.dtype), denseBytes) ? denseBytes : UINT64_MAX;
 }
 
-// The buffer that tells the twin: every buffer of a call is in one space.
-const void* sample(const SparseInput& in) {
-  for (const void* p : std::initializer_list<const void*>{in.indices, in.dense, in.outIndices, in.values, in.outValues})
-    if (p) return p;
-  return nullptr;
-}
-
 }  // namespace
-
-dctResult_t sparseInputScratch(dctComm_t comm, const SparseInput& in, dctCompressor_t& c) {
-  c = comm->sparseInput;
-  const bool device = twinFor(sample(in)).device;
-  if (c && c->count == in.count && c->dtype == in.dtype && c->ops && c->ops->device == device) return dctSuccess;
-  if (c) compressorDestroy(c);
-  comm->sparseInput = c = nullptr;
-  // A config of its own: the comm's DCT_* defaults shape nothing here.
-  dctConfig_t exact = DCT_CONFIG_INITIALIZER;
-  exact.density = 1;
-  exact.thresholdInterval = 1;
-  exact.errorFeedback = 0;
-  exact.warmupSteps = 0;
-  exact.thresholdMethod = dctThresholdExact;
-  exact.algorithm = dctAlgoAuto;
-  exact.seed = 0;
-  exact.rowSelection = dctRowTopK;
-  exact.wireType = kWireTypeOfTensor;
-  exact.compressor = dctCompressorTopk;
-  DCTCHECK(compressorCreate(comm, comm->size, in.count, in.dtype, exact, &c, comm->rank));
-  if (dctResult_t res = bindOps(c, twinFor(sample(in)), in.fn, false); res != dctSuccess) {
-    compressorDestroy(c);
-    c = nullptr;
-    return res;
-  }
-  comm->sparseInput = c;
-  return dctSuccess;
-}
 
 dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResult_t localError) {
   const char* fn = in.fn;
