@@ -449,7 +449,8 @@ typedef struct {
                              bound, min(count, inputNnz) */
   uint64_t bytesSent;     /* payload bytes this rank put on the wire */
   uint64_t bytesReceived; /* and took off it */
-  uint64_t denseBytes;    /* count * sizeof(datatype): what dense would send */
+  uint64_t denseBytes;    /* count * sizeof(datatype): what dense would send
+                             (UINT64_MAX past 2^64) */
 } dctSparseInputInfo_t;
 
 /* Lossless sparse-input allreduce (SparCML's primitive): each rank gives
@@ -475,7 +476,10 @@ typedef struct {
  * does. Every rank ends with bit-identical results. Unsorted or duplicate
  * indices, an index >= count, NULL or misaligned buffers with entries, or
  * arguments that differ across ranks (count, datatype, op, algorithm) fail
- * every rank with nothing written. info may be NULL. Collective. */
+ * every rank with nothing written. Every result form needs count-sized
+ * scratch (the sum): a count whose bytes pass size_t (a hashed 64-bit index
+ * space) fails every rank with dctInvalidArgument, one whose bytes cannot
+ * be had with dctOutOfMemory. info may be NULL. Collective. */
 DCT_EXPORT dctResult_t dctSparseInputAllreduce(const void* indices, const void* values, size_t nnz,
                                                size_t count, dctDataType_t datatype, dctRedOp_t op,
                                                dctAlgorithm_t algorithm, void* dense, void* outIndices,

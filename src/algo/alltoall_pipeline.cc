@@ -221,6 +221,9 @@ dctResult_t pipelinedForward(dctAlltoallPlan_t p, const void* send, void* recv, 
     progress(s, recv, c + 1, false);
   }
   progress(s, recv, s.C, true);
+  // The stream's end joins the vote, before anything commits (host twins
+  // only run here, but a failing one must fail every rank).
+  if (s.status == dctSuccess) s.status = p->ops->streamEnd(p->kernels, stream);
   DCTCHECK(vote(p->comm, s.status, stream, fn, "exchange"));
   fallback = s.flagged || s.mine;
   if (fallback) {
@@ -228,7 +231,7 @@ dctResult_t pipelinedForward(dctAlltoallPlan_t p, const void* send, void* recv, 
     return dctSuccess;
   }
   commit(s);
-  return p->ops->streamEnd(p->kernels, stream);
+  return dctSuccess;
 }
 
 }  // namespace dct

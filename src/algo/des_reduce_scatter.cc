@@ -201,9 +201,12 @@ dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void*
   DCTCHECK(vote(p->comm, layoutIncoming(call, spare), stream, fn, "size exchange"));
   dctResult_t res = exchange(call);
   if (res == dctSuccess) res = reduceForward(call, partials, summed, spare);
+  // The stream's end joins the vote: a device twin's can fail on one rank,
+  // and every rank must then fail before anything commits.
+  if (res == dctSuccess) res = p->ops->streamEnd(p->kernels, stream);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
   commitForward(call, d);
-  return p->ops->streamEnd(p->kernels, stream);
+  return dctSuccess;
 }
 
 dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartials, void* stream,
@@ -257,6 +260,9 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
     a.denseSource = own;
     res = p->ops->rowScatter(p->kernels, &a, stream);
   }
+  // The stream's end joins the vote: a device twin's can fail on one rank,
+  // and every rank must then fail before anything commits.
+  if (res == dctSuccess) res = p->ops->streamEnd(p->kernels, stream);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
   dctAlltoallStats_t& s = p->stats;
   p->backwardDue = false;
@@ -266,7 +272,7 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
   s.totalBytesSent += s.backwardBytesSent;
   s.totalBytesReceived += s.backwardBytesReceived;
   s.totalDenseBytes += s.denseBytesReceived;  // the backward's dense rows go the reverse way
-  return p->ops->streamEnd(p->kernels, stream);
+  return dctSuccess;
 }
 
 }  // namespace dct

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algo/agree.h"
+#include "base/checked_size.h"
 #include "base/phase_timer.h"
 
 #include "core/compressor.h"
@@ -20,6 +21,19 @@ namespace dct {
 // Room packMessage may need for nnz entries of valueBytes each.
 inline size_t packedMessageRoom(size_t nnz, int indexBytes, size_t valueBytes) {
   return packing::maxPackedBytes(nnz, indexBytes) + packing::pad8(nnz * valueBytes);
+}
+
+// packedMessageRoom, or false where it would not fit size_t (a huge count,
+// a peer's bogus nnz). Per entry the room is at most its index data (8),
+// base, offset and width shares (8 + 4 + 1) and value, plus a group's
+// slack: when that bound fits, no step of the exact sum can wrap.
+inline bool checkedMessageRoom(uint64_t nnz, int indexBytes, size_t valueBytes, size_t& out) {
+  size_t n = 0, padded = 0, bound = 0;
+  if (!toSize(nnz, n) || !checkedAdd(n, 2 * packing::kPackGroup, padded) ||
+      !checkedMulAdd(padded, 21 + valueBytes, 64, bound))
+    return false;
+  out = packedMessageRoom(n, indexBytes, valueBytes);
+  return true;
 }
 
 // Packs nnz ascending indices (stored relative to `base`) and their values

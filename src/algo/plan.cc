@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algo/algorithms.h"
+#include "base/checked_size.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
 #include "kernels/index_packing.h"
@@ -25,6 +26,12 @@ Model modelFor(dctComm_t comm, size_t bytes) {
   return m;
 }
 
+// A tensor's bytes for the rules; past SIZE_MAX, the largest size.
+uint64_t tensorBytes(size_t count, size_t valueBytes) {
+  size_t bytes = 0;
+  return checkedMul(count, valueBytes, bytes) ? bytes : UINT64_MAX;
+}
+
 // Dense past the probe's sizes is the operation the probe timed: its fit, extrapolated.
 double denseUs(dctComm_t comm, const Model& m, const CostInputs& in, double* wireUs) {
   if (!m.covered && comm->link.measured()) return denseCostUs(m.fitted, in);
@@ -40,8 +47,10 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   if (!packing::fitsOffsets(c->count, c->indexBytes)) return p;
   p.algorithm = static_cast<dctAlgorithm_t>(c->config.algorithm);
   if (p.algorithm != dctAlgoAuto) return p;
-  const int tuned = comm->settings.tune.algorithmFor(c->count * dtypeSize(c->dtype), c->config.density);
-  if (tuned > dctAlgoAuto) {
+  // A rule picks among the plans this call allows: global top-k changes the
+  // result, so only where the config opts in; else the model decides.
+  const int tuned = comm->settings.tune.algorithmFor(tensorBytes(c->count, dtypeSize(c->dtype)), c->config.density);
+  if (tuned > dctAlgoAuto && (tuned != dctAlgoGlobalTopk || c->config.autoGlobalTopk != 0)) {
     p.algorithm = static_cast<dctAlgorithm_t>(tuned);
     return p;
   }
@@ -90,8 +99,9 @@ dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
   uint64_t total = 0;
   for (int r = 0; r < in.ranks; r++) total += in.nnz[r];
   const double density = in.count ? static_cast<double>(total) / (static_cast<double>(in.count) * in.ranks) : 0;
-  const int tuned = comm->settings.tune.algorithmFor(in.count * in.valueBytes, density);
-  if (tuned > dctAlgoAuto) return static_cast<dctAlgorithm_t>(tuned);
+  // Lossless: a rule naming global top-k is left to the model.
+  const int tuned = comm->settings.tune.algorithmFor(tensorBytes(in.count, in.valueBytes), density);
+  if (tuned > dctAlgoAuto && tuned != dctAlgoGlobalTopk) return static_cast<dctAlgorithm_t>(tuned);
   const Model m = modelFor(comm, in.count * in.valueBytes);
   const double allgather = allgatherCostUs(m.params, in);
   const double split = comm->size > 2 ? splitCostUs(m.params, in) : allgather;

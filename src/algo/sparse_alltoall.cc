@@ -230,9 +230,12 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* r
   }
   dctResult_t res = exchange(call);
   if (res == dctSuccess) res = unpackForward(call, recv, received);
+  // The stream's end joins the vote: a device twin's can fail on one rank,
+  // and every rank must then fail before anything commits.
+  if (res == dctSuccess) res = p->ops->streamEnd(p->kernels, stream);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
   commitForward(call, d);
-  return p->ops->streamEnd(p->kernels, stream);
+  return dctSuccess;
 }
 
 dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, void* gradRecv, void* stream,
@@ -282,6 +285,9 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
                   p->countBytes, p->wireIn.as<char>() + call.in.offsets[q], p->wireType};
     res = p->ops->rowUnpack(p->kernels, &a, stream);
   }
+  // The stream's end joins the vote: a device twin's can fail on one rank,
+  // and every rank must then fail before anything commits.
+  if (res == dctSuccess) res = p->ops->streamEnd(p->kernels, stream);
   DCTCHECK(vote(p->comm, res, stream, fn, "exchange"));
   dctAlltoallStats_t& s = p->stats;
   p->backwardDue = false;
@@ -291,7 +297,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
   s.totalBytesSent += s.backwardBytesSent;
   s.totalBytesReceived += s.backwardBytesReceived;
   s.totalDenseBytes += s.denseBytesReceived;  // backward's dense rows go the reverse way
-  return p->ops->streamEnd(p->kernels, stream);
+  return dctSuccess;
 }
 
 }  // namespace dct

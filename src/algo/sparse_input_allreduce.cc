@@ -5,20 +5,26 @@
 //   local work   bind the comm's scratch (kernel context, buffers); pack
 //                the message for the allgather plan when it may run
 //   agreement    header allgather (args, nnz, packed bytes); the plan from
-//                the exact counts; per plan: reserve, cut into pieces, or
-//                scatter into zeros; vote
+//                the exact counts; every size checked (count 2^62 wraps
+//                size_t) and every buffer reserved; per plan: cut into
+//                pieces or scatter into zeros; vote
 //   exchange     allgatherv + rank-order merge | split | dense allreduce,
-//                into the sum buffer (accumulation type; dense: datatype)
-//   outputs      the COO selected from the sum into scratch; capacity
-//                checked; vote; then dense and COO copied out
+//                into the sum in scratch (accumulation type; dense:
+//                datatype)
+//   outputs      the COO selected from the sum; capacity checked; both
+//                results converted to the datatype, all in scratch; vote;
+//                then only copies into the caller's buffers
 //
 // A size query stops after the header allgather. Nothing reaches the
-// caller's buffers before the last vote except the sum itself when it is
-// built in `dense` (fp32/fp64 without a COO), which needs no copy.
+// caller's buffers before the last vote: a failure anywhere, on any rank,
+// leaves them as they were. The sum is never built in `dense` itself, even
+// where the types match (fp32 without a COO): the exchange writes it before
+// the exchange vote, so the price of the contract is one copy of it.
 #include "algo/algorithms.h"
 #include "algo/agree.h"
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
+#include "base/checked_size.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -38,13 +44,37 @@ struct Call {
   uint64_t total = 0;           // entries over all ranks
   void* sum = nullptr;          // where the exchange builds the sum
   dctDataType_t sumType = dctFloat32;
+  size_t sumBytes = 0;          // count x the sum's type
+  size_t accAll = 0;            // COO: count x the accumulation type
+  size_t cooIndexBytes = 0;     // COO: room for its indices (8-aligned)
+  size_t cooBytes = 0;          // COO: and its values (and them in the datatype)
+  size_t cooConverted = 0;      // COO: where its values in the datatype start
+  size_t splitBound = 0;        // split: every rank's pieces together, at most
   SplitPieces pieces{};
   PhaseTimer clock{};
   size_t sent = 0, received = 0;
   SelectArgs coo{};             // the sum's nonzeros, in scratch
   size_t accBytes() const { return dtypeSize(c->accType); }
-  bool sumInDense() const { return sum == in.dense; }
+  // The datatype's results differ from the sum's types (half types).
+  bool denseConverts() const { return in.dense && sumType != in.dtype; }
+  bool cooConverts() const { return in.wantsCoo() && c->accType != in.dtype; }
 };
+
+// elems x size, or a clear error: a hashed 64-bit index space (count 2^62)
+// must not wrap into a short buffer.
+dctResult_t bytesOf(const Call& k, uint64_t elems, size_t size, const char* what, size_t& out) {
+  size_t n = 0;
+  if (toSize(elems, n) && checkedMul(n, size, out)) return dctSuccess;
+  return fail(k.comm, dctInvalidArgument, "%s: %s needs %llu x %zu bytes, more than size_t holds (count %zu)",
+              k.in.fn, what, static_cast<unsigned long long>(elems), size, k.in.count);
+}
+
+dctResult_t reserve(const Call& k, TwinBuffer& b, size_t bytes, const char* what) {
+  const dctResult_t res = b.reserve(bytes);
+  if (res == dctOutOfMemory)
+    return fail(k.comm, res, "%s: out of memory for %s (%zu bytes, count %zu)", k.in.fn, what, bytes, k.in.count);
+  return res;
+}
 
 bool mayRunAllgather(const Call& k) {
   const int a = k.in.algorithm;
@@ -67,42 +97,98 @@ dctAlgorithm_t choosePlan(const Call& k, const std::vector<CallHeader>& all) {
 dctResult_t packWhole(Call& k) {
   dctCompressor_t c = k.c;
   const size_t valueBytes = dtypeSize(k.in.dtype);
-  DCTCHECK(c->wire.reserve(packedMessageRoom(k.in.nnz, c->indexBytes, valueBytes)));
+  size_t room = 0;
+  if (!checkedMessageRoom(k.in.nnz, c->indexBytes, valueBytes, room))
+    return fail(k.comm, dctInvalidArgument, "%s: nnz %zu is too large to pack", k.in.fn, k.in.nnz);
+  DCTCHECK(reserve(k, c->wire, room, "the packed message"));
   DCTCHECK(packMessage(c, k.in.indices, k.in.values, k.in.nnz, valueBytes, 0, c->wire.as<char>(), k.bytes,
                        k.in.stream));
   k.packed = true;
   return dctSuccess;
 }
 
-// After the headers: the sum's buffer and what the plan does locally.
+// The bound on the COO's length: its entries are distinct indices < count.
+size_t cooBound(const Call& k) { return k.total < k.in.count ? static_cast<size_t>(k.total) : k.in.count; }
+
+// Every count-sized product of the call, checked before anything is reserved.
+dctResult_t sizeCall(Call& k) {
+  const SparseInput& in = k.in;
+  DCTCHECK(bytesOf(k, in.count, dtypeSize(k.sumType), "the sum", k.sumBytes));
+  if (!in.wantsCoo()) return dctSuccess;
+  const size_t bound = cooBound(k);
+  size_t values = 0;
+  DCTCHECK(bytesOf(k, in.count, k.accBytes(), "the sum's selection", k.accAll));
+  DCTCHECK(bytesOf(k, bound, k.accBytes(), "the sum's nonzeros", values));
+  DCTCHECK(bytesOf(k, bound, k.c->indexBytes, "the sum's indices", k.cooIndexBytes));
+  size_t converted = 0;  // the values once more in the datatype, narrower: fits where they do
+  if (k.cooConverts()) converted = bound * dtypeSize(in.dtype);
+  if (!checkedAdd(k.cooIndexBytes, 7, k.cooIndexBytes) ||
+      !checkedAdd(k.cooIndexBytes & ~size_t(7), values, k.cooConverted) ||
+      !checkedAdd(k.cooConverted, 7, k.cooConverted) ||
+      !checkedAdd(k.cooConverted & ~size_t(7), converted, k.cooBytes))
+    return fail(k.comm, dctInvalidArgument, "%s: the sum's COO needs more than size_t holds", in.fn);
+  k.cooIndexBytes &= ~size_t(7);  // alignedIndexBytes
+  k.cooConverted &= ~size_t(7);
+  return dctSuccess;
+}
+
+// The outputs' scratch. c->residuals[1] holds the sum in the other of the
+// two types: widened for the select (a half dense-plan sum) or narrowed
+// for `dense` (a half sum in fp32), never both. The COO: what the select
+// leaves behind, and its output in c->selection.
+dctResult_t reserveOutputs(const Call& k) {
+  dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  if (k.denseConverts())  // sumType is the wider accumulation type: this fits
+    DCTCHECK(reserve(k, c->residuals[1], in.count * dtypeSize(in.dtype), "the result in its datatype"));
+  if (!in.wantsCoo()) return dctSuccess;
+  if (k.sumType != c->accType) DCTCHECK(reserve(k, c->residuals[1], k.accAll, "the widened sum"));
+  DCTCHECK(reserve(k, c->residuals[0], k.accAll, "the selection's remainder"));
+  return reserve(k, c->selection, k.cooBytes, "the sum's COO");
+}
+
+// After the headers: every buffer of the call, and what the plan does locally.
 dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
+  for (int r = 0; r < k.comm->size; r++)
+    if (all[r].nnz > in.count)
+      return fail(k.comm, dctInvalidUsage, "%s: rank %d announced %llu entries over count %zu", in.fn, r,
+                  static_cast<unsigned long long>(all[r].nnz), in.count);
   k.plan = choosePlan(k, all);
-  for (const CallHeader& h : all) k.total += h.nnz;
+  for (const CallHeader& h : all)  // saturating: only min(total, count) sizes anything
+    k.total = h.nnz > UINT64_MAX - k.total ? UINT64_MAX : k.total + h.nnz;
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
-  const bool direct = in.dense && k.sumType == in.dtype && !in.wantsCoo();
-  if (direct) k.sum = in.dense;
-  else {
-    DCTCHECK(c->staged.reserve(in.count * dtypeSize(k.sumType)));
-    k.sum = c->staged.as();
-  }
-  const size_t sumBytes = in.count * dtypeSize(k.sumType);
-  DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, sumBytes, in.stream));
+  DCTCHECK(sizeCall(k));
+  DCTCHECK(reserveOutputs(k));
+  DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
+  k.sum = c->staged.as();
+  DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
   if (k.plan == dctAlgoAllgather) {
+    std::vector<uint64_t> bytes(all.size());
+    for (size_t r = 0; r < all.size(); r++) bytes[r] = all[r].bytes;
     size_t gathered = 0;
-    for (const CallHeader& h : all) gathered += h.bytes;
-    DCTCHECK(c->gathered.reserve(gathered));
+    if (!checkedSum(bytes.data(), bytes.size(), gathered))
+      return fail(k.comm, dctInvalidUsage, "%s: the ranks' message sizes overflow size_t", in.fn);
+    DCTCHECK(reserve(k, c->gathered, gathered, "the gathered messages"));
     return k.comm->transport->prepare(k.comm, c->gathered.as(), gathered, in.stream);
   }
   if (k.plan == dctAlgoSplit) {
+    // The pieces' sizes are known only to their senders: a bound every rank
+    // computes alike (P pieces, each at most a whole message's room).
+    for (const CallHeader& h : all) {
+      size_t room = 0;
+      if (!checkedMessageRoom(h.nnz, c->indexBytes, dtypeSize(in.dtype), room) ||
+          !checkedMulAdd(room, static_cast<size_t>(k.comm->size), k.splitBound, k.splitBound))
+        return fail(k.comm, dctInvalidArgument, "%s: the split plan's bound on its pieces overflows size_t", in.fn);
+    }
     Message msg;
     msg.indices = const_cast<void*>(in.indices);
     msg.values = const_cast<void*>(in.values);
     msg.nnz = in.nnz;
     return splitPack(c, k.comm->size, msg, k.pieces, in.stream);
   }
-  DCTCHECK(c->ops->zero(c->kernels, k.sum, sumBytes, in.stream));
+  DCTCHECK(c->ops->zero(c->kernels, k.sum, k.sumBytes, in.stream));
   ScatterArgs scatter{k.sum, in.count, in.dtype, c->indexBytes, in.indices, in.values, in.nnz, true};
   return c->ops->scatterAdd(c->kernels, &scatter, in.stream);
 }
@@ -115,16 +201,11 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
     k.sent = k.bytes;
   }
   else if (k.plan == dctAlgoSplit) {
-    // The pieces' sizes are known only to their senders: a bound every rank
-    // computes alike (P pieces, each at most a whole message's room).
-    size_t bound = 0;
-    for (const CallHeader& h : all)
-      bound += k.comm->size * packedMessageRoom(h.nnz, c->indexBytes, dtypeSize(in.dtype));
-    DCTCHECK(splitExchange(c, k.comm, k.pieces, bound, k.sum, in.stream, k.clock, k.sent, k.received));
+    DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received));
   }
   else {
     DCTCHECK(k.comm->transport->allreduce(k.comm, k.sum, k.sum, in.count, in.dtype, in.stream));
-    k.sent = k.received = in.count * dtypeSize(in.dtype);
+    k.sent = k.received = k.sumBytes;  // the dense plan sums in the datatype
     k.clock.lap(dctPhaseExchange);
   }
   if (in.op == dctAvg && k.comm->size > 1) {
@@ -141,17 +222,12 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
 dctResult_t selectCoo(Call& k) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  const size_t bound = k.total < in.count ? k.total : in.count;
   const void* acc = k.sum;
   if (k.sumType != c->accType) {  // a half dense-plan sum: widened exactly
-    DCTCHECK(c->residuals[1].reserve(in.count * k.accBytes()));
     DCTCHECK(c->ops->convert(c->kernels, c->residuals[1].as(), c->accType, k.sum, k.sumType, in.count, 1.0,
                              in.stream));
     acc = c->residuals[1].as();
   }
-  DCTCHECK(c->residuals[0].reserve(in.count * k.accBytes()));
-  const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
-  DCTCHECK(c->selection.reserve(indexBytes + bound * k.accBytes()));
   SelectArgs& sel = k.coo;
   sel.grad = nullptr;
   sel.residualIn = acc;
@@ -160,9 +236,9 @@ dctResult_t selectCoo(Call& k) {
   sel.dtype = c->accType;
   sel.indexBytes = c->indexBytes;
   sel.tau = tauFloor(c);
-  sel.capacity = bound;
+  sel.capacity = cooBound(k);
   sel.outIndices = c->selection.as();
-  sel.outValues = c->selection.as<char>() + indexBytes;
+  sel.outValues = c->selection.as<char>() + k.cooIndexBytes;
   DCTCHECK(c->ops->selectCompact(c->kernels, &sel, in.stream));
   if (sel.selected > in.outCapacity)
     return fail(k.comm, dctInvalidArgument, "%s: the sum has %zu nonzeros, outCapacity is %zu", in.fn, sel.selected,
@@ -170,19 +246,35 @@ dctResult_t selectCoo(Call& k) {
   return dctSuccess;
 }
 
-// Copies the voted result into the caller's buffers.
+// The results in the datatype, in scratch: every step that can fail comes
+// before the exchange vote.
+dctResult_t convertOutputs(Call& k) {
+  dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  if (k.denseConverts())
+    DCTCHECK(c->ops->convert(c->kernels, c->residuals[1].as(), in.dtype, k.sum, k.sumType, in.count, 1.0,
+                             in.stream));
+  if (k.cooConverts())
+    DCTCHECK(c->ops->convert(c->kernels, c->selection.as<char>() + k.cooConverted, in.dtype, k.coo.outValues,
+                             c->accType, k.coo.nnz, 1.0, in.stream));
+  return dctSuccess;
+}
+
+// Copies the voted result into the caller's buffers: copies only (a host
+// copy cannot fail; a device twin's is voted by the caller).
 dctResult_t deliver(Call& k) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  if (in.dense && !k.sumInDense()) {
-    if (k.sumType == in.dtype)
-      DCTCHECK(c->ops->copy(c->kernels, in.dense, k.sum, in.count * dtypeSize(in.dtype), in.stream));
-    else DCTCHECK(c->ops->convert(c->kernels, in.dense, in.dtype, k.sum, k.sumType, in.count, 1.0, in.stream));
+  const size_t valueBytes = dtypeSize(in.dtype);
+  if (in.dense) {
+    const void* dense = k.denseConverts() ? c->residuals[1].as() : k.sum;
+    DCTCHECK(c->ops->copy(c->kernels, in.dense, dense, in.count * valueBytes, in.stream));
   }
   if (in.wantsCoo()) {
     const SelectArgs& sel = k.coo;
+    const void* values = k.cooConverts() ? c->selection.as<char>() + k.cooConverted : sel.outValues;
     DCTCHECK(c->ops->copy(c->kernels, in.outIndices, sel.outIndices, sel.nnz * c->indexBytes, in.stream));
-    DCTCHECK(c->ops->convert(c->kernels, in.outValues, in.dtype, sel.outValues, c->accType, sel.nnz, 1.0, in.stream));
+    DCTCHECK(c->ops->copy(c->kernels, in.outValues, values, sel.nnz * valueBytes, in.stream));
   }
   return c->ops->streamEnd(c->kernels, in.stream);
 }
@@ -196,45 +288,11 @@ void report(const Call& k, uint64_t resultNnz) {
   info.resultNnz = resultNnz;
   info.bytesSent = k.sent;
   info.bytesReceived = k.received;
-  info.denseBytes = k.in.count * dtypeSize(k.in.dtype);
-}
-
-// The buffer that tells the twin: every buffer of a call is in one space.
-const void* sample(const SparseInput& in) {
-  for (const void* p : std::initializer_list<const void*>{in.indices, in.dense, in.outIndices, in.values, in.outValues})
-    if (p) return p;
-  return nullptr;
+  size_t denseBytes = 0;  // past size_t (a hashed index space): the largest value
+  info.denseBytes = checkedMul(k.in.count, dtypeSize(k.in.dtype), denseBytes) ? denseBytes : UINT64_MAX;
 }
 
 }  // namespace
-
-dctResult_t sparseInputScratch(dctComm_t comm, const SparseInput& in, dctCompressor_t& c) {
-  c = comm->sparseInput;
-  const bool device = twinFor(sample(in)).device;
-  if (c && c->count == in.count && c->dtype == in.dtype && c->ops && c->ops->device == device) return dctSuccess;
-  if (c) compressorDestroy(c);
-  comm->sparseInput = c = nullptr;
-  // A config of its own: the comm's DCT_* defaults shape nothing here.
-  dctConfig_t exact = DCT_CONFIG_INITIALIZER;
-  exact.density = 1;
-  exact.thresholdInterval = 1;
-  exact.errorFeedback = 0;
-  exact.warmupSteps = 0;
-  exact.thresholdMethod = dctThresholdExact;
-  exact.algorithm = dctAlgoAuto;
-  exact.seed = 0;
-  exact.rowSelection = dctRowTopK;
-  exact.wireType = kWireTypeOfTensor;
-  exact.compressor = dctCompressorTopk;
-  DCTCHECK(compressorCreate(comm, comm->size, in.count, in.dtype, exact, &c, comm->rank));
-  if (dctResult_t res = bindOps(c, twinFor(sample(in)), in.fn, false); res != dctSuccess) {
-    compressorDestroy(c);
-    c = nullptr;
-    return res;
-  }
-  comm->sparseInput = c;
-  return dctSuccess;
-}
 
 dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResult_t localError) {
   const char* fn = in.fn;
@@ -261,6 +319,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   }
   dctResult_t res = exchange(k, all);
   if (res == dctSuccess && in.wantsCoo()) res = selectCoo(k);
+  if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, "exchange"));
   res = deliver(k);

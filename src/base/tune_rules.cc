@@ -41,12 +41,20 @@ bool parseRange(const std::string& s, Parse parse, double* lo, double* hi) {
   return *lo < *hi;
 }
 
+// "auto, allgather, ... or globaltopk", from kAlgorithmNames.
+std::string algorithmList() {
+  std::string list;
+  for (int i = 0; i < kAlgorithmCount; i++)
+    list += std::string(i == 0 ? "" : i + 1 < kAlgorithmCount ? ", " : " or ") + kAlgorithmNames[i];
+  return list;
+}
+
 std::string parseRule(const std::string& rule, TuneRule* out) {
   const size_t colon = rule.rfind(':');
   if (colon == std::string::npos) return "'" + rule + "' has no ':algorithm'";
   const std::string range = rule.substr(0, colon), name = rule.substr(colon + 1);
   out->algorithm = nameIndex(name.c_str(), kAlgorithmNames, kAlgorithmCount);
-  if (out->algorithm < 0) return "'" + name + "' is not auto, allgather, dense or split";
+  if (out->algorithm < 0) return "'" + name + "' is not " + algorithmList();
   const size_t at = range.find('@');
   const std::string bytes = range.substr(0, at);
   if (!parseRange(bytes, parseBytes, &out->bytesLo, &out->bytesHi))

@@ -3,9 +3,14 @@
 //   bytes[@density]:algorithm
 // where bytes is a range lo-hi of whole tensor sizes (K/M/G = 2^10/2^20/2^30,
 // either end open, or *), density an optional range of the configured
-// density, and algorithm one of auto|allgather|dense|split. A rule covers
-// lo <= x < hi; the first rule that covers a step decides it, auto hands
-// it to the tuner, and a step no rule covers is auto's too. Example:
+// density, and algorithm one of auto|allgather|dense|split|globaltopk. A
+// rule covers lo <= x < hi; the first rule that covers a step decides it,
+// auto hands it to the tuner, and a step no rule covers is auto's too.
+// A rule only picks among the plans the call allows (algo/plan.cc): one
+// naming globaltopk is ignored, without an error (the rules are comm-wide,
+// one string serves every tensor), where the compressor's autoGlobalTopk
+// is 0 and always in the lossless sparse-input allreduce; the model
+// decides there. Example:
 //   DCT_TUNE=0-256K:dense,256K-64M@-0.02:allgather,*:auto
 #pragma once
 

@@ -29,11 +29,12 @@ dctComm_t tunedComm(const char* rules) {
 
 // The algorithm two steps of an n-element fp32 tensor ran, checking that
 // every rank holds the same sum.
-int algorithmRun(dctComm_t comm, size_t n, double density, dctAlgorithm_t configured) {
+int algorithmRun(dctComm_t comm, size_t n, double density, dctAlgorithm_t configured, int autoGlobalTopk = 0) {
   Settings s;
   s.density = density;
   s.algorithm = configured;
-  const dctConfig_t cfg = explicitConfig(s);
+  dctConfig_t cfg = explicitConfig(s);
+  cfg.autoGlobalTopk = autoGlobalTopk;
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(comm, n, dctFloat32, &cfg, &c) == dctSuccess);
   int rank = 0;
@@ -90,6 +91,52 @@ TEST_CASE("the sparse-input allreduce's auto follows the rules, by the ranks' me
   REQUIRE(res == dctSuccess);
   CHECK(info.algorithm == (size == 1 ? dctAlgoAllgather : dctAlgoSplit));
   CHECK(identicalOnAllRanks(dense.data(), n * sizeof(float)));
+  dctCommDestroy(comm);
+}
+
+TEST_CASE("a rule naming globaltopk is auto's pick only where the config opts in") {
+  dctComm_t comm = tunedComm("*:globaltopk");
+  // autoGlobalTopk = 0: the rule cannot change the result; the model decides.
+  const int chosen = algorithmRun(comm, 100003, 0.01, dctAlgoAuto, 0);
+  CHECK(chosen != dctAlgoGlobalTopk);
+  CHECK((chosen == dctAlgoAllgather || chosen == dctAlgoDense || chosen == dctAlgoSplit));
+  CHECK(algorithmRun(comm, 100003, 0.01, dctAlgoAuto, 1) == dctAlgoGlobalTopk);
+  dctCommDestroy(comm);
+}
+
+TEST_CASE("a rule naming globaltopk never reaches the lossless sparse-input allreduce (fp32, fp16)") {
+  dctComm_t comm = tunedComm("*:globaltopk");
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const size_t n = 1000;
+  // Each rank gives 1.0 at its own index: the sum is 1.0 at 0..size-1.
+  const uint32_t idx = static_cast<uint32_t>(rank);
+  for (dctDataType_t dtype : {dctFloat32, dctFloat16}) {
+    CAPTURE(static_cast<int>(dtype));
+    const uint16_t oneHalf = 0x3c00;
+    const float oneFloat = 1.0f;
+    const void* value = dtype == dctFloat16 ? static_cast<const void*>(&oneHalf) : &oneFloat;
+    const size_t bytes = dtype == dctFloat16 ? 2 : 4;
+    std::vector<unsigned char> dense(n * bytes, 0xff), expected(n * bytes, 0);
+    for (int r = 0; r < size; r++) std::memcpy(&expected[r * bytes], value, bytes);
+    std::vector<uint32_t> outIdx(n);
+    std::vector<unsigned char> outVal(n * bytes);
+    dctSparseInputInfo_t info{};
+    size_t outNnz = 0;
+    const dctResult_t res = dctSparseInputAllreduce(&idx, value, 1, n, dtype, dctSum, dctAlgoAuto, dense.data(),
+                                                    outIdx.data(), outVal.data(), n, &outNnz, &info, comm, nullptr);
+    const std::string why = dctGetLastError(comm);
+    CAPTURE(why);
+    REQUIRE(res == dctSuccess);
+    CHECK(info.algorithm != dctAlgoGlobalTopk);
+    CHECK(std::memcmp(dense.data(), expected.data(), n * bytes) == 0);
+    REQUIRE(outNnz == static_cast<size_t>(size));
+    for (int r = 0; r < size; r++) {
+      CHECK(outIdx[r] == static_cast<uint32_t>(r));
+      CHECK(std::memcmp(&outVal[r * bytes], value, bytes) == 0);
+    }
+  }
   dctCommDestroy(comm);
 }
 

@@ -55,6 +55,15 @@ TEST_CASE("unset or blank is no rule; a malformed string says what is wrong") {
   }
 }
 
+TEST_CASE("an unknown algorithm's error names every algorithm") {
+  TuneRules r;
+  const std::string error = parseTuneRules("0-1M:fast", &r);
+  for (const char* name : kAlgorithmNames) {
+    CAPTURE(name);
+    CHECK(error.find(name) != std::string::npos);
+  }
+}
+
 TEST_CASE("equal rules have equal fingerprints, however written; different rules differ") {
   CHECK(parsed("0-256K:dense").fingerprint() == parsed(" 0 - 262144 : DENSE ").fingerprint());
   CHECK(parsed("0-256K:dense").fingerprint() != parsed("0-256K:split").fingerprint());
