@@ -162,7 +162,7 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
     p.clean = h.status == kChunkOk;
     // A garbled header (a failed transfer) must not send the merge astray.
     const size_t room = p.L.bytes[i * P + r] - kHeaderBytes, valueSize = dtypeSize(c->wireType);
-    if (p.clean && (h.need > room || !plausibleMessage(h.need, h.nnz, p.L.len(i), valueSize)))
+    if (p.clean && (h.need > room || !plausibleMessage(h.need, h.nnz, p.L.len(i), valueSize, c->indexBytes)))
       return fail(s.comm, dctInternalError, "dctSparseAllreduce: malformed chunk %d header from rank %d", i, r);
     messages[r] = packedView(p.slot(i, r) + kHeaderBytes, h.need, h.nnz, valueSize);
   }

@@ -19,6 +19,7 @@
 #include "algo/agree.h"
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
+#include "base/checked_size.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -74,12 +75,26 @@ dctResult_t packWhole(Call& k) {
   return dctSuccess;
 }
 
+// Every rank's announced nnz (strictly ascending indices below count: at
+// most count each) and their sum, into k.total.
+dctResult_t checkCounts(Call& k, const std::vector<CallHeader>& all) {
+  k.total = 0;
+  for (size_t r = 0; r < all.size(); r++) {
+    size_t total = 0;
+    if (all[r].nnz > k.in.count || !checkedAdd(k.total, all[r].nnz, total))
+      return fail(k.comm, dctInternalError, "%s: rank %zu announced %llu entries for count %zu", k.in.fn, r,
+                  static_cast<unsigned long long>(all[r].nnz), k.in.count);
+    k.total = total;
+  }
+  return dctSuccess;
+}
+
 // After the headers: the sum's buffer and what the plan does locally.
 dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
+  DCTCHECK(checkCounts(k, all));
   k.plan = choosePlan(k, all);
-  for (const CallHeader& h : all) k.total += h.nnz;
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   const bool direct = in.dense && k.sumType == in.dtype && !in.wantsCoo();
   if (direct) k.sum = in.dense;
@@ -91,7 +106,7 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, sumBytes, in.stream));
   if (k.plan == dctAlgoAllgather) {
     size_t gathered = 0;
-    for (const CallHeader& h : all) gathered += h.bytes;
+    DCTCHECK(checkAnnounced(k.comm, all, in.count, dtypeSize(in.dtype), c->indexBytes, gathered, in.fn));
     DCTCHECK(c->gathered.reserve(gathered));
     return k.comm->transport->prepare(k.comm, c->gathered.as(), gathered, in.stream);
   }
@@ -251,10 +266,9 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   }
   k.clock.lap(dctPhaseCompress);
   std::vector<CallHeader> all;
-  DCTCHECK(agree(comm, mine, all, in.stream, fn, [&] { return in.query() ? dctSuccess : prepare(k, all); }));
+  DCTCHECK(agree(comm, mine, all, in.stream, fn, [&] { return in.query() ? checkCounts(k, all) : prepare(k, all); }));
   k.clock.lap(dctPhaseAgree);
   if (in.query()) {
-    for (const CallHeader& h : all) k.total += h.nnz;
     k.plan = dctAlgoAuto;
     report(k, k.total < in.count ? k.total : in.count);
     return dctSuccess;
