@@ -16,6 +16,7 @@
 
 #include "algo/agree.h"
 #include "algo/alltoall_call.h"
+#include "algo/vote_flag.h"
 #include "base/debug.h"
 #include "transport/comm.h"
 
@@ -157,28 +158,6 @@ void progress(Pipeline& s, void* recv, int started, bool wait) {
   }
 }
 
-// The exchange vote, which also tells every rank whether any rank saw a
-// status word: one may reach a single receiver (a block garbled on the
-// way), and a fallback on some ranks only would leave the others waiting.
-// Votes carry the max of (error << 1) or the flag: any error outranks every
-// flag and comes back whole.
-dctResult_t voteFallback(Pipeline& s, bool& fallback) {
-  dctComm_t comm = s.p->comm;
-  fallback = s.flagged || s.mine;
-  if (comm->size == 1) return s.status;
-  const int32_t sent = s.status != dctSuccess ? static_cast<int32_t>(s.status) << 1 : fallback ? 1 : 0;
-  int32_t worst = 0;
-  const dctResult_t res = comm->transport->vote(comm, sent, &worst, s.stream);
-  if (s.status != dctSuccess) return s.status;
-  if (res != dctSuccess) return res;
-  fallback = worst == 1;
-  if (worst <= 1) return dctSuccess;
-  const int32_t code = worst >> 1;
-  const auto other = code > 0 && code < dctNumResults ? static_cast<dctResult_t>(code) : dctInternalError;
-  return fail(comm, other, "%s: another rank failed during the exchange (%s); nothing was committed on any rank", s.fn,
-              dctGetErrorString(other));
-}
-
 // The committed forward's statistics count the blocks without their status.
 void commit(Pipeline& s) {
   AlltoallCall call{s.p, s.stream, s.fn};
@@ -243,7 +222,9 @@ dctResult_t pipelinedForward(dctAlltoallPlan_t p, const void* send, void* recv, 
     progress(s, recv, c + 1, false);
   }
   progress(s, recv, s.C, true);
-  DCTCHECK(voteFallback(s, fallback));
+  // A status word may reach one receiver only (a block garbled on the way):
+  // the vote carries the fallback, so every rank redoes the step or none.
+  DCTCHECK(voteWithFlag(p->comm, s.status, s.flagged || s.mine, fallback, stream, fn, "exchange"));
   if (fallback) {
     DCT_INFO("%s: a row kept more than K entries (NaN/Inf): the forward is redone unchunked", fn);
     return dctSuccess;
