@@ -1,4 +1,5 @@
 #include "algo/agree.h"
+#include "algo/vote_flag.h"
 
 #include <cstring>
 
@@ -32,6 +33,16 @@ dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& 
   return dctSuccess;
 }
 
+namespace {
+
+dctResult_t otherFailed(dctComm_t comm, int32_t worst, const char* fn, const char* phase) {
+  const auto other = worst > 0 && worst < dctNumResults ? static_cast<dctResult_t>(worst) : dctInternalError;
+  return fail(comm, other, "%s: another rank failed during the %s (%s); nothing was committed on any rank",
+              fn, phase, dctGetErrorString(other));
+}
+
+}  // namespace
+
 dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn, const char* phase) {
   if (comm->size == 1) return mine;
   int32_t worst = 0;
@@ -39,9 +50,22 @@ dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn,
   if (mine != dctSuccess) return mine;
   if (res != dctSuccess) return res;
   if (worst == dctSuccess) return dctSuccess;
-  const auto other = worst > 0 && worst < dctNumResults ? static_cast<dctResult_t>(worst) : dctInternalError;
-  return fail(comm, other, "%s: another rank failed during the %s (%s); nothing was committed on any rank",
-              fn, phase, dctGetErrorString(other));
+  return otherFailed(comm, worst, fn, phase);
+}
+
+// The max of (error << 1) or the flag: any error outranks every flag, and
+// the worst error comes back whole.
+dctResult_t voteWithFlag(dctComm_t comm, dctResult_t mine, bool flag, bool& anyFlag, void* stream, const char* fn,
+                         const char* phase) {
+  anyFlag = flag;
+  if (comm->size == 1) return mine;
+  const int32_t sent = mine != dctSuccess ? static_cast<int32_t>(mine) << 1 : flag ? 1 : 0;
+  int32_t worst = 0;
+  dctResult_t res = comm->transport->vote(comm, sent, &worst, stream);
+  if (mine != dctSuccess) return mine;
+  if (res != dctSuccess) return res;
+  anyFlag = worst == 1;
+  return worst <= 1 ? dctSuccess : otherFailed(comm, worst >> 1, fn, phase);
 }
 
 }  // namespace dct

@@ -16,6 +16,7 @@
 
 #include "algo/agree.h"
 #include "algo/alltoall_call.h"
+#include "algo/vote_flag.h"
 #include "base/debug.h"
 #include "transport/comm.h"
 
@@ -221,11 +222,11 @@ dctResult_t pipelinedForward(dctAlltoallPlan_t p, const void* send, void* recv, 
     progress(s, recv, c + 1, false);
   }
   progress(s, recv, s.C, true);
-  // The stream's end joins the vote, before anything commits (host twins
-  // only run here, but a failing one must fail every rank).
+  // The stream's end joins the vote, before anything commits. A status word
+  // may reach one receiver only (a block garbled on the way): the vote
+  // carries the fallback, so every rank redoes the step or none.
   if (s.status == dctSuccess) s.status = p->ops->streamEnd(p->kernels, stream);
-  DCTCHECK(vote(p->comm, s.status, stream, fn, "exchange"));
-  fallback = s.flagged || s.mine;
+  DCTCHECK(voteWithFlag(p->comm, s.status, s.flagged || s.mine, fallback, stream, fn, "exchange"));
   if (fallback) {
     DCT_INFO("%s: a row kept more than K entries (NaN/Inf): the forward is redone unchunked", fn);
     return dctSuccess;

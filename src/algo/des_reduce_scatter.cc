@@ -18,6 +18,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "algo/des_call.h"
+#include "base/checked_size.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "transport/comm.h"
@@ -97,12 +98,21 @@ dctResult_t layoutIncoming(Call& call, DesMasks& m) {
   DCTCHECK(comm->transport->allgather(comm, published.data(), counts.data(), stride * sizeof(uint64_t), call.stream));
   m.receivedRows.assign(P, 0);
   call.in.bytes.assign(P, 0);
+  size_t total = 0;
   for (int q = 0; q < P; q++) {
     if (q == me) continue;
-    m.receivedRows[q] = counts[q * stride + me];
-    const uint64_t entries = p->thinned() ? counts[q * stride + P + me] : 0;
+    // A peer's counts size what this rank receives and where it writes:
+    // at most this rank's rows, and at most their entries.
+    const uint64_t rows = counts[q * stride + me], entries = p->thinned() ? counts[q * stride + P + me] : 0;
+    size_t most = 0;
+    if (rows > p->mine() || !checkedMul(rows, p->rowLength, most) || entries > most ||
+        !checkedAdd(total, forwardBlock(p, p->mine(), rows, entries), total))
+      return fail(comm, dctInternalError, "%s: rank %d announced %llu rows (%llu entries) for this rank's %zu rows",
+                  call.fn, q, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(entries),
+                  p->mine());
+    m.receivedRows[q] = rows;
     if (p->thinned()) m.receivedEntries.entries[q] = entries;
-    call.in.bytes[q] = forwardBlock(p, p->mine(), m.receivedRows[q], entries);
+    call.in.bytes[q] = forwardBlock(p, p->mine(), rows, entries);
   }
   call.in.place();
   return reserveWire(call);

@@ -18,14 +18,28 @@ dctResult_t packMessage(dctCompressor_t c, const void* indices, const void* valu
   return dctSuccess;
 }
 
+dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, size_t length, size_t valueBytes,
+                           int indexBytes, size_t& total, const char* fn) {
+  total = 0;
+  for (int r = 0; r < comm->size; r++) {
+    const CallHeader& h = all[r];
+    if (!plausibleMessage(h.bytes, h.nnz, length, valueBytes, indexBytes) || !checkedAdd(total, h.bytes, total))
+      return fail(comm, dctInternalError, "%s: rank %d announced a malformed message (%llu entries, %llu bytes)", fn,
+                  r, static_cast<unsigned long long>(h.nnz), static_cast<unsigned long long>(h.bytes));
+  }
+  return dctSuccess;
+}
+
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
                          void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
   const int P = comm->size;
-  std::vector<size_t> sizes(P), offsets(P);
   size_t total = 0;
+  DCTCHECK(checkAnnounced(comm, all, c->count, dtypeSize(c->wireType), c->indexBytes, total, fn));
+  std::vector<size_t> sizes(P), offsets(P);
+  size_t at = 0;  // within total: checked
   for (int r = 0; r < P; r++) {
-    offsets[r] = total;
-    total += sizes[r] = all[r].bytes;
+    offsets[r] = at;
+    at += sizes[r] = all[r].bytes;
   }
   char* gathered = c->gathered.as<char>();
   DCTCHECK(comm->transport->allgatherv(comm, c->wire.as(), sizes[comm->rank], gathered, sizes.data(), offsets.data(),

@@ -47,11 +47,22 @@ inline PackedMessage packedView(const char* block, uint64_t bytes, uint64_t nnz,
   return PackedMessage{block, block + packed, nnz, packed};
 }
 
-// Whether (bytes, nnz) can describe a message over `length` elements: a
-// garbled size must not send a decoder astray.
-inline bool plausibleMessage(uint64_t bytes, uint64_t nnz, size_t length, size_t valueBytes) {
-  return nnz <= length && bytes >= packing::pad8(nnz * valueBytes) && bytes % 8 == 0;
+// Whether (bytes, nnz), as a peer announced them, can describe a message
+// over `length` elements: at most length entries, their values whole, and
+// no more index bytes than nnz indices can take. A garbled size must not
+// send a decoder astray or size a buffer.
+inline bool plausibleMessage(uint64_t bytes, uint64_t nnz, size_t length, size_t valueBytes, int indexBytes) {
+  size_t values = 0;
+  if (nnz > length || bytes % 8 != 0 || !checkedMul(nnz, valueBytes, values) || !checkedAdd(values, 7, values))
+    return false;
+  values &= ~size_t(7);
+  return bytes >= values && bytes - values <= packing::maxPackedBytes(nnz, indexBytes);
 }
+
+// Every rank's announced message (all[r].bytes, all[r].nnz) checked as
+// above; `total`: their bytes together. Fails naming the first bad rank.
+dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, size_t length, size_t valueBytes,
+                           int indexBytes, size_t& total, const char* fn);
 
 // The allgather plan's exchange: every rank's packed message from c->wire
 // gathered into c->gathered (reserved for them all), their sizes and counts

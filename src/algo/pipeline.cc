@@ -23,6 +23,7 @@
 
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
+#include "algo/vote_flag.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -162,7 +163,7 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
     p.clean = h.status == kChunkOk;
     // A garbled header (a failed transfer) must not send the merge astray.
     const size_t room = p.L.bytes[i * P + r] - kHeaderBytes, valueSize = dtypeSize(c->wireType);
-    if (p.clean && (h.need > room || !plausibleMessage(h.need, h.nnz, p.L.len(i), valueSize)))
+    if (p.clean && (h.need > room || !plausibleMessage(h.need, h.nnz, p.L.len(i), valueSize, c->indexBytes)))
       return fail(s.comm, dctInternalError, "dctSparseAllreduce: malformed chunk %d header from rank %d", i, r);
     messages[r] = packedView(p.slot(i, r) + kHeaderBytes, h.need, h.nnz, valueSize);
   }
@@ -319,10 +320,15 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   }
   progress(p, p.L.chunks, true);
   if (p.status == dctSuccess && !redo) p.status = finishChunks(p);
-  DCTCHECK(vote(comm, p.status, s.stream, fn, "exchange"));
+  // A header garbled on its way may reach some ranks only: the vote carries
+  // whether any rank saw one other than kChunkOk (a failed chunk's sender
+  // fails the vote itself), so every rank redoes the step or none.
+  bool seen = false;
+  for (int r = 0; r < P && p.status == dctSuccess; r++)
+    for (int i = 0; i < p.L.chunks; i++) seen = seen || p.header(i, r).status != kChunkOk;
+  DCTCHECK(voteWithFlag(comm, p.status, seen, fallback, s.stream, fn, "exchange"));
   s.clock.lap(dctPhaseAgree);
 
-  // Every rank holds the same, intact headers now.
   s.chunkNeeds.assign(p.L.chunks * P, 0);
   int outgrew = 0, ranAway = 0, skipped = 0;
   for (int r = 0; r < P; r++) {
@@ -337,7 +343,6 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
       all[r].bytes += sentBytes(h);
     }
   }
-  fallback = outgrew + ranAway + skipped > 0;
   if (fallback) {
     DCT_INFO("step %llu: pipelined attempt redone unchunked (%d chunks outgrew their slots, %d ran away or selected "
              "nothing, %d skipped)",

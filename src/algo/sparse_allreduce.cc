@@ -98,7 +98,8 @@ dctResult_t localWork(Step& s) {
 dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
   if (s.plan.algorithm != dctAlgoAllgather) return dctSuccess;
   size_t total = 0;
-  for (const CallHeader& h : all) total += h.bytes;
+  DCTCHECK(checkAnnounced(s.comm, all, s.c->count, dtypeSize(s.c->wireType), s.c->indexBytes, total,
+                          "dctSparseAllreduce"));
   DCTCHECK(s.c->gathered.reserve(total));
   return s.comm->transport->prepare(s.comm, s.c->gathered.as(), total, s.stream);
 }

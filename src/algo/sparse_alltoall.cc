@@ -18,6 +18,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "algo/alltoall_call.h"
+#include "base/checked_size.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/alltoall_plan.h"
@@ -109,20 +110,29 @@ dctResult_t packForward(Call& call, const void* send, MaskSet& m, const ForwardD
 }
 
 // What arrives from each peer: fixed blocks from the split and K, or the
-// entry counts every rank published.
-void layoutIncoming(Call& call, const std::vector<PlanCallHeader>& all, const std::vector<uint64_t>* entries) {
+// entry counts every rank published (a peer's count sizes a buffer: at most
+// the entries of its rows).
+dctResult_t layoutIncoming(Call& call, const std::vector<PlanCallHeader>& all, const std::vector<uint64_t>* entries) {
   dctAlltoallPlan_t p = call.p;
   const int P = p->comm->size, me = p->comm->rank;
   call.in.bytes.resize(P);
   call.inLayout.resize(P);
   call.inCounts.assign(P, false);
+  size_t total = 0;
   for (int q = 0; q < P; q++) {
     call.inCounts[q] = all[q].variableRows != 0;
     const uint64_t e = entries ? (*entries)[size_t(q) * P + me] : p->recv.rows[q] * keepPerRow(p);
+    size_t most = 0;
+    if (!checkedMul(p->recv.rows[q], p->rowLength, most) || e > most)
+      return fail(p->comm, dctInternalError, "%s: rank %d announced %llu entries for %zu rows of %zu", call.fn, q,
+                  static_cast<unsigned long long>(e), p->recv.rows[q], p->rowLength);
     call.inLayout[q] = blockLayout(*p, p->recv.rows[q], e, call.inCounts[q]);
     call.in.bytes[q] = call.inLayout[q].bytes;
+    if (!checkedAdd(total, call.in.bytes[q], total))
+      return fail(p->comm, dctInternalError, "%s: the blocks to receive are too large", call.fn);
   }
   call.in.place();
+  return dctSuccess;
 }
 
 dctResult_t unpackForward(Call& call, void* recv, MaskSet& m) {
@@ -216,16 +226,14 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* r
     call.allBytes = sentTogether(all);
     for (const PlanCallHeader& h : all) variable = variable || h.variableRows != 0;
     if (variable) return dctSuccess;  // sizes come with the entry counts
-    layoutIncoming(call, all, nullptr);
+    DCTCHECK(layoutIncoming(call, all, nullptr));
     return reserveWire(call);
   }));
   if (variable) {
     std::vector<uint64_t> entries;
     dctResult_t res = shareEntries(call, sent, entries);
-    if (res == dctSuccess) {
-      layoutIncoming(call, all, &entries);
-      res = reserveWire(call);
-    }
+    if (res == dctSuccess) res = layoutIncoming(call, all, &entries);
+    if (res == dctSuccess) res = reserveWire(call);
     DCTCHECK(vote(p->comm, res, stream, fn, "size exchange"));
   }
   dctResult_t res = exchange(call);

@@ -165,11 +165,8 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   k.sum = c->staged.as();
   DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
   if (k.plan == dctAlgoAllgather) {
-    std::vector<uint64_t> bytes(all.size());
-    for (size_t r = 0; r < all.size(); r++) bytes[r] = all[r].bytes;
     size_t gathered = 0;
-    if (!checkedSum(bytes.data(), bytes.size(), gathered))
-      return fail(k.comm, dctInvalidUsage, "%s: the ranks' message sizes overflow size_t", in.fn);
+    DCTCHECK(checkAnnounced(k.comm, all, in.count, dtypeSize(in.dtype), c->indexBytes, gathered, in.fn));
     DCTCHECK(reserve(k, c->gathered, gathered, "the gathered messages"));
     return k.comm->transport->prepare(k.comm, c->gathered.as(), gathered, in.stream);
   }
@@ -309,10 +306,9 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   }
   k.clock.lap(dctPhaseCompress);
   std::vector<CallHeader> all;
-  DCTCHECK(agree(comm, mine, all, in.stream, fn, [&] { return in.query() ? dctSuccess : prepare(k, all); }));
+  DCTCHECK(agree(comm, mine, all, in.stream, fn, [&] { return in.query() ? checkCounts(k, all) : prepare(k, all); }));
   k.clock.lap(dctPhaseAgree);
   if (in.query()) {
-    for (const CallHeader& h : all) k.total += h.nnz;
     k.plan = dctAlgoAuto;
     report(k, k.total < in.count ? k.total : in.count);
     return dctSuccess;

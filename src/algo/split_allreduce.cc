@@ -199,7 +199,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
     recvOffsets[r] = recvTotal;
     recvTotal += recvBytes[r];
     bound += theirs[2 * r + 1];
-    if (!plausibleMessage(recvBytes[r], theirs[2 * r + 1], s.length(me), s.wireBytes))
+    if (!plausibleMessage(recvBytes[r], theirs[2 * r + 1], s.length(me), s.wireBytes, c->indexBytes))
       res = fail(comm, dctInternalError, "%s: rank %d announced a malformed piece", kFn, r);
   }
   if (res == dctSuccess) res = reserveGathered(s, recvTotal, pieces.bytes);
@@ -224,7 +224,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   size_t formTotal = 0;
   for (int q = 0; q < P && res == dctSuccess; q++) {
     const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
-    const bool ok = nnz == kDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes);
+    const bool ok = nnz == kDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
     if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
     formBytes[q] = bytes;
     formOffsets[q] = formTotal;

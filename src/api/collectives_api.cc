@@ -5,6 +5,7 @@
 #include "algo/algorithms.h"
 #include "api/checks.h"
 #include "api/guard.h"
+#include "base/checked_size.h"
 #include "base/dtype.h"
 #include "transport/comm.h"
 #include "core/compressor.h"
@@ -31,6 +32,16 @@ dctResult_t checkAllreduce(const void* sendbuf, void* recvbuf, size_t count, con
     return fail(comm, dctInvalidArgument, "%s: sendbuf and recvbuf are in different memory spaces", fn);
   DCTCHECK(checkTransportSpace(comm, sendbuf, fn));
   return bindTwin(c, sendbuf, fn);
+}
+
+// The entries every rank announced, summed without wrapping.
+dctResult_t announcedTotal(dctComm_t comm, const std::vector<CallHeader>& all, size_t& sum, const char* fn) {
+  sum = 0;
+  for (int r = 0; r < comm->size; r++)
+    if (!checkedAdd(sum, all[r].nnz, sum))
+      return fail(comm, dctInternalError, "%s: rank %d announced %llu entries: too many in all", fn, r,
+                  static_cast<unsigned long long>(all[r].nnz));
+  return dctSuccess;
 }
 
 }  // namespace
@@ -92,15 +103,18 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     // allocate nothing.
     auto prepare = [&]() -> dctResult_t {
       if (query) return comm->transport->prepare(comm, values, 0, stream);
-      uint64_t sum = 0;
-      for (const CallHeader& h : all) sum += h.nnz;
+      size_t sum = 0, bytes = 0;
       const size_t widest = dtypeSize(datatype) > sizeof(uint32_t) ? dtypeSize(datatype) : sizeof(uint32_t);
-      return comm->transport->prepare(comm, recvValues, sum * widest, stream);
+      DCTCHECK(announcedTotal(comm, all, sum, fn));
+      if (!checkedMul(sum, widest, bytes))
+        return fail(comm, dctInternalError, "%s: %zu entries in all are too many to receive", fn, sum);
+      return comm->transport->prepare(comm, recvValues, bytes, stream);
     };
     DCTCHECK(agree(comm, mine, all, stream, fn, prepare));
     std::vector<uint64_t> counts(comm->size);
     size_t sum = 0;
-    for (int r = 0; r < comm->size; r++) sum += counts[r] = all[r].nnz;
+    DCTCHECK(announcedTotal(comm, all, sum, fn));  // the query's (fetches checked it before the vote)
+    for (int r = 0; r < comm->size; r++) counts[r] = all[r].nnz;
     if (query) {
       for (int r = 0; r < comm->size; r++) recvCounts[r] = counts[r];
       *total = sum;
@@ -111,10 +125,12 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
         return fail(comm, r == comm->rank ? dctInvalidArgument : dctInvalidUsage,
                     "%s: rank %d's recvCapacity %llu < total %zu", fn, r,
                     (unsigned long long)all[r].capacity, sum);
-    DCTCHECK(vote(comm,
-                  sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues, recvIndices,
-                                  stream),
-                  stream, fn, "exchange"));
+    dctResult_t res = sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues, recvIndices,
+                                      stream);
+    // The peers' indices reach the caller: out of range is a corrupt message.
+    if (res == dctSuccess && checkIndices(comm, recvIndices, sum, count, fn, stream) != dctSuccess)
+      res = fail(comm, dctInternalError, "%s: a peer sent an index out of range (count %zu)", fn, count);
+    DCTCHECK(vote(comm, res, stream, fn, "exchange"));
     for (int r = 0; r < comm->size; r++) recvCounts[r] = counts[r];
     *total = sum;
     return dctSuccess;

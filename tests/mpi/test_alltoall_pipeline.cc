@@ -4,6 +4,8 @@
 // that chunks by itself, with chunks forced on tiny uneven splits (empty
 // blocks, chunks of no rows), fp16 values, and rows keeping more than K
 // (NaN), which send the step back unchunked.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "core/alltoall_plan.h"
+#include "transport/comm.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
@@ -142,4 +145,64 @@ TEST_CASE("a row keeping more than K (NaN) sends the step back unchunked, on eve
     CHECK(differing(chunked, whole) == 0);
     requireSameStats(chunked.stats, whole.stats, 4, w.size);
   }
+}
+
+namespace {
+
+// A transport whose ialltoallv, once, sends a copy of this rank's chunk with
+// the status word of its block for rank 1 set: only rank 1 sees it, as with
+// a block garbled on the way.
+const dct::Transport* gReal = nullptr;
+int gCountdown = -1;
+std::vector<char> gGarbled;  // outlives the request
+
+dctResult_t garblingIalltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
+                               void* recv, const size_t* recvBytes, const size_t* recvOffsets, void** request) {
+  if (gCountdown-- == 0 && sendBytes[1] >= sizeof(uint64_t)) {
+    const auto* from = static_cast<const char*>(send);
+    gGarbled.assign(from, from + dct::blocksExtent(sendBytes, sendOffsets, comm->size));
+    const uint64_t flag = 1;
+    std::memcpy(gGarbled.data() + sendOffsets[1], &flag, sizeof(flag));
+    send = gGarbled.data();
+  }
+  return gReal->ialltoallv(comm, send, sendBytes, sendOffsets, recv, recvBytes, recvOffsets, request);
+}
+
+}  // namespace
+
+TEST_CASE("a status word that reaches one rank only sends every rank back unchunked, or none") {
+  World w;
+  if (w.size < 2) return;
+  alarm(120);  // ranks that disagree on the fallback would wait on each other
+  const Split s = split(w, 40, 7);
+  const size_t D = 64;
+  dctConfig_t cfg = explicitConfig(Settings{});
+  cfg.density = 0.05;
+  cfg.rowSelection = dctRowTopK;
+  dctAlltoallPlan_t chunked = nullptr, whole = nullptr;
+  REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), D, dctFloat32, &cfg, &chunked) == dctSuccess);
+  REQUIRE(dctAlltoallPlanCreate(w.comm, s.send.data(), s.recv.data(), D, dctFloat32, &cfg, &whole) == dctSuccess);
+  chunked->chunks = 4;
+  whole->chunks = 0;
+  const auto in = rowsData(s.sendRows * D, 100 * w.rank);
+  std::vector<float> out(s.recvRows * D), expected(s.recvRows * D);
+  REQUIRE(dctSparseAlltoall(whole, in.data(), expected.data(), nullptr) == dctSuccess);
+  dct::Transport garbling = *w.comm->transport;
+  gReal = w.comm->transport;
+  garbling.ialltoallv = garblingIalltoallv;
+  w.comm->transport = &garbling;
+  gCountdown = w.rank == 0 ? 1 : -1;  // rank 0's second chunk
+  const dctResult_t res = dctSparseAlltoall(chunked, in.data(), out.data(), nullptr);
+  w.comm->transport = gReal;
+  CHECK(allTrue(res == dctSuccess));
+  CHECK(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)) == 0);
+  // Both plans go on alike: the backward of each forward.
+  const auto grad = rowsData(s.recvRows * D, 7 + w.rank);
+  std::vector<float> back(s.sendRows * D), backWhole(s.sendRows * D);
+  CHECK(dctSparseAlltoallBackward(chunked, grad.data(), back.data(), nullptr) == dctSuccess);
+  CHECK(dctSparseAlltoallBackward(whole, grad.data(), backWhole.data(), nullptr) == dctSuccess);
+  CHECK(std::memcmp(back.data(), backWhole.data(), back.size() * sizeof(float)) == 0);
+  dctAlltoallPlanDestroy(chunked);
+  dctAlltoallPlanDestroy(whole);
+  alarm(0);
 }
