@@ -156,7 +156,8 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
   Step& s = p.s;
   dctCompressor_t c = s.c;
   const int P = p.L.ranks;
-  std::vector<PackedMessage> messages(P);
+  std::vector<PackedMessage>& messages = c->rankArrays.messages;  // reserved before the agreement
+  messages.assign(P, PackedMessage{});
   for (int r = 0; r < P && p.clean; r++) {
     const ChunkHeader h = p.header(i, r);
     p.clean = h.status == kChunkOk;
@@ -221,11 +222,15 @@ dctResult_t finishChunks(Pipeline& p) {
   return tightenTau(c, s.draft, c->selection.as(), p.nnz, s.stream);
 }
 
-// Local work before the headers: room for the slots, one chunk's selection
-// and its packing; tau for the step.
+// Local work before the headers: the slots' layout and room for them, one
+// chunk's selection and its packing, the requests and what the commit keeps
+// (nothing allocates after the agreement); tau for the step.
 dctResult_t prelude(Pipeline& p) {
   Step& s = p.s;
   dctCompressor_t c = s.c;
+  p.L = layout(s);
+  p.requests.assign(p.L.chunks, nullptr);
+  s.chunkNeeds.reserve(static_cast<size_t>(p.L.chunks) * p.L.ranks);
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
   DCTCHECK(c->gathered.reserve(p.L.total));
   DCTCHECK(c->selection.reserve(alignedIndexBytes(p.L.elems, c->indexBytes) + p.L.elems * dtypeSize(c->wireType)));
@@ -271,18 +276,9 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   dctCompressor_t c = s.c;
   const dctComm_t comm = s.comm;
   const int P = comm->size, me = comm->rank;
-  Pipeline p{s, layout(s)};
+  Pipeline p{s, Layout{}};
   fallback = false;
-  if (mine.localError == dctSuccess) mine.localError = prelude(p);
-  // Room for what the chunks needed, now: after the exchange vote nothing
-  // may fail.
-  if (mine.localError == dctSuccess) {
-    try {
-      s.chunkNeeds.reserve(static_cast<size_t>(p.L.chunks) * P);
-    } catch (const std::bad_alloc&) {
-      mine.localError = fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
-    }
-  }
+  if (mine.localError == dctSuccess) mine.localError = caught(comm, fn, [&] { return prelude(p); });
   mine.chunks = p.L.chunks;
   mine.chunkElems = p.L.elems;
   s.clock.lap(dctPhaseCompress);
@@ -295,7 +291,6 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   }));
   s.clock.lap(dctPhaseAgree);
   p.status = dctSuccess;
-  p.requests.assign(p.L.chunks, nullptr);
   bool redo = false;  // this rank's chunks so far: the step will be redone
   for (int i = 0; i < p.L.chunks; i++) {
     ChunkHeader h;

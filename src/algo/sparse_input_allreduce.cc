@@ -100,7 +100,7 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
     msg.indices = const_cast<void*>(in.indices);
     msg.values = const_cast<void*>(in.values);
     msg.nnz = in.nnz;
-    return splitPack(c, k.comm->size, msg, k.pieces, in.stream);
+    return splitPack(c, k.comm, msg, k.pieces, in.stream);
   }
   DCTCHECK(c->ops->zero(c->kernels, k.sum, sumBytes, in.stream));
   ScatterArgs scatter{k.sum, in.count, in.dtype, c->indexBytes, in.indices, in.values, in.nnz, true};

@@ -87,10 +87,14 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     mine.capacity = recvCapacity;
     mine.mode = query ? 1 : 0;
     std::vector<CallHeader> all;
+    std::vector<uint64_t> counts;
+    std::vector<size_t> table;
     // The transport's room for the exchange (and NCCL's device check)
     // before the vote, sized by the agreed total: prepared, the data ops
-    // allocate nothing.
+    // allocate nothing; the counts and the exchange's table neither.
     auto prepare = [&]() -> dctResult_t {
+      counts.assign(comm->size, 0);
+      table.reserve(4 * size_t(comm->size));
       if (query) return comm->transport->prepare(comm, values, 0, stream);
       uint64_t sum = 0;
       for (const CallHeader& h : all) sum += h.nnz;
@@ -98,7 +102,6 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
       return comm->transport->prepare(comm, recvValues, sum * widest, stream);
     };
     DCTCHECK(agree(comm, mine, all, stream, fn, prepare));
-    std::vector<uint64_t> counts(comm->size);
     size_t sum = 0;
     for (int r = 0; r < comm->size; r++) sum += counts[r] = all[r].nnz;
     if (query) {
@@ -113,7 +116,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
                     (unsigned long long)all[r].capacity, sum);
     DCTCHECK(vote(comm,
                   sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues, recvIndices,
-                                  stream),
+                                  table, stream),
                   stream, fn, "exchange"));
     for (int r = 0; r < comm->size; r++) recvCounts[r] = counts[r];
     *total = sum;
