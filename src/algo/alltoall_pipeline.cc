@@ -16,6 +16,7 @@
 
 #include "algo/agree.h"
 #include "algo/alltoall_call.h"
+#include "algo/request_wait.h"
 #include "base/debug.h"
 #include "transport/comm.h"
 
@@ -151,12 +152,13 @@ dctResult_t unpack(Pipeline& s, void* recv, int c) {
 // Tests the requests in order, unpacking each chunk that has arrived;
 // `wait`: until all `started` have.
 void progress(Pipeline& s, void* recv, int started, bool wait) {
-  const Transport* t = s.p->comm->transport;
   while (s.unpacked < started) {
     int done = 0;
-    const dctResult_t res = t->test(s.p->comm, s.requests[s.unpacked], &done);
-    if (!done && !wait) return;
-    if (!done) continue;
+    const dctResult_t res = testRequest(s.p->comm, s.requests[s.unpacked], wait, done);
+    if (!done) {
+      if (!wait) return;
+      continue;
+    }
     if (res != dctSuccess && s.status == dctSuccess) s.status = res;
     if (s.status == dctSuccess) s.status = unpack(s, recv, s.unpacked);
     s.unpacked++;

@@ -19,10 +19,10 @@
 #include <cmath>
 #include <cstring>
 #include <new>
-#include <thread>
 
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
+#include "algo/request_wait.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -186,13 +186,10 @@ void progress(Pipeline& p, int started, bool drain) {
   Step& s = p.s;
   while (p.merged < started) {
     int done = 0;
-    dctResult_t res = s.comm->transport->test(s.comm, p.requests[p.merged], &done);
+    dctResult_t res = testRequest(s.comm, p.requests[p.merged], drain, done);
     if (res != dctSuccess && p.status == dctSuccess) p.status = res;
     if (!done) {
       if (!drain) return;
-      // Waiting only: a rank that shares its core (more ranks than cores)
-      // gets on with its chunks instead of losing half the core to a spin.
-      std::this_thread::yield();
       continue;
     }
     s.clock.lap(dctPhaseExchange);
