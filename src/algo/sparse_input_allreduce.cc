@@ -245,6 +245,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   mine.mode = in.query() ? 1 : 0;
   if (mine.localError == dctSuccess && !in.query()) {
     mine.localError = sparseInputScratch(comm, in, k.c);
+    if (mine.localError == dctSuccess) mine.localError = k.c->rankArrays.reserve(comm->size);  // gatherMerged's
     if (mine.localError == dctSuccess) mine.localError = k.c->ops->streamBegin(k.c->kernels, in.stream);
     if (mine.localError == dctSuccess && mayRunAllgather(k)) mine.localError = packWhole(k);
     mine.bytes = k.bytes;

@@ -67,7 +67,8 @@ void desPlanDestroy(dctDesPlan_t p) {
 
 dctResult_t bindDesOps(dctDesPlan_t p, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&p->kernels);
-  if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
+  if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed (%s)", fn, twin.name,
+                                          dctGetErrorString(res));
   p->ops = &twin;
   for (DesMasks& m : p->masks) {
     for (TwinBuffer* b : {&m.sent, &m.received, &m.sentEntries.mask, &m.sentEntries.offsets,
