@@ -4,12 +4,20 @@
 // instead of some ranks waiting forever in a mismatched exchange. A second
 // vote after the exchange makes a failure there reach every rank too, so a
 // step either commits everywhere or nowhere.
+//
+// Out of memory is one more local failure, and it must be voted like any
+// other: every entry point allocates before its last vote (local work
+// before the headers; what the headers size in agree()'s `ready` step,
+// which runs under caught()), and nothing between the last vote and the
+// commit allocates or can fail otherwise. A rank that throws between two
+// collectives instead would leave the others waiting in the next one.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "base/caught.h"
 #include "base/debug.h"
 #include "dct/dct.h"
 #include "transport/comm.h"
@@ -88,11 +96,19 @@ dctResult_t checkHeaders(dctComm_t comm, const H& mine, const std::vector<H>& al
   return dctSuccess;
 }
 
-// Every rank's header, checked against this rank's.
+// Every rank's header, checked against this rank's. A rank without room
+// for them still takes part, into the comm's reserved room (dctComm::
+// headerRoom), and fails at the vote.
 template <typename H>
 dctResult_t exchangeHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
-  all.assign(comm->size, H{});
-  const dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(H), stream);
+  static_assert(sizeof(H) <= dctComm::kHeaderRoomBytes, "dctComm::headerRoom holds every rank's header");
+  const dctResult_t room = caught(comm, fn, [&] {
+    all.assign(comm->size, H{});
+    return dctSuccess;
+  });
+  void* into = room == dctSuccess ? static_cast<void*>(all.data()) : comm->headerRoom.as();
+  const dctResult_t res = comm->transport->allgather(comm, &mine, into, sizeof(H), stream);
+  if (room != dctSuccess) return room;
   if (res != dctSuccess) return res;
   return checkHeaders(comm, mine, all, fn);
 }
@@ -104,13 +120,14 @@ dctResult_t vote(dctComm_t comm, dctResult_t mine, void* stream, const char* fn,
 
 // Header allgather + check + vote: on success `all` holds every rank's
 // header and every rank goes on; otherwise every rank returns an error.
-// `ready` runs between the check and the vote (reservations sized by the
-// headers), so its failure on one rank fails every rank.
+// `ready` runs between the check and the vote, under caught(): the
+// reservation step, where whatever the headers size is allocated, so its
+// failure (an exception too) on one rank fails every rank.
 template <typename H, typename Ready>
 dctResult_t agree(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn,
                   Ready&& ready) {
   dctResult_t res = exchangeHeaders(comm, mine, all, stream, fn);
-  if (res == dctSuccess) res = ready();
+  if (res == dctSuccess) res = caught(comm, fn, ready);
   return vote(comm, res, stream, fn, "agreement");
 }
 

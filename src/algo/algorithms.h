@@ -56,9 +56,11 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
                                   dctResult_t localError, const char* fn);
 
 // Sparse allgather of explicit COO into caller buffers; nnz per rank known.
+// `table`: room for 4 comm->size entries, reserved before the agreement's
+// vote (nothing allocates here).
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,
                             size_t valueBytes, const std::vector<uint64_t>& nnz,
-                            void* recvValues, uint32_t* recvIndices, void* stream);
+                            void* recvValues, uint32_t* recvIndices, std::vector<size_t>& table, void* stream);
 
 // The cheapest plan for counts every rank knows exactly (no compressor
 // pass, no forecast): the sparse-input allreduce's auto. DCT_TUNE's rules

@@ -17,6 +17,7 @@
 #include "algo/agree.h"
 #include "algo/alltoall_call.h"
 #include "algo/vote_flag.h"
+#include "algo/request_wait.h"
 #include "base/debug.h"
 #include "transport/comm.h"
 
@@ -51,6 +52,7 @@ struct Pipeline {
   bool flagged = false;  // some rank's cannot (this one's, or a sender's status)
   dctResult_t status = dctSuccess;
   ForwardDraft d{};
+  AlltoallCall done{nullptr, nullptr, nullptr};  // what the commit counts
 
   size_t rowsOut(int q, int c) const { return range(p->send.rows[q], c); }
   size_t rowsIn(int q, int c) const { return range(p->recv.rows[q], c); }
@@ -60,9 +62,14 @@ struct Pipeline {
   char* inBlock(int c, int q) const { return p->wireIn.as<char>() + chunks[c].inAt + chunks[c].in.offsets[q]; }
 };
 
-// Masks, fixed entry offsets (i K), both sides' chunk layouts and buffers.
+// Masks, fixed entry offsets (i K), both sides' chunk layouts and buffers,
+// the requests and the commit's tables: nothing allocates after the
+// agreement.
 dctResult_t prelude(Pipeline& s) {
   dctAlltoallPlan_t p = s.p;
+  s.requests.assign(s.C, nullptr);
+  s.done.out.reserve(s.P);
+  s.done.in.reserve(s.P);
   DCTCHECK(p->ops->streamBegin(p->kernels, s.stream));
   DCTCHECK(reserveMasks(p, *s.sent, p->send));
   DCTCHECK(reserveMasks(p, *s.received, p->recv));
@@ -137,8 +144,8 @@ dctResult_t unpack(Pipeline& s, void* recv, int c) {
     RowWireArgs a{static_cast<char*>(recv) + (p->recv.rowStart[q] + lo) * rowBytes(p), rows, p->rowLength, p->dtype,
                   maskOf(*s.received, p->recv, q, p->rowLength) + lo * s.words, offsetsOf(*s.received, p->recv, q) + lo,
                   lo * s.K, p->maskFormat, body + b.maskAt, nullptr, p->countBytes, body + b.valuesAt, p->wireType};
-    if (p->ops->rowUnpack(p->kernels, &a, s.stream) != dctSuccess)
-      return fail(p->comm, dctInternalError, "%s: malformed block from rank %d (chunk %d)", s.fn, q, c);
+    if (dctResult_t res = p->ops->rowUnpack(p->kernels, &a, s.stream); res != dctSuccess)
+      return blockFailed(p->comm, res, s.fn, q, s.chunks[c].in.bytes[q]);
   }
   return dctSuccess;
 }
@@ -146,12 +153,13 @@ dctResult_t unpack(Pipeline& s, void* recv, int c) {
 // Tests the requests in order, unpacking each chunk that has arrived;
 // `wait`: until all `started` have.
 void progress(Pipeline& s, void* recv, int started, bool wait) {
-  const Transport* t = s.p->comm->transport;
   while (s.unpacked < started) {
     int done = 0;
-    const dctResult_t res = t->test(s.p->comm, s.requests[s.unpacked], &done);
-    if (!done && !wait) return;
-    if (!done) continue;
+    const dctResult_t res = testRequest(s.p->comm, s.requests[s.unpacked], wait, done);
+    if (!done) {
+      if (!wait) return;
+      continue;
+    }
     if (res != dctSuccess && s.status == dctSuccess) s.status = res;
     if (s.status == dctSuccess) s.status = unpack(s, recv, s.unpacked);
     s.unpacked++;
@@ -160,7 +168,8 @@ void progress(Pipeline& s, void* recv, int started, bool wait) {
 
 // The committed forward's statistics count the blocks without their status.
 void commit(Pipeline& s) {
-  AlltoallCall call{s.p, s.stream, s.fn};
+  AlltoallCall& call = s.done;
+  call.p = s.p;
   call.out.bytes.assign(s.P, 0);
   call.in.bytes.assign(s.P, 0);
   for (const Chunk& k : s.chunks)
@@ -202,14 +211,13 @@ dctResult_t pipelinedForward(dctAlltoallPlan_t p, const void* send, void* recv, 
   fallback = false;
   PlanCallHeader mine = planCallHeader(p, kForward, dctSuccess);
   mine.chunks = p->ops->device ? 0 : p->chunks;  // the chunks run on host buffers
-  if (mine.chunks) mine.localError = prelude(s);
+  if (mine.chunks) mine.localError = caught(p->comm, fn, [&] { return prelude(s); });
   std::vector<PlanCallHeader> all;
   DCTCHECK(agree(p->comm, mine, all, stream, fn));
   for (const PlanCallHeader& h : all) fallback = fallback || h.chunks != p->chunks;
   if (fallback) return dctSuccess;  // every rank saw the same headers
 
   const Transport* t = p->comm->transport;
-  s.requests.assign(s.C, nullptr);
   for (int c = 0; c < s.C; c++) {
     if (s.status == dctSuccess && !s.mine) s.status = selectAndPack(s, send, c);
     const uint64_t flag = s.mine || s.status != dctSuccess ? 1 : 0;

@@ -77,19 +77,26 @@ dctResult_t createAlltoallPlan(dctComm_t comm, const size_t* sendRows, const siz
     mine.wireType = wireTypeFor(resolved.wireType, dtype);
   }
   std::vector<AlltoallPlanHeader> all;
-  DCTCHECK(agree(comm, mine, all, nullptr, fn));
+  std::vector<uint64_t> splits, gathered;
+  DCTCHECK(agree(comm, mine, all, nullptr, fn, [&] {  // room for every rank's split
+    splits.assign(size_t(2) * P, 0);
+    gathered.assign(size_t(2) * P * P, 0);
+    return dctSuccess;
+  }));
 
-  std::vector<uint64_t> splits(size_t(2) * P), gathered(size_t(2) * P * P);
   for (int q = 0; q < P; q++) {
     splits[q] = sendRows[q];
     splits[P + q] = recvRows[q];
   }
   dctResult_t res = comm->transport->allgather(comm, splits.data(), gathered.data(), splits.size() * 8, nullptr);
   if (res == dctSuccess) res = checkSplits(comm, gathered, fn);
+  // The plan is built before the last vote: it exists on every rank or on none.
+  if (res == dctSuccess) res = caught(comm, fn, [&] {
+    buildAlltoallPlan(*p, PlanPlace{comm, comm->rank, P, id}, sendRows, recvRows, rowLength, dtype, resolved);
+    p->chunks = forwardChunks(*p, gathered);
+    return dctSuccess;
+  });
   DCTCHECK(vote(comm, res, nullptr, fn, "split check"));
-
-  buildAlltoallPlan(*p, PlanPlace{comm, comm->rank, P, id}, sendRows, recvRows, rowLength, dtype, resolved);
-  p->chunks = forwardChunks(*p, gathered);
   *out = p.release();
   return dctSuccess;
 }

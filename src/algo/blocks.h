@@ -14,9 +14,22 @@
 
 namespace dct {
 
+// A kernel's failure on peer q's block of `bytes`: out of memory is said as
+// such, anything else makes it a malformed block.
+inline dctResult_t blockFailed(dctComm_t comm, dctResult_t res, const char* fn, int q, size_t bytes) {
+  if (res == dctOutOfMemory) return fail(comm, res, "%s: out of host memory on the block from rank %d", fn, q);
+  return fail(comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", fn, q, bytes);
+}
+
 struct Blocks {
   std::vector<size_t> bytes, offsets;
   size_t total = 0;
+  // Room for P blocks (throws): a reservation step's, so that place() and
+  // resizing to P never allocate after the agreement.
+  void reserve(size_t P) {
+    bytes.reserve(P);
+    offsets.reserve(P);
+  }
   void place() {
     offsets.resize(bytes.size());
     total = 0;

@@ -70,14 +70,21 @@ dctResult_t createDesPlan(dctComm_t comm, const size_t* rowsPerRank, size_t rowL
     mine.rowSelection = rowFormat(resolved.density, rowLength, dtype).maskFormat >= 0 ? resolved.rowSelection : -1;
   }
   std::vector<DesPlanHeader> all;
-  DCTCHECK(agree(comm, mine, all, nullptr, fn));
+  std::vector<uint64_t> split, gathered;
+  DCTCHECK(agree(comm, mine, all, nullptr, fn, [&] {  // room for every rank's split
+    split.assign(rowsPerRank, rowsPerRank + P);
+    gathered.assign(size_t(P) * P, 0);
+    return dctSuccess;
+  }));
 
-  std::vector<uint64_t> split(rowsPerRank, rowsPerRank + P), gathered(size_t(P) * P);
   dctResult_t res = comm->transport->allgather(comm, split.data(), gathered.data(), split.size() * 8, nullptr);
   if (res == dctSuccess) res = checkSplits(comm, split, gathered, fn);
+  // The plan is built before the last vote: it exists on every rank or on none.
+  if (res == dctSuccess) res = caught(comm, fn, [&] {
+    buildDesPlan(*p, PlanPlace{comm, comm->rank, P, id}, rowsPerRank, rowLength, dtype, resolved);
+    return dctSuccess;
+  });
   DCTCHECK(vote(comm, res, nullptr, fn, "split check"));
-
-  buildDesPlan(*p, PlanPlace{comm, comm->rank, P, id}, rowsPerRank, rowLength, dtype, resolved);
   *out = p.release();
   return dctSuccess;
 }

@@ -62,6 +62,7 @@ dctResult_t packForward(Call& call, const void* partials, DesMasks& m, ForwardDr
     m.sentRows[q] = a.count;
     if (q != me) d.keptRows += a.count, d.nonFinite += a.nonFinite;
   }
+  fillFlaggedSide(m.sentRows, me, m.sentSide);
   if (p->thinned()) DCTCHECK(thinSelect(call, partials, m, d));
   call.out.bytes.assign(P, 0);
   for (int q = 0; q < P; q++)
@@ -85,16 +86,27 @@ dctResult_t packForward(Call& call, const void* partials, DesMasks& m, ForwardDr
   return dctSuccess;
 }
 
+// Room for the size exchange (the agreement's reservation step): this
+// rank's counts to publish, every rank's, and the incoming layout.
+void reserveLayout(Call& call, DesMasks& m, std::vector<uint64_t>& published, std::vector<uint64_t>& counts) {
+  dctDesPlan_t p = call.p;
+  const size_t P = p->comm->size;
+  published = m.sentRows;
+  if (p->thinned()) published.insert(published.end(), m.sentEntries.entries.begin(), m.sentEntries.entries.end());
+  counts.assign(published.size() * P, 0);
+  m.receivedRows.reserve(P);
+  reserveSide(m.receivedSide, P);
+  call.in.reserve(P);
+}
+
 // Every rank's flagged-row counts per owner (thinned: then its kept-entry
-// counts); sizes what arrives here.
-dctResult_t layoutIncoming(Call& call, DesMasks& m) {
+// counts); sizes what arrives here. Allocates nothing (reserveLayout).
+dctResult_t layoutIncoming(Call& call, DesMasks& m, const std::vector<uint64_t>& published,
+                           std::vector<uint64_t>& counts) {
   dctDesPlan_t p = call.p;
   dctComm_t comm = p->comm;
   const int P = comm->size, me = comm->rank;
-  std::vector<uint64_t> published = m.sentRows;
-  if (p->thinned()) published.insert(published.end(), m.sentEntries.entries.begin(), m.sentEntries.entries.end());
   const size_t stride = published.size();
-  std::vector<uint64_t> counts(stride * P, 0);
   DCTCHECK(comm->transport->allgather(comm, published.data(), counts.data(), stride * sizeof(uint64_t), call.stream));
   m.receivedRows.assign(P, 0);
   call.in.bytes.assign(P, 0);
@@ -114,6 +126,7 @@ dctResult_t layoutIncoming(Call& call, DesMasks& m) {
     if (p->thinned()) m.receivedEntries.entries[q] = entries;
     call.in.bytes[q] = forwardBlock(p, p->mine(), rows, entries);
   }
+  fillFlaggedSide(m.receivedRows, me, m.receivedSide);
   call.in.place();
   return reserveWire(call);
 }
@@ -126,9 +139,8 @@ dctResult_t reserveSums(dctDesPlan_t p, DesMasks& m) {
   return m.received.reserve(size_t(p->comm->size) * maskWords(p->mine()) * sizeof(uint32_t));
 }
 
-dctResult_t malformed(Call& call, int q) {
-  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
-              call.in.bytes[q]);
+dctResult_t malformed(Call& call, int q, dctResult_t res = dctInternalError) {
+  return blockFailed(call.p->comm, res, call.fn, q, call.in.bytes[q]);
 }
 
 // summed = the rows of every rank in rank order, from +0 in the
@@ -160,7 +172,8 @@ dctResult_t reduceForward(Call& call, const void* partials, void* summed, DesMas
     }
     RowBlockArgs a = block(p, acc, mine, flags, const_cast<char*>(in) + flagBytes(mine));
     a.count = m.receivedRows[q];
-    if (p->ops->rowAccumulate(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
+    if (dctResult_t res = p->ops->rowAccumulate(p->kernels, &a, call.stream); res != dctSuccess)
+      return malformed(call, q, res);
   }
   if (accType == p->dtype) return dctSuccess;
   return p->ops->convert(p->kernels, summed, p->dtype, acc, accType, n, 1.0, call.stream);
@@ -198,17 +211,21 @@ dctResult_t desForward(dctDesPlan_t p, const void* partials, void* summed, void*
   ForwardDraft d;
   PlanCallHeader mine = planCallHeader(p, kForward, localError);
   if (mine.localError == dctSuccess) {
-    mine.localError = [&]() -> dctResult_t {
+    mine.localError = caught(p->comm, fn, [&]() -> dctResult_t {
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
       DCTCHECK(packForward(call, partials, spare, d));
       return reserveSums(p, spare);
-    }();
+    });
   }
   mine.bytes = call.out.total;
   std::vector<PlanCallHeader> all;
-  DCTCHECK(agree(p->comm, mine, all, stream, fn));
+  std::vector<uint64_t> published, counts;
+  DCTCHECK(agree(p->comm, mine, all, stream, fn, [&] {
+    reserveLayout(call, spare, published, counts);
+    return dctSuccess;
+  }));
   call.allBytes = sentTogether(all);
-  DCTCHECK(vote(p->comm, layoutIncoming(call, spare), stream, fn, "size exchange"));
+  DCTCHECK(vote(p->comm, layoutIncoming(call, spare, published, counts), stream, fn, "size exchange"));
   dctResult_t res = exchange(call);
   if (res == dctSuccess) res = reduceForward(call, partials, summed, spare);
   // The stream's end joins the vote: a device twin's can fail on one rank,
@@ -228,7 +245,7 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
   PlanCallHeader mine = planCallHeader(p, kBackward, localError);
   DesMasks& m = p->masks[p->committed];
   if (mine.localError == dctSuccess) {
-    mine.localError = [&]() -> dctResult_t {
+    mine.localError = caught(p->comm, fn, [&]() -> dctResult_t {
       call.out.bytes.assign(P, 0);
       call.in.bytes.assign(P, 0);
       for (int q = 0; q < P; q++) {
@@ -251,7 +268,7 @@ dctResult_t desBackward(dctDesPlan_t p, const void* gradSummed, void* gradPartia
         DCTCHECK(p->ops->rowGather(p->kernels, &a, stream));
       }
       return dctSuccess;
-    }();
+    });
   }
   mine.bytes = call.out.total;
   std::vector<PlanCallHeader> all;

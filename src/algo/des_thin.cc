@@ -43,9 +43,8 @@ dctResult_t estimateTau(Call& call, size_t rows, ForwardDraft& d) {
   return dctSuccess;
 }
 
-dctResult_t malformed(Call& call, int q) {
-  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
-              call.in.bytes[q]);
+dctResult_t malformed(Call& call, int q, dctResult_t res = dctInternalError) {
+  return blockFailed(call.p->comm, res, call.fn, q, call.in.bytes[q]);
 }
 
 }  // namespace
@@ -62,7 +61,7 @@ dctResult_t thinReserve(dctDesPlan_t p, DesMasks& m) {
 dctResult_t thinSelect(Call& call, const void* partials, DesMasks& m, ForwardDraft& d) {
   dctDesPlan_t p = call.p;
   const int P = p->comm->size;
-  const RowSide side = flaggedSide(m.sentRows, p->comm->rank);
+  const RowSide& side = m.sentSide;
   const size_t R = side.totalRows();
   DCTCHECK(reserveEntries(p, m.sentEntries, R));
   // The stage also takes what arrives (at most this rank's rows per peer),
@@ -95,7 +94,7 @@ dctResult_t thinSelect(Call& call, const void* partials, DesMasks& m, ForwardDra
 
 dctResult_t thinPack(Call& call, DesMasks& m, int q, char* body) {
   dctDesPlan_t p = call.p;
-  const RowSide side = flaggedSide(m.sentRows, p->comm->rank);
+  const RowSide& side = m.sentSide;
   const uint64_t rows = side.rows[q], entries = m.sentEntries.entries[q];
   const bool counted = withCounts(p, rows, entries);
   const BlockLayout b = blockLayout(p->format, rows, entries, counted);
@@ -108,7 +107,7 @@ dctResult_t thinPack(Call& call, DesMasks& m, int q, char* body) {
 
 dctResult_t thinAccumulate(Call& call, DesMasks& m, int q, const char* body, uint64_t entries, void* acc) {
   dctDesPlan_t p = call.p;
-  const RowSide side = flaggedSide(m.receivedRows, p->comm->rank);
+  const RowSide& side = m.receivedSide;
   const uint64_t rows = side.rows[q];
   const bool counted = withCounts(p, rows, entries);
   char* in = const_cast<char*>(body);
@@ -121,16 +120,17 @@ dctResult_t thinAccumulate(Call& call, DesMasks& m, int q, const char* body, uin
   RowWireArgs a{p->stage.as(), rows, p->rowLength, p->dtype, maskOf(m.receivedEntries, side, q, p->rowLength),
                 offsetsOf(m.receivedEntries, side, q), 0, p->format.maskFormat, in + b.maskAt, nullptr,
                 p->format.countBytes, in + b.valuesAt};
-  if (p->ops->rowUnpack(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
+  if (dctResult_t res = p->ops->rowUnpack(p->kernels, &a, call.stream); res != dctSuccess) return malformed(call, q, res);
   RowBlockArgs sum = block(p, acc, p->mine(), receivedFlags(m, p, q), p->stage.as());
   sum.count = rows;
-  if (p->ops->rowAccumulate(p->kernels, &sum, call.stream) != dctSuccess) return malformed(call, q);
+  if (dctResult_t res = p->ops->rowAccumulate(p->kernels, &sum, call.stream); res != dctSuccess)
+    return malformed(call, q, res);
   return dctSuccess;
 }
 
 dctResult_t thinPackGrad(Call& call, DesMasks& m, int q, const void* gradSummed, char* out) {
   dctDesPlan_t p = call.p;
-  const RowSide side = flaggedSide(m.receivedRows, p->comm->rank);
+  const RowSide& side = m.receivedSide;
   if (side.rows[q] == 0) return dctSuccess;
   RowBlockArgs g = block(p, const_cast<void*>(gradSummed), p->mine(), receivedFlags(m, p, q), p->stage.as());
   DCTCHECK(p->ops->rowGather(p->kernels, &g, call.stream));
@@ -141,7 +141,7 @@ dctResult_t thinPackGrad(Call& call, DesMasks& m, int q, const void* gradSummed,
 
 dctResult_t thinScatterGrad(Call& call, DesMasks& m, int q, const char* in, void* gradPartials) {
   dctDesPlan_t p = call.p;
-  const RowSide side = flaggedSide(m.sentRows, p->comm->rank);
+  const RowSide& side = m.sentSide;
   if (side.rows[q] > 0) {
     RowWireArgs a{p->stage.as(), side.rows[q], p->rowLength, p->dtype, maskOf(m.sentEntries, side, q, p->rowLength),
                   offsetsOf(m.sentEntries, side, q), 0, -1, nullptr, nullptr, p->format.countBytes,

@@ -74,8 +74,10 @@ dctResult_t shareNodeResult(Hier& h, dctResult_t mine, PhaseTimer& clock) {
   if (mine == dctSuccess) mine = res;
   clock.lap(dctPhaseExchange);
   if (h.leader) h.summary.status = mine;
-  std::vector<Summary> all(node->size);
-  res = t->allgather(node, &h.summary, all.data(), sizeof(Summary), h.stream);
+  // Into the node comm's reserved header room: nothing allocates after the agreement.
+  static_assert(sizeof(Summary) <= dctComm::kHeaderRoomBytes, "a summary fits the header room");
+  const Summary* all = node->headerRoom.as<Summary>();
+  res = t->allgather(node, &h.summary, node->headerRoom.as(), sizeof(Summary), h.stream);
   if (mine == dctSuccess) mine = res;
   if (mine == dctSuccess && !h.leader) {
     h.summary = all[0];

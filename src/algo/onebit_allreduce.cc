@@ -93,6 +93,7 @@ bool copiesAfterCommit(const Step& s) { return s.send == s.recv && !s.c->ops->de
 dctResult_t localWork(Step& s) {
   dctCompressor_t c = s.c;
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
+  DCTCHECK(c->rankArrays.reserve(s.comm->size));  // the exchange's tables: nothing allocates after the agreement
   const size_t P = static_cast<size_t>(s.comm->size);
   const size_t bytes = c->count * dtypeSize(c->dtype);
   s.result = s.recv;
@@ -140,7 +141,8 @@ dctResult_t serverWork(Step& s) {
 // Every rank sees every server scale: one NaN makes the step non-finite.
 dctResult_t readServerScales(Step& s) {
   const int P = s.comm->size;
-  std::vector<unsigned char> raw(P * s.scaleBytes);
+  std::vector<unsigned char>& raw = s.c->rankArrays.bytes;  // reserved by localWork
+  raw.assign(P * s.scaleBytes, 0);
   for (int j = 0; j < P; j++) {
     const char* scale = s.at(s.arena.gatheredSlots + j * s.arena.slotBytes);  // a slot's first bytes
     DCTCHECK(s.c->ops->copy(s.c->kernels, raw.data() + j * s.scaleBytes, scale, s.scaleBytes, s.stream));
@@ -165,7 +167,11 @@ dctResult_t exchange(Step& s) {
   const Transport* t = comm->transport;
   if (s.warm) return t->allreduce(comm, s.send, s.target, s.c->count, s.c->dtype, s.stream);
   const int P = comm->size, me = comm->rank;
-  std::vector<size_t> sendBytes(P), recvBytes(P), offsets(P);
+  RankArrays& a = s.c->rankArrays;  // reserved by localWork
+  std::vector<size_t>&sendBytes = a.sizes, &recvBytes = a.recvBytes, &offsets = a.offsets;
+  sendBytes.assign(P, 0);
+  recvBytes.assign(P, 0);
+  offsets.assign(P, 0);
   size_t total = 0;  // what all ranks send together
   for (int q = 0; q < P; q++) {
     sendBytes[q] = workerBytes(s, q);
@@ -252,7 +258,7 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   Step s = makeStep(sendbuf, recvbuf, op, c, comm, stream);
   s.warm = inWarmup(c);
   mine.mode = s.warm ? 1 : 0;
-  mine.localError = localWork(s);
+  mine.localError = caught(comm, fn, [&] { return localWork(s); });
   mine.bytes = s.sent;
   s.clock.lap(dctPhaseCompress);
   constexpr int32_t kLateTail = 1;  // header flag: this rank finishes its result after the exchange vote

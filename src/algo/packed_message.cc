@@ -33,9 +33,13 @@ dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, s
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
                          void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
   const int P = comm->size;
+  // Reserved before the agreement (RankArrays): nothing allocates here.
+  std::vector<size_t>& sizes = c->rankArrays.sizes;
+  std::vector<size_t>& offsets = c->rankArrays.offsets;
+  sizes.assign(P, 0);
+  offsets.assign(P, 0);
   size_t total = 0;
   DCTCHECK(checkAnnounced(comm, all, c->count, dtypeSize(c->wireType), c->indexBytes, total, fn));
-  std::vector<size_t> sizes(P), offsets(P);
   size_t at = 0;  // within total: checked
   for (int r = 0; r < P; r++) {
     offsets[r] = at;
@@ -45,7 +49,8 @@ dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
   DCTCHECK(comm->transport->allgatherv(comm, c->wire.as(), sizes[comm->rank], gathered, sizes.data(), offsets.data(),
                                        stream));
   clock.lap(dctPhaseExchange);
-  std::vector<PackedMessage> messages(P);
+  std::vector<PackedMessage>& messages = c->rankArrays.messages;
+  messages.assign(P, PackedMessage{});
   for (int r = 0; r < P; r++) messages[r] = packedView(gathered + offsets[r], sizes[r], all[r].nnz, dtypeSize(c->wireType));
   MergeArgs merge{target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
   merge.stream = usesStreamingStores(c);

@@ -69,6 +69,8 @@ dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, s
 // from the agreed headers, then summed in rank order into `target` (count
 // elements of c->accType; mergePacked): bit-identical on every rank.
 // `received`: bytes from the other ranks. The exchange's lap ends on clock.
+// c->rankArrays must hold room for comm->size ranks (reserved before the
+// agreement): nothing allocates here.
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
                          void* stream, PhaseTimer& clock, size_t& received, const char* fn);
 

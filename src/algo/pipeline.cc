@@ -19,11 +19,11 @@
 #include <cmath>
 #include <cstring>
 #include <new>
-#include <thread>
 
 #include "algo/allreduce_step.h"
 #include "algo/packed_message.h"
 #include "algo/vote_flag.h"
+#include "algo/request_wait.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -157,7 +157,8 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
   Step& s = p.s;
   dctCompressor_t c = s.c;
   const int P = p.L.ranks;
-  std::vector<PackedMessage> messages(P);
+  std::vector<PackedMessage>& messages = c->rankArrays.messages;  // reserved before the agreement
+  messages.assign(P, PackedMessage{});
   for (int r = 0; r < P && p.clean; r++) {
     const ChunkHeader h = p.header(i, r);
     p.clean = h.status == kChunkOk;
@@ -186,13 +187,10 @@ void progress(Pipeline& p, int started, bool drain) {
   Step& s = p.s;
   while (p.merged < started) {
     int done = 0;
-    dctResult_t res = s.comm->transport->test(s.comm, p.requests[p.merged], &done);
+    dctResult_t res = testRequest(s.comm, p.requests[p.merged], drain, done);
     if (res != dctSuccess && p.status == dctSuccess) p.status = res;
     if (!done) {
       if (!drain) return;
-      // Waiting only: a rank that shares its core (more ranks than cores)
-      // gets on with its chunks instead of losing half the core to a spin.
-      std::this_thread::yield();
       continue;
     }
     s.clock.lap(dctPhaseExchange);
@@ -222,11 +220,15 @@ dctResult_t finishChunks(Pipeline& p) {
   return tightenTau(c, s.draft, c->selection.as(), p.nnz, s.stream);
 }
 
-// Local work before the headers: room for the slots, one chunk's selection
-// and its packing; tau for the step.
+// Local work before the headers: the slots' layout and room for them, one
+// chunk's selection and its packing, the requests and what the commit keeps
+// (nothing allocates after the agreement); tau for the step.
 dctResult_t prelude(Pipeline& p) {
   Step& s = p.s;
   dctCompressor_t c = s.c;
+  p.L = layout(s);
+  p.requests.assign(p.L.chunks, nullptr);
+  s.chunkNeeds.reserve(static_cast<size_t>(p.L.chunks) * p.L.ranks);
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
   DCTCHECK(c->gathered.reserve(p.L.total));
   DCTCHECK(c->selection.reserve(alignedIndexBytes(p.L.elems, c->indexBytes) + p.L.elems * dtypeSize(c->wireType)));
@@ -272,18 +274,9 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   dctCompressor_t c = s.c;
   const dctComm_t comm = s.comm;
   const int P = comm->size, me = comm->rank;
-  Pipeline p{s, layout(s)};
+  Pipeline p{s, Layout{}};
   fallback = false;
-  if (mine.localError == dctSuccess) mine.localError = prelude(p);
-  // Room for what the chunks needed, now: after the exchange vote nothing
-  // may fail.
-  if (mine.localError == dctSuccess) {
-    try {
-      s.chunkNeeds.reserve(static_cast<size_t>(p.L.chunks) * P);
-    } catch (const std::bad_alloc&) {
-      mine.localError = fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
-    }
-  }
+  if (mine.localError == dctSuccess) mine.localError = caught(comm, fn, [&] { return prelude(p); });
   mine.chunks = p.L.chunks;
   mine.chunkElems = p.L.elems;
   s.clock.lap(dctPhaseCompress);
@@ -296,7 +289,6 @@ dctResult_t pipelinedStep(Step& s, CallHeader& mine, std::vector<CallHeader>& al
   }));
   s.clock.lap(dctPhaseAgree);
   p.status = dctSuccess;
-  p.requests.assign(p.L.chunks, nullptr);
   bool redo = false;  // this rank's chunks so far: the step will be redone
   for (int i = 0; i < p.L.chunks; i++) {
     ChunkHeader h;

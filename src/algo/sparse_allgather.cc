@@ -10,9 +10,11 @@ namespace dct {
 
 dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* indices,
                             size_t valueBytes, const std::vector<uint64_t>& nnz,
-                            void* recvValues, uint32_t* recvIndices, void* stream) {
+                            void* recvValues, uint32_t* recvIndices, std::vector<size_t>& table, void* stream) {
   const int P = comm->size;
-  std::vector<size_t> valBytes(P), valOffsets(P), idxBytes(P), idxOffsets(P);
+  table.assign(4 * size_t(P), 0);  // within the caller's reservation
+  size_t* valBytes = table.data();
+  size_t *valOffsets = valBytes + P, *idxBytes = valOffsets + P, *idxOffsets = idxBytes + P;
   size_t total = 0;
   for (int r = 0; r < P; r++) {
     valBytes[r] = nnz[r] * valueBytes;
@@ -24,10 +26,10 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
   if (total == 0) return dctSuccess;
   const int me = comm->rank;
   // Both run whatever the first did: the peers wait in the second.
-  const dctResult_t idx = comm->transport->allgatherv(comm, indices, idxBytes[me], recvIndices, idxBytes.data(),
-                                                      idxOffsets.data(), stream);
-  const dctResult_t val = comm->transport->allgatherv(comm, values, valBytes[me], recvValues, valBytes.data(),
-                                                      valOffsets.data(), stream);
+  const dctResult_t idx = comm->transport->allgatherv(comm, indices, idxBytes[me], recvIndices, idxBytes,
+                                                      idxOffsets, stream);
+  const dctResult_t val = comm->transport->allgatherv(comm, values, valBytes[me], recvValues, valBytes,
+                                                      valOffsets, stream);
   return idx != dctSuccess ? idx : val;
 }
 

@@ -89,7 +89,7 @@ dctResult_t localWork(Step& s) {
   s.msg.storage = &c->selection;
   DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
   if (!splits(s)) return pack(s);
-  DCTCHECK(splitPack(c, s.comm->size, s.msg, s.pieces, s.stream));
+  DCTCHECK(splitPack(c, s.comm, s.msg, s.pieces, s.stream));
   s.bytes = s.pieces.bytes;
   return dctSuccess;
 }
@@ -236,7 +236,7 @@ dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, b
     mine.localError = c->ops->synchronize(c->kernels, s.stream);
     s.clock.lapWaiting();
   }
-  if (mine.localError == dctSuccess) mine.localError = localWork(s);
+  if (mine.localError == dctSuccess) mine.localError = caught(s.comm, fn, [&] { return localWork(s); });
   if (mine.localError == dctSuccess && timesDevice(s)) mine.localError = c->ops->synchronize(c->kernels, s.stream);
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
@@ -264,7 +264,13 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   std::vector<CallHeader> all;
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
-  Step s{sendbuf, recvbuf, recvbuf, dctFloat32, op, c, comm, stream, planAlgorithm(c, comm)};
+  Step s{sendbuf, recvbuf, recvbuf, dctFloat32, op, c, comm, stream, Plan{}};
+  // Local work runs under caught() up to the agreement: a rank out of memory
+  // still takes part in it, and every rank fails.
+  mine.localError = caught(comm, fn, [&] {
+    s.plan = planAlgorithm(c, comm);
+    return dctSuccess;
+  });
   s.averageOver = nesting ? nesting->averageOver : comm->size;
   s.nesting = nesting;
   if (nesting) s.clock = nesting->clock;
@@ -278,11 +284,16 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   mine.mode = inWarmup(c) ? 1 : 0;
   mine.lastStepNs = c->lastStepNs;
   mine.lastLocalNs = c->lastLocalNs;
-  if (sendbuf == recvbuf || s.targetType != dtype) {  // staged: sendbuf must survive, or types differ
+  if (mine.localError == dctSuccess && (sendbuf == recvbuf || s.targetType != dtype)) {  // staged: sendbuf must survive, or types differ
     mine.localError = c->staged.reserve(count * dtypeSize(c->accType));
     s.target = c->staged.as();
   }
-  s.chunkElems = pipelineChunkElems(s);
+  // Room for the exchange's tables and the commit's: nothing allocates after the agreement.
+  if (mine.localError == dctSuccess) mine.localError = caught(comm, fn, [&] {
+    s.chunkElems = pipelineChunkElems(s);
+    c->lastMessages.reserve(comm->size);
+    return c->rankArrays.reserve(comm->size);
+  });
   const bool late = !nesting && tailCanFail(s);  // after the pipelined step's vote, or in place
   if (s.chunkElems) {
     bool fallback = false;

@@ -36,9 +36,8 @@ dctResult_t reserveWire(Call& call) { return reserveBlocks(call.p, call.out, cal
 
 dctResult_t exchange(Call& call) { return exchangeBlocks(call.p, call.out, call.in, call.allBytes, call.stream); }
 
-dctResult_t malformed(Call& call, int q) {
-  return fail(call.p->comm, dctInternalError, "%s: malformed block from rank %d (%zu bytes)", call.fn, q,
-              call.in.bytes[q]);
+dctResult_t malformed(Call& call, int q, dctResult_t res = dctInternalError) {
+  return blockFailed(call.p->comm, res, call.fn, q, call.in.bytes[q]);
 }
 
 // --- forward -------------------------------------------------------------
@@ -151,7 +150,7 @@ dctResult_t unpackForward(Call& call, void* recv, MaskSet& m) {
                   p->maskFormat >= 0 ? maskOf(m, p->recv, q, p->rowLength) : nullptr, offsetsOf(m, p->recv, q), 0,
                   p->maskFormat, p->maskFormat >= 0 ? block + b.maskAt : nullptr, nullptr, p->countBytes,
                   block + b.valuesAt, p->wireType};
-    if (p->ops->rowUnpack(p->kernels, &a, call.stream) != dctSuccess) return malformed(call, q);
+    if (dctResult_t res = p->ops->rowUnpack(p->kernels, &a, call.stream); res != dctSuccess) return malformed(call, q, res);
   }
   return dctSuccess;
 }
@@ -211,26 +210,34 @@ dctResult_t sparseAlltoallForward(dctAlltoallPlan_t p, const void* send, void* r
   ForwardDraft d;
   PlanCallHeader mine = planCallHeader(p, kForward, localError);
   if (mine.localError == dctSuccess) {
-    mine.localError = [&]() -> dctResult_t {
+    mine.localError = caught(p->comm, fn, [&]() -> dctResult_t {
       DCTCHECK(p->ops->streamBegin(p->kernels, stream));
       DCTCHECK(selectRows(call, send, sent, d));
       DCTCHECK(packForward(call, send, sent, d));
       return reserveMasks(p, received, p->recv);
-    }();
+    });
   }
   mine.bytes = call.out.total;
   mine.variableRows = d.variable;
   std::vector<PlanCallHeader> all;
+  std::vector<uint64_t> entries;
   bool variable = false;
   DCTCHECK(agree(p->comm, mine, all, stream, fn, [&] {
     call.allBytes = sentTogether(all);
     for (const PlanCallHeader& h : all) variable = variable || h.variableRows != 0;
-    if (variable) return dctSuccess;  // sizes come with the entry counts
+    // Room for the incoming layout (and the entry counts): nothing allocates after the agreement.
+    const size_t P = p->comm->size;
+    call.in.reserve(P);
+    call.inLayout.reserve(P);
+    call.inCounts.reserve(P);
+    if (variable) {
+      entries.reserve(P * P);
+      return dctSuccess;  // sizes come with the entry counts
+    }
     DCTCHECK(layoutIncoming(call, all, nullptr));
     return reserveWire(call);
   }));
   if (variable) {
-    std::vector<uint64_t> entries;
     dctResult_t res = shareEntries(call, sent, entries);
     if (res == dctSuccess) res = layoutIncoming(call, all, &entries);
     if (res == dctSuccess) res = reserveWire(call);
@@ -259,7 +266,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
     return p->maskFormat >= 0 ? maskOf(m, side, q, p->rowLength) : nullptr;
   };
   if (mine.localError == dctSuccess) {
-    mine.localError = [&]() -> dctResult_t {
+    mine.localError = caught(p->comm, fn, [&]() -> dctResult_t {
       call.out.bytes.resize(P);
       call.in.bytes.resize(P);
       for (int q = 0; q < P; q++) {
@@ -279,7 +286,7 @@ dctResult_t sparseAlltoallBackward(dctAlltoallPlan_t p, const void* gradSend, vo
         DCTCHECK(p->ops->rowPack(p->kernels, &a, stream));
       }
       return dctSuccess;
-    }();
+    });
   }
   mine.bytes = call.out.total;
   std::vector<PlanCallHeader> all;

@@ -183,7 +183,7 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
     msg.indices = const_cast<void*>(in.indices);
     msg.values = const_cast<void*>(in.values);
     msg.nnz = in.nnz;
-    return splitPack(c, k.comm->size, msg, k.pieces, in.stream);
+    return splitPack(c, k.comm, msg, k.pieces, in.stream);
   }
   DCTCHECK(c->ops->zero(c->kernels, k.sum, k.sumBytes, in.stream));
   ScatterArgs scatter{k.sum, in.count, in.dtype, c->indexBytes, in.indices, in.values, in.nnz, true};
@@ -300,6 +300,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   mine.mode = in.query() ? 1 : 0;
   if (mine.localError == dctSuccess && !in.query()) {
     mine.localError = sparseInputScratch(comm, in, k.c);
+    if (mine.localError == dctSuccess) mine.localError = k.c->rankArrays.reserve(comm->size);  // gatherMerged's
     if (mine.localError == dctSuccess) mine.localError = k.c->ops->streamBegin(k.c->kernels, in.stream);
     if (mine.localError == dctSuccess && mayRunAllgather(k)) mine.localError = packWhole(k);
     mine.bytes = k.bytes;

@@ -33,7 +33,8 @@ struct Split {
 // theirs[2 r], theirs[2 r + 1]: bytes and nnz of rank r's piece.
 dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<uint64_t>& theirs,
                        const std::vector<size_t>& offsets) {
-  std::vector<PackedMessage> pieces(s.P);
+  std::vector<PackedMessage>& pieces = s.c->rankArrays.messages;  // reserved by splitPack
+  pieces.assign(s.P, PackedMessage{});
   for (int r = 0; r < s.P; r++) pieces[r] = packedView(gathered + offsets[r], theirs[2 * r], theirs[2 * r + 1], s.wireBytes);
   dctCompressor_t c = s.c;
   MergeArgs merge{s.range(s.me), s.length(s.me), c->accType, c->wireType, c->indexBytes, pieces.data(), s.P};
@@ -116,18 +117,22 @@ dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint
 // exchange just those (16 bytes per peer: O(P) per rank, not O(P^2)); NCCL,
 // which moves device memory only, gathers the whole P x P table through its
 // host staging.
-dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, std::vector<uint64_t>& theirs, void* stream) {
+dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, RankArrays& a, void* stream) {
   const Transport* t = comm->transport;
   const int P = comm->size, me = comm->rank;
+  std::vector<uint64_t>& theirs = a.theirs;
   theirs.assign(2 * size_t(P), 0);
   if (t->alltoall) return t->alltoall(comm, pieces.sizes.data(), theirs.data(), 2 * sizeof(uint64_t), stream);
   if (t->hostBuffers) {
-    std::vector<size_t> bytes(P, 2 * sizeof(uint64_t)), offsets(P);
+    std::vector<size_t>&bytes = a.formBytes, &offsets = a.formOffsets;  // free until the ranges' layout
+    bytes.assign(P, 2 * sizeof(uint64_t));
+    offsets.assign(P, 0);
     for (int q = 0; q < P; q++) offsets[q] = q * 2 * sizeof(uint64_t);
     return t->alltoallv(comm, pieces.sizes.data(), bytes.data(), offsets.data(), theirs.data(), bytes.data(),
                         offsets.data(), size_t(P) * P * 2 * sizeof(uint64_t), stream);
   }
-  std::vector<uint64_t> all(2 * size_t(P) * P);
+  std::vector<uint64_t>& all = a.table;
+  all.assign(2 * size_t(P) * P, 0);
   const dctResult_t res = t->allgather(comm, pieces.sizes.data(), all.data(), 2 * P * sizeof(uint64_t), stream);
   for (int r = 0; r < P; r++) {
     theirs[2 * r] = all[2 * (size_t(r) * P + me)];
@@ -155,7 +160,11 @@ dctResult_t reserveGathered(const Split& s, size_t bytes, size_t extent) {
 
 }  // namespace
 
-dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPieces& pieces, void* stream) {
+dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, SplitPieces& pieces, void* stream) {
+  const int ranks = comm->size;
+  // The exchange's tables, before the agreement: nothing allocates after it.
+  const Transport* t = comm->transport;
+  DCTCHECK(c->rankArrays.reserve(ranks, t->alltoall == nullptr && !t->hostBuffers));
   std::vector<uint64_t> keys(ranks + 1), at(ranks + 1);
   for (int q = 0; q <= ranks; q++) keys[q] = splitRangeBegin(c->count, ranks, q);
   BoundsArgs cut{msg.indices, msg.nnz, c->indexBytes, keys.data(), keys.size(), at.data()};
@@ -188,9 +197,14 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
   const int P = s.P, me = s.me;
   const Transport* t = comm->transport;
-  std::vector<uint64_t> theirs;
-  dctResult_t res = pieceSizes(comm, pieces, theirs, stream);
-  std::vector<size_t> sendBytes(P), recvBytes(P), recvOffsets(P);
+  // Reserved by splitPack, before the agreement: nothing allocates here.
+  RankArrays& a = c->rankArrays;
+  dctResult_t res = pieceSizes(comm, pieces, a, stream);
+  const std::vector<uint64_t>& theirs = a.theirs;
+  std::vector<size_t>&sendBytes = a.sizes, &recvBytes = a.recvBytes, &recvOffsets = a.recvOffsets;
+  sendBytes.assign(P, 0);
+  recvBytes.assign(P, 0);
+  recvOffsets.assign(P, 0);
   size_t recvTotal = 0;
   uint64_t bound = 0;  // entries summed into this rank's range
   for (int r = 0; r < P && res == dctSuccess; r++) {
@@ -217,10 +231,13 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   clock.lap(dctPhaseReduce);
 
   // Range forms: every rank's, then room for all of them, 8-byte aligned.
-  std::vector<uint64_t> forms(2 * size_t(P));
+  std::vector<uint64_t>& forms = a.forms;
+  forms.assign(2 * size_t(P), 0);
   const dctResult_t shared = t->allgather(comm, mine, forms.data(), sizeof(mine), stream);
   if (res == dctSuccess) res = shared;
-  std::vector<size_t> formBytes(P), formOffsets(P);
+  std::vector<size_t>&formBytes = a.formBytes, &formOffsets = a.formOffsets;
+  formBytes.assign(P, 0);
+  formOffsets.assign(P, 0);
   size_t formTotal = 0;
   for (int q = 0; q < P && res == dctSuccess; q++) {
     const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];

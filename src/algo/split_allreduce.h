@@ -48,8 +48,9 @@ struct SplitPieces {
 };
 
 // Local work: cuts `msg` (compressStep's selection, ascending) by range and
-// packs the pieces into c->wire.
-dctResult_t splitPack(dctCompressor_t c, int ranks, const Message& msg, SplitPieces& pieces, void* stream);
+// packs the pieces into c->wire over comm's ranks, and reserves
+// c->rankArrays for splitExchange (which allocates nothing).
+dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, SplitPieces& pieces, void* stream);
 
 // Everything from the piece sizes to the reduced ranges written into
 // `target` (count entries of c->accType). allRanksBytes: every rank's

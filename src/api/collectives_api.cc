@@ -98,10 +98,14 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     mine.capacity = recvCapacity;
     mine.mode = query ? 1 : 0;
     std::vector<CallHeader> all;
+    std::vector<uint64_t> counts;
+    std::vector<size_t> table;
     // The transport's room for the exchange (and NCCL's device check)
     // before the vote, sized by the agreed total: prepared, the data ops
-    // allocate nothing.
+    // allocate nothing; the counts and the exchange's table neither.
     auto prepare = [&]() -> dctResult_t {
+      counts.assign(comm->size, 0);
+      table.reserve(4 * size_t(comm->size));
       if (query) return comm->transport->prepare(comm, values, 0, stream);
       size_t sum = 0, bytes = 0;
       const size_t widest = dtypeSize(datatype) > sizeof(uint32_t) ? dtypeSize(datatype) : sizeof(uint32_t);
@@ -111,7 +115,6 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
       return comm->transport->prepare(comm, recvValues, bytes, stream);
     };
     DCTCHECK(agree(comm, mine, all, stream, fn, prepare));
-    std::vector<uint64_t> counts(comm->size);
     size_t sum = 0;
     DCTCHECK(announcedTotal(comm, all, sum, fn));  // the query's (fetches checked it before the vote)
     for (int r = 0; r < comm->size; r++) counts[r] = all[r].nnz;
@@ -126,7 +129,7 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
                     "%s: rank %d's recvCapacity %llu < total %zu", fn, r,
                     (unsigned long long)all[r].capacity, sum);
     dctResult_t res = sparseAllgather(comm, values, indices, dtypeSize(datatype), counts, recvValues, recvIndices,
-                                      stream);
+                                      table, stream);
     // The peers' indices reach the caller: out of range is a corrupt message.
     if (res == dctSuccess && checkIndices(comm, recvIndices, sum, count, fn, stream) != dctSuccess)
       res = fail(comm, dctInternalError, "%s: a peer sent an index out of range (count %zu)", fn, count);

@@ -3,30 +3,11 @@
 // collective.
 #pragma once
 
-#include <exception>
-#include <new>
-
+#include "base/caught.h"
 #include "base/debug.h"
 #include "dct/dct.h"
 
 namespace dct {
-
-// Runs local work that may throw (allocations, checks) as an error code, in
-// place: a collective's rank must go on to take part in what follows (its
-// agreement, the votes) rather than unwind out of the transaction and leave
-// the others waiting. Use it for local work before and between collectives.
-template <typename Body>
-dctResult_t caught(dctComm_t comm, const char* fn, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(comm, dctOutOfMemory, "%s: out of host memory", fn);
-  } catch (const std::exception& e) {
-    return fail(comm, dctInternalError, "%s: unexpected exception: %s", fn, e.what());
-  } catch (...) {
-    return fail(comm, dctInternalError, "%s: unexpected exception", fn);
-  }
-}
 
 // Runs an entry point's body; no exception ever crosses the C boundary.
 // Whatever failed underneath (a kernel, CUDA, a transport) reaches the

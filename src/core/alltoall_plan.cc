@@ -102,7 +102,8 @@ void alltoallPlanDestroy(dctAlltoallPlan_t p) {
 
 dctResult_t bindPlanOps(dctAlltoallPlan_t p, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&p->kernels);
-  if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
+  if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed (%s)", fn, twin.name,
+                                          dctGetErrorString(res));
   p->ops = &twin;
   for (MaskSet* m : {&p->sent[0], &p->sent[1], &p->received[0], &p->received[1]}) {
     m->mask.bind(p->ops, p->kernels);

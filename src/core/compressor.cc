@@ -347,7 +347,8 @@ const KernelOps& twinFor(const void* ptr) {
 
 dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bool withResidual) {
   dctResult_t res = twin.createContext(&c->kernels);
-  if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
+  if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed (%s)", fn, twin.name,
+                                          dctGetErrorString(res));
   c->ops = &twin;
   for (TwinBuffer* b : twinBuffers(c)) b->bind(c->ops, c->kernels);
   if (!withResidual) return dctSuccess;
@@ -366,7 +367,8 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bo
   if (res == dctSuccess) res = c->ops->synchronize(c->kernels, nullptr);
   if (res != dctSuccess) {
     unbind();
-    return fail(c->comm, res, "%s: cannot allocate the 2 x %zu-element residual", fn, c->count);
+    return fail(c->comm, res, "%s: cannot allocate the 2 x %zu-element residual (%s)", fn, c->count,
+                dctGetErrorString(res));
   }
   c->residualZero = true;
   c->onebit.pending = false;

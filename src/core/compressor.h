@@ -8,6 +8,7 @@
 #include "core/auto_tuner.h"
 #include "core/onebit_state.h"
 #include "core/owner_state.h"
+#include "core/rank_arrays.h"
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -103,6 +104,7 @@ struct dctCompressor {
   dct::TwinBuffer staged;     // in-place calls: the result until the step commits
   dct::TwinBuffer nodeSum;    // hierarchical steps on a node leader: the node's sum
   std::vector<dct::RankMessage> lastMessages;  // every rank's, last step (auto's forecast)
+  dct::RankArrays rankArrays;  // a step's per-rank tables, reserved before its agreement
   // The pipelined allreduce's last committed attempt: bytes each rank's
   // chunk needed ([chunk * ranks + rank]), which size the next one's slots.
   std::vector<uint64_t> chunkNeeds;

@@ -6,15 +6,24 @@
 
 namespace dct {
 
-RowSide flaggedSide(const std::vector<uint64_t>& flagged, int me) {
+void fillFlaggedSide(const std::vector<uint64_t>& flagged, int me, RowSide& side) {
   const int P = static_cast<int>(flagged.size());
-  RowSide side;
   side.rows.assign(P, 0);
   side.rowStart.assign(P + 1, 0);
   for (int q = 0; q < P; q++) {
     side.rows[q] = q == me ? 0 : flagged[q];
     side.rowStart[q + 1] = side.rowStart[q] + side.rows[q];
   }
+}
+
+void reserveSide(RowSide& side, size_t peers) {
+  side.rows.reserve(peers);
+  side.rowStart.reserve(peers + 1);
+}
+
+RowSide flaggedSide(const std::vector<uint64_t>& flagged, int me) {
+  RowSide side;
+  fillFlaggedSide(flagged, me, side);
   return side;
 }
 
@@ -58,7 +67,8 @@ void desPlanDestroy(dctDesPlan_t p) {
 
 dctResult_t bindDesOps(dctDesPlan_t p, const KernelOps& twin, const char* fn) {
   dctResult_t res = twin.createContext(&p->kernels);
-  if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed", fn, twin.name);
+  if (res != dctSuccess) return fail(p->comm, res, "%s: %s kernel workspace setup failed (%s)", fn, twin.name,
+                                          dctGetErrorString(res));
   p->ops = &twin;
   for (DesMasks& m : p->masks) {
     for (TwinBuffer* b : {&m.sent, &m.received, &m.sentEntries.mask, &m.sentEntries.offsets,

@@ -25,10 +25,18 @@ struct DesMasks {
   TwinBuffer sent, received;
   std::vector<uint64_t> sentRows, receivedRows;  // flagged rows per peer (host)
   MaskSet sentEntries, receivedEntries;
+  // flaggedSide of sentRows and of receivedRows, filled as those are known
+  // (receivedSide into room reserved before the agreement): the thinned
+  // steps read them and allocate nothing after it.
+  RowSide sentSide, receivedSide;
 };
 
 // The flagged rows that travel, by peer: this rank's own count left out.
 RowSide flaggedSide(const std::vector<uint64_t>& flagged, int me);
+// The same into `side`: allocates nothing where side has room for
+// flagged.size() peers (reserveSide, which throws).
+void fillFlaggedSide(const std::vector<uint64_t>& flagged, int me, RowSide& side);
+void reserveSide(RowSide& side, size_t peers);
 
 }  // namespace dct
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace dct {
@@ -27,7 +28,21 @@ class ThreadPool {
  public:
   // body(begin, end, worker) over [0, n) split into one contiguous chunk per
   // worker; runs inline when n < minPerWorker * 2 or the pool has 1 worker.
-  using Body = std::function<void(size_t begin, size_t end, int worker)>;
+  // Borrowed for the call: unlike a std::function, making one never
+  // allocates, so a kernel that runs after a step's last vote cannot fail
+  // for host memory (algo/agree.h).
+  class Body {
+   public:
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, Body>>>
+    Body(F&& f) noexcept  // NOLINT: converts from any body, as std::function did
+        : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+          call_([](void* o, size_t b, size_t e, int w) { (*static_cast<std::remove_reference_t<F>*>(o))(b, e, w); }) {}
+    void operator()(size_t begin, size_t end, int worker) const { call_(object_, begin, end, worker); }
+
+   private:
+    void* object_;
+    void (*call_)(void*, size_t, size_t, int);
+  };
 
   static ThreadPool& instance();
   int size() const { return numWorkers_; }

@@ -1,8 +1,8 @@
 #include "transport/comm.h"
 
 #include <cstring>
-#include <vector>
 
+#include "base/checked_size.h"
 #include "base/debug.h"
 #include "transport/hierarchy.h"
 
@@ -20,6 +20,14 @@ const char* dctComm::lastErrorMessage() {
 
 namespace dct {
 void setCommLastError(dctComm_t comm, const char* msg) { comm->setLastError(msg); }
+
+dctResult_t reserveHeaderRoom(dctComm_t comm) {
+  size_t bytes = 0;
+  if (!checkedMul(static_cast<size_t>(comm->size), dctComm::kHeaderRoomBytes, bytes) ||
+      comm->headerRoom.reserve(bytes) != dctSuccess)
+    return fail(comm, dctOutOfMemory, "dct comm: no room for %d ranks' headers", comm->size);
+  return dctSuccess;
+}
 
 dctResult_t voteOnSetup(dctComm_t comm, dctResult_t mine, const char* othersFailed) {
   int32_t worst = 0;
@@ -40,7 +48,7 @@ struct SettingsHeader {
   int32_t pad = 0;
 };
 
-dctResult_t compareSettings(dctComm_t comm, const SettingsHeader& mine, const std::vector<SettingsHeader>& all) {
+dctResult_t compareSettings(dctComm_t comm, const SettingsHeader& mine, const SettingsHeader* all) {
   if (mine.malformed) return fail(comm, dctInvalidArgument, "%s", comm->settings.error.c_str());
   for (int r = 0; r < comm->size; r++) {
     if (all[r].malformed) return fail(comm, dctInvalidUsage, "rank %d has a malformed DCT_* setting", r);
@@ -62,8 +70,10 @@ dctResult_t settleComm(dctComm_t comm) {
   SettingsHeader mine;
   mine.values = agreedSettings(comm->settings);
   mine.malformed = comm->settings.error.empty() ? 0 : 1;
-  std::vector<SettingsHeader> all(comm->size);
-  dctResult_t res = comm->transport->allgather(comm, &mine, all.data(), sizeof(mine), nullptr);
+  DCTCHECK(voteOnSetup(comm, reserveHeaderRoom(comm), "another rank has no room for the comm's headers"));
+  static_assert(sizeof(SettingsHeader) <= dctComm::kHeaderRoomBytes, "the settings travel in the header room");
+  auto* all = comm->headerRoom.as<SettingsHeader>();
+  dctResult_t res = comm->transport->allgather(comm, &mine, all, sizeof(mine), nullptr);
   if (res == dctSuccess) res = compareSettings(comm, mine, all);
   DCTCHECK(voteOnSetup(comm, res, "another rank's DCT_* settings are malformed or differ from its peers'"));
   return buildHierarchy(comm);

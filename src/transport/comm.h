@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/buffer.h"
 #include "base/link_timing.h"
 #include "base/settings.h"
 #include "transport/transport.h"
@@ -29,6 +30,11 @@ struct dctComm {
   // (algo/algorithms.h: sparseInputScratch). Owned.
   dctCompressor* sparseInput = nullptr;
 
+  // Where a rank with no room for an agreement's headers receives them
+  // (algo/agree.h): kHeaderRoomBytes per rank, reserved with the comm.
+  static constexpr size_t kHeaderRoomBytes = 256;
+  dct::Buffer headerRoom;
+
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next
   // call, whatever other threads record on the comm meanwhile.
@@ -44,6 +50,9 @@ namespace dct {
 // this rank's error, or dctInvalidUsage with `othersFailed` where another
 // rank failed.
 dctResult_t voteOnSetup(dctComm_t comm, dctResult_t mine, const char* othersFailed);
+
+// Reserves comm->headerRoom (a comm's setup step: its failure is voted).
+dctResult_t reserveHeaderRoom(dctComm_t comm);
 
 // What every comm does once its transport is up: read the settings, agree
 // the wire-shaping ones across ranks (a mismatch fails every rank with

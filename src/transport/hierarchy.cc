@@ -36,6 +36,8 @@ dctResult_t splitByNode(dctComm_t comm, int localSize) {
   if (comm->leaders) comm->leaders->settings = comm->settings;
   if (res == dctSuccess && (comm->node == nullptr || leader != (comm->leaders != nullptr)))
     res = fail(comm, dctInternalError, "DCT_HIERARCHY: the node split left this rank without a node");
+  for (dctComm_t made : {comm->node, comm->leaders})
+    if (res == dctSuccess && made) res = reserveHeaderRoom(made);
   DCT_INFO("rank %d: node of %d ranks, %s", comm->rank, comm->node ? comm->node->size : 0,
            leader ? "its leader" : "not its leader");
   return res;
