@@ -147,17 +147,27 @@ dctResult_t reserveOutputs(const Call& k) {
   return reserve(k, c->selection, k.cooBytes, "the sum's COO");
 }
 
+// Every rank's announced nnz (strictly ascending indices below count: at
+// most count each; a rank checked its own, so more is a corrupt header) and
+// their sum, into k.total.
+dctResult_t checkCounts(Call& k, const std::vector<CallHeader>& all) {
+  k.total = 0;
+  for (size_t r = 0; r < all.size(); r++) {
+    size_t total = 0;
+    if (all[r].nnz > k.in.count || !checkedAdd(k.total, all[r].nnz, total))
+      return fail(k.comm, dctInternalError, "%s: rank %zu announced %llu entries for count %zu", k.in.fn, r,
+                  static_cast<unsigned long long>(all[r].nnz), k.in.count);
+    k.total = total;
+  }
+  return dctSuccess;
+}
+
 // After the headers: every buffer of the call, and what the plan does locally.
 dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  for (int r = 0; r < k.comm->size; r++)
-    if (all[r].nnz > in.count)
-      return fail(k.comm, dctInvalidUsage, "%s: rank %d announced %llu entries over count %zu", in.fn, r,
-                  static_cast<unsigned long long>(all[r].nnz), in.count);
+  DCTCHECK(checkCounts(k, all));
   k.plan = choosePlan(k, all);
-  for (const CallHeader& h : all)  // saturating: only min(total, count) sizes anything
-    k.total = h.nnz > UINT64_MAX - k.total ? UINT64_MAX : k.total + h.nnz;
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   DCTCHECK(sizeCall(k));
   DCTCHECK(reserveOutputs(k));

@@ -278,6 +278,50 @@ namespace {
 
 constexpr size_t kRowLength = 64;
 
+// A plan's stats as bytes; none without a plan.
+template <typename Plan>
+Bytes planStats(Plan plan, dctResult_t (*get)(Plan, dctAlltoallStats_t*)) {
+  Bytes b;
+  if (plan == nullptr) return b;
+  dctAlltoallStats_t s{};
+  REQUIRE(get(plan, &s) == dctSuccess);
+  put(b, &s, 1);
+  return b;
+}
+
+// A plan's three calls, for the all-to-all and DES cases: the armed call is
+// the creation, a forward (after a creation) or a backward (after both).
+struct PlanCalls {
+  std::function<dctResult_t()> create, forward, backward;
+  std::function<Bytes()> outputs;  // the forward's and the backward's results
+  std::function<Bytes()> stats;    // the plan's, empty without a plan
+  bool armCreate = false, armBackward = false;
+  // setUp's tail: the calls before the armed one; true when they ran.
+  bool runBefore() const {
+    if (armCreate) return false;
+    REQUIRE(create() == dctSuccess);
+    REQUIRE(forward() == dctSuccess);
+    if (armBackward) return false;
+    REQUIRE(backward() == dctSuccess);
+    return true;
+  }
+  // The armed call, the state it commits, and the result: what the armed
+  // call leaves to do, then the outputs and the stats.
+  void into(Case& k) const {
+    k.call = armCreate ? create : armBackward ? backward : forward;
+    k.state = stats;
+    const PlanCalls p = *this;
+    k.result = [p] {
+      if (p.armCreate) REQUIRE(p.forward() == dctSuccess);
+      if (!p.armBackward) REQUIRE(p.backward() == dctSuccess);
+      Bytes b = p.outputs();
+      const Bytes s = p.stats();
+      b.insert(b.end(), s.begin(), s.end());
+      return b;
+    };
+  }
+};
+
 struct AlltoallSetup {
   int chunks = 0;          // > 0: the forward forced into chunks (more than one rank)
   bool armCreate = false;  // the call is the plan's creation
@@ -319,7 +363,16 @@ Case alltoallCase(const std::string& name, World& w, AlltoallSetup a) {
   };
   auto forward = [st] { return dctSparseAlltoall(st->plan, st->send.data(), st->out.data(), nullptr); };
   auto backward = [st] { return dctSparseAlltoallBackward(st->plan, st->grad.data(), st->back.data(), nullptr); };
-  k.setUp = [st, a, &w, create, forward, backward] {
+  auto outputs = [st] {
+    Bytes b;
+    put(b, st->out);
+    put(b, st->back);
+    return b;
+  };
+  PlanCalls calls{create, forward, backward, outputs, [st] { return planStats(st->plan, dctAlltoallPlanGetStats); }, a.armCreate,
+                  a.armBackward};
+  calls.into(k);
+  k.setUp = [st, &w, calls] {
     st->rows = rowsTo(w.rank, w.size);
     st->sendRows = 0;
     for (size_t r : st->rows) st->sendRows += r;
@@ -327,41 +380,13 @@ Case alltoallCase(const std::string& name, World& w, AlltoallSetup a) {
     st->out.assign(st->sendRows * kRowLength, 0.0f);
     st->grad = rowsOf(w.rank, st->sendRows, 50);
     st->back.assign(st->sendRows * kRowLength, 0.0f);
-    if (a.armCreate) return;
-    REQUIRE(create() == dctSuccess);
-    REQUIRE(forward() == dctSuccess);
-    if (a.armBackward) return;
-    REQUIRE(backward() == dctSuccess);
-    st->send = rowsOf(w.rank, st->sendRows, 1);
+    if (calls.runBefore()) st->send = rowsOf(w.rank, st->sendRows, 1);
   };
-  k.call = a.armCreate ? std::function<dctResult_t()>(create)
-           : a.armBackward ? std::function<dctResult_t()>(backward)
-                           : std::function<dctResult_t()>(forward);
-  auto stats = [st] {
-    Bytes b;
-    if (st->plan == nullptr) return b;
-    dctAlltoallStats_t s{};
-    REQUIRE(dctAlltoallPlanGetStats(st->plan, &s) == dctSuccess);
-    put(b, &s, 1);
-    return b;
-  };
-  k.state = stats;
   k.inputs = [st] {
     Bytes b;
     put(b, st->rows);
     put(b, st->send);
     put(b, st->grad);
-    return b;
-  };
-  // After a forward, the backward it enables; after a creation, a forward and its backward.
-  k.result = [st, a, forward, backward, stats] {
-    if (a.armCreate) REQUIRE(forward() == dctSuccess);
-    if (!a.armBackward) REQUIRE(backward() == dctSuccess);
-    Bytes b;
-    put(b, st->out);
-    put(b, st->back);
-    const Bytes s = stats();
-    b.insert(b.end(), s.begin(), s.end());
     return b;
   };
   k.tearDown = [st] {
@@ -417,7 +442,16 @@ Case desCase(const std::string& name, World& w, DesSetup a) {
   };
   auto forward = [st] { return dctDesReduceScatter(st->plan, st->partials.data(), st->summed.data(), nullptr); };
   auto backward = [st] { return dctDesReduceScatterBackward(st->plan, st->grad.data(), st->back.data(), nullptr); };
-  k.setUp = [st, a, &w, create, forward, backward] {
+  auto outputs = [st] {
+    Bytes b;
+    put(b, st->summed);
+    put(b, st->back);
+    return b;
+  };
+  PlanCalls calls{create, forward, backward, outputs, [st] { return planStats(st->plan, dctDesPlanGetStats); }, a.armCreate,
+                  a.armBackward};
+  calls.into(k);
+  k.setUp = [st, &w, calls] {
     st->rows.assign(w.size, 0);
     st->all = 0;
     for (int q = 0; q < w.size; q++) st->all += st->rows[q] = static_cast<size_t>(q % 2 + 3);
@@ -426,40 +460,13 @@ Case desCase(const std::string& name, World& w, DesSetup a) {
     st->summed.assign(st->mine * kDesRowLength, 0.0f);
     st->grad.assign(st->mine * kDesRowLength, 0.5f + w.rank);
     st->back.assign(st->all * kDesRowLength, 0.0f);
-    if (a.armCreate) return;
-    REQUIRE(create() == dctSuccess);
-    REQUIRE(forward() == dctSuccess);
-    if (a.armBackward) return;
-    REQUIRE(backward() == dctSuccess);
-    st->partials = des::partials<dctFloat32>(w.rank, st->all, kDesRowLength, 12, 0.3);
+    if (calls.runBefore()) st->partials = des::partials<dctFloat32>(w.rank, st->all, kDesRowLength, 12, 0.3);
   };
-  k.call = a.armCreate ? std::function<dctResult_t()>(create)
-           : a.armBackward ? std::function<dctResult_t()>(backward)
-                           : std::function<dctResult_t()>(forward);
-  auto stats = [st] {
-    Bytes b;
-    if (st->plan == nullptr) return b;
-    dctAlltoallStats_t s{};
-    REQUIRE(dctDesPlanGetStats(st->plan, &s) == dctSuccess);
-    put(b, &s, 1);
-    return b;
-  };
-  k.state = stats;
   k.inputs = [st] {
     Bytes b;
     put(b, st->rows);
     put(b, st->partials);
     put(b, st->grad);
-    return b;
-  };
-  k.result = [st, a, forward, backward, stats] {
-    if (a.armCreate) REQUIRE(forward() == dctSuccess);
-    if (!a.armBackward) REQUIRE(backward() == dctSuccess);
-    Bytes b;
-    put(b, st->summed);
-    put(b, st->back);
-    const Bytes s = stats();
-    b.insert(b.end(), s.begin(), s.end());
     return b;
   };
   k.tearDown = [st] {

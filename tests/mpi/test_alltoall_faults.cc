@@ -14,6 +14,7 @@
 #include "core/alltoall_plan.h"
 #include "fault_util.h"
 #include "mpi_util.h"
+#include "plan_run.h"
 #include "transport/fault_injection.h"
 #include "transport/mpi_limits.h"
 
@@ -24,12 +25,7 @@ namespace {
 constexpr size_t kRowLength = 40;
 constexpr int kSteps = 2;
 
-struct Run {
-  std::vector<std::vector<float>> outputs;  // per call: received rows, then gradients back
-  dctAlltoallStats_t stats{};
-  uint64_t ops = 0;
-  int failedCalls = 0;
-};
+using Run = PlanRun;
 
 // Rank p sends (p + q) % 3 rows to rank q: uneven, some empty.
 std::vector<size_t> rowsTo(int p, int P) {
@@ -90,17 +86,6 @@ Run runSteps(dctComm_t comm, dctRowSelection_t selection, Arm&& arm, int chunks 
   REQUIRE(dctAlltoallPlanGetStats(plan, &run.stats) == dctSuccess);
   dctAlltoallPlanDestroy(plan);
   return run;
-}
-
-void requireSame(const Run& a, const Run& b) {
-  REQUIRE(a.outputs.size() == b.outputs.size());
-  for (size_t i = 0; i < a.outputs.size(); i++) REQUIRE(a.outputs[i] == b.outputs[i]);
-  CHECK(a.stats.forwardSteps == b.stats.forwardSteps);
-  CHECK(a.stats.backwardSteps == b.stats.backwardSteps);
-  CHECK(a.stats.keptEntries == b.stats.keptEntries);
-  CHECK(a.stats.threshold == b.stats.threshold);
-  CHECK(a.stats.totalBytesSent == b.stats.totalBytesSent);
-  CHECK(a.stats.totalBytesReceived == b.stats.totalBytesReceived);
 }
 
 }  // namespace

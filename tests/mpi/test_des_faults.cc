@@ -15,8 +15,8 @@
 #include "des_util.h"
 #include "fault_util.h"
 #include "mpi_util.h"
+#include "plan_run.h"
 #include "transport/fault_injection.h"
-#include "../common/same_bytes.h"
 
 using namespace dcttest;
 using namespace dcttest::des;
@@ -26,12 +26,7 @@ namespace {
 constexpr size_t kRowLength = 6;
 constexpr int kSteps = 2;
 
-struct Run {
-  std::vector<std::vector<float>> outputs;  // per call: sums, then gradients back
-  dctAlltoallStats_t stats{};
-  uint64_t ops = 0;
-  int failedCalls = 0;
-};
+using Run = PlanRun;
 
 // Rank q owns (q + 2) % 3 rows: uneven, some empty.
 std::vector<size_t> split(int P) {
@@ -95,20 +90,6 @@ Run runSteps(dctComm_t comm, Arm&& arm, const dctConfig_t* cfg = nullptr) {
   REQUIRE(dctDesPlanGetStats(plan, &run.stats) == dctSuccess);
   dctDesPlanDestroy(plan);
   return run;
-}
-
-void requireSame(const Run& a, const Run& b) {
-  REQUIRE(a.outputs.size() == b.outputs.size());
-  for (size_t i = 0; i < a.outputs.size(); i++) {  // bytes: the sums may hold NaN
-    REQUIRE(a.outputs[i].size() == b.outputs[i].size());
-    REQUIRE(sameBytes(a.outputs[i].data(), b.outputs[i].data(), a.outputs[i].size() * sizeof(float)));
-  }
-  CHECK(a.stats.forwardSteps == b.stats.forwardSteps);
-  CHECK(a.stats.backwardSteps == b.stats.backwardSteps);
-  CHECK(a.stats.keptEntries == b.stats.keptEntries);
-  CHECK(a.stats.threshold == b.stats.threshold);
-  CHECK(a.stats.totalBytesSent == b.stats.totalBytesSent);
-  CHECK(a.stats.totalBytesReceived == b.stats.totalBytesReceived);
 }
 
 }  // namespace

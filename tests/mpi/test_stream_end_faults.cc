@@ -16,7 +16,7 @@
 #include "des_util.h"
 #include "fault_util.h"
 #include "mpi_util.h"
-#include "../common/same_bytes.h"
+#include "plan_run.h"
 
 using namespace dcttest;
 
@@ -46,11 +46,7 @@ const dct::KernelOps& failingEndOps() {
   return ops;
 }
 
-struct Run {
-  std::vector<std::vector<float>> outputs;  // per call: forward's result, then backward's
-  dctAlltoallStats_t stats{};
-  int failedCalls = 0;
-};
+using Run = PlanRun;
 
 template <typename Call>
 void retried(Run& run, dctComm_t comm, Call&& call) {
@@ -62,20 +58,6 @@ void retried(Run& run, dctComm_t comm, Call&& call) {
     CHECK(std::strlen(dctGetLastError(comm)) > 0);
     run.failedCalls++;
   }
-}
-
-void requireSame(const Run& a, const Run& b) {
-  REQUIRE(a.outputs.size() == b.outputs.size());
-  for (size_t i = 0; i < a.outputs.size(); i++) {  // bytes: DES sums may hold NaN
-    REQUIRE(a.outputs[i].size() == b.outputs[i].size());
-    REQUIRE(sameBytes(a.outputs[i].data(), b.outputs[i].data(), a.outputs[i].size() * sizeof(float)));
-  }
-  CHECK(a.stats.forwardSteps == b.stats.forwardSteps);
-  CHECK(a.stats.backwardSteps == b.stats.backwardSteps);
-  CHECK(a.stats.keptEntries == b.stats.keptEntries);
-  CHECK(a.stats.threshold == b.stats.threshold);
-  CHECK(a.stats.totalBytesSent == b.stats.totalBytesSent);
-  CHECK(a.stats.totalBytesReceived == b.stats.totalBytesReceived);
 }
 
 // DES: rank q owns (q + 2) % 3 rows of 6; `failAt` >= 0: the failing twin,
