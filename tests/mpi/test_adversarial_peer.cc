@@ -111,13 +111,24 @@ void keep(Outcome& o, const std::vector<T>& v) {
   o.shared.insert(o.shared.end(), p, p + v.size() * sizeof(T));
 }
 
+// A COO result of n entries, when the call succeeded.
+void keepCoo(Outcome& o, std::vector<uint32_t>& idx, std::vector<float>& val, size_t n) {
+  if (o.res != dctSuccess) return;
+  idx.resize(n);
+  val.resize(n);
+  keep(o, idx);
+  keep(o, val);
+}
+
 // An entry point with its state (compressor or plan) across the case's calls.
 class Subject {
  public:
   virtual ~Subject() = default;
-  // Runs the call of step `step` (the backward entries: a clean forward
-  // first when `withForward`).
+  // Runs the call of step `step` (the backward entries: their forward
+  // first, clean).
   virtual Outcome call(int step, bool attacked, Adversary& adv) = 0;
+  Attack attack_;                // armed for the attacked call
+  dctResult_t retry_ = dctSuccess;  // a backward's clean retry, or the backward after a forward
 };
 
 class Allreduce : public Subject {
@@ -147,7 +158,6 @@ class Allreduce : public Subject {
     if (o.res == dctSuccess) keep(o, inPlace ? g : out);
     return o;
   }
-  Attack attack_;
 
  private:
   Case c_;
@@ -198,8 +208,6 @@ class Alltoall : public Subject {
     o.res = dctSparseAlltoall(plan_, in.data(), out.data(), nullptr);
     return o;
   }
-  Attack attack_;
-  dctResult_t retry_ = dctSuccess;
 
  private:
   Case c_;
@@ -260,8 +268,6 @@ class Des : public Subject {
     }
     return o;
   }
-  Attack attack_;
-  dctResult_t retry_ = dctSuccess;
 
  private:
   Case c_;
@@ -309,15 +315,9 @@ class SparseInput : public Subject {
     size_t nnz = 0;
     o.res = dctSparseInputAllreduce(idx.data(), val.data(), idx.size(), n, dctFloat32, dctSum, algo, nullptr,
                                     outIdx.data(), outVal.data(), n, &nnz, nullptr, comm_, nullptr);
-    if (o.res == dctSuccess) {
-      outIdx.resize(nnz);
-      outVal.resize(nnz);
-      keep(o, outIdx);
-      keep(o, outVal);
-    }
+    keepCoo(o, outIdx, outVal, nnz);
     return o;
   }
-  Attack attack_;
 
  private:
   Case c_;
@@ -341,16 +341,10 @@ class Allgather : public Subject {
     adv.arm(attacked ? attack_ : Attack{});
     o.res = dctSparseAllgather(val.data(), idx.data(), idx.size(), c_.count, outVal.data(), outIdx.data(), capacity,
                                counts.data(), &total, dctFloat32, comm_, nullptr);
-    if (o.res == dctSuccess) {
-      keep(o, counts);
-      outIdx.resize(total);
-      outVal.resize(total);
-      keep(o, outIdx);
-      keep(o, outVal);
-    }
+    if (o.res == dctSuccess) keep(o, counts);
+    keepCoo(o, outIdx, outVal, total);
     return o;
   }
-  Attack attack_;
 
  private:
   Case c_;
@@ -370,19 +364,6 @@ std::unique_ptr<Subject> subjectFor(const Case& c, dctComm_t comm, int P, int me
     case kSparseAllgather: return std::make_unique<Allgather>(c, comm, P, me);
     default: return std::make_unique<Allreduce>(c, comm);
   }
-}
-
-void setAttack(Subject& s, const Attack& a) {
-  if (auto* x = dynamic_cast<Allreduce*>(&s)) x->attack_ = a;
-  if (auto* x = dynamic_cast<Alltoall*>(&s)) x->attack_ = a;
-  if (auto* x = dynamic_cast<Des*>(&s)) x->attack_ = a;
-  if (auto* x = dynamic_cast<SparseInput*>(&s)) x->attack_ = a;
-  if (auto* x = dynamic_cast<Allgather*>(&s)) x->attack_ = a;
-}
-dctResult_t retryOf(Subject& s) {
-  if (auto* x = dynamic_cast<Alltoall*>(&s)) return x->retry_;
-  if (auto* x = dynamic_cast<Des*>(&s)) return x->retry_;
-  return dctSuccess;
 }
 
 // The case being run, for the alarm's message.
@@ -428,7 +409,7 @@ bool runCase(uint64_t seed, Adversary& adv, int P, int me) {
   a.kind = c.kind;
   a.offset = c.offset;
   a.bits = c.bits;
-  setAttack(*s, a);
+  s->attack_ = a;
   const std::string what = c.describe(ops);
   std::snprintf(gRunning, sizeof(gRunning), "%s", what.c_str());
   const bool verbose = std::getenv("DCT_FUZZ_VERBOSE") != nullptr;
@@ -450,7 +431,7 @@ bool runCase(uint64_t seed, Adversary& adv, int P, int me) {
     const uint64_t h = hashOf(hit.shared);
     if (!identicalAmong(h, me != c.victim)) ok = false, why = "ranks succeeded with different results";
   }
-  const dctResult_t retried = retryOf(*s);
+  const dctResult_t retried = s->retry_;
   if (ok && !allTrue(retried == dctSuccess)) ok = false, why = "the clean retry failed";
   // A clean call after it must work everywhere, with the same bits.
   Outcome after = s->call(2, false, adv);
