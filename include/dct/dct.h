@@ -388,7 +388,9 @@ DCT_EXPORT dctResult_t dctScatterAdd(void* dense, size_t count, const uint32_t* 
  * recvCounts[r] (size = comm size). Two-phase: with recvValues and
  * recvIndices both NULL only recvCounts and *total are filled (collective on
  * every rank). Out-of-range indices or too little recvCapacity are rejected
- * on every rank before anything is written. */
+ * on every rank before anything is written. A peer whose data arrives
+ * corrupt (an index out of range) fails every rank after the exchange:
+ * recvValues and recvIndices are then undefined. */
 DCT_EXPORT dctResult_t dctSparseAllgather(const void* values, const uint32_t* indices, size_t nnz,
                                size_t count, void* recvValues, uint32_t* recvIndices,
                                size_t recvCapacity, size_t* recvCounts, size_t* total,
