@@ -6,10 +6,12 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "../common/same_bytes.h"
 #include "dct/dct.h"
+#include "fault_util.h"
 
 namespace dcttest {
 
@@ -19,6 +21,20 @@ struct PlanRun {
   uint64_t ops = 0;
   int failedCalls = 0;
 };
+
+// Calls `call` until it succeeds (a fault is one-shot), every rank agreeing
+// on each outcome and a failure explained; counts the failures.
+template <typename Call>
+void retried(PlanRun& run, dctComm_t comm, Call&& call) {
+  for (int attempt = 0;; attempt++) {
+    REQUIRE(attempt < 4);
+    const dctResult_t res = call();
+    REQUIRE(allRanksAgree(res == dctSuccess));
+    if (res == dctSuccess) return;
+    CHECK(std::strlen(dctGetLastError(comm)) > 0);
+    run.failedCalls++;
+  }
+}
 
 inline void requireSame(const PlanRun& a, const PlanRun& b) {
   REQUIRE(a.outputs.size() == b.outputs.size());

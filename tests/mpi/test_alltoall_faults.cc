@@ -42,19 +42,6 @@ std::vector<float> data(size_t n, uint64_t seed) {
   return v;
 }
 
-// Retries `call` until it succeeds, checking every rank agrees each time.
-template <typename Call>
-void retried(Run& run, dctComm_t comm, Call&& call) {
-  for (int attempt = 0;; attempt++) {
-    REQUIRE(attempt < 4);
-    const dctResult_t res = call();
-    REQUIRE(allRanksAgree(res == dctSuccess));
-    if (res == dctSuccess) return;
-    CHECK(std::strlen(dctGetLastError(comm)) > 0);
-    run.failedCalls++;
-  }
-}
-
 // chunks > 0: the forward pipelined in that many chunks (alltoall_pipeline.cc).
 template <typename Arm>
 Run runSteps(dctComm_t comm, dctRowSelection_t selection, Arm&& arm, int chunks = 0) {

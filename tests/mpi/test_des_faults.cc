@@ -35,18 +35,6 @@ std::vector<size_t> split(int P) {
   return rows;
 }
 
-template <typename Call>
-void retried(Run& run, dctComm_t comm, Call&& call) {
-  for (int attempt = 0;; attempt++) {
-    REQUIRE(attempt < 4);
-    const dctResult_t res = call();
-    REQUIRE(allRanksAgree(res == dctSuccess));
-    if (res == dctSuccess) return;
-    CHECK(std::strlen(dctGetLastError(comm)) > 0);
-    run.failedCalls++;
-  }
-}
-
 struct Setup {
   std::vector<size_t> rows;
   size_t N = 0, mine = 0;

@@ -48,18 +48,6 @@ const dct::KernelOps& failingEndOps() {
 
 using Run = PlanRun;
 
-template <typename Call>
-void retried(Run& run, dctComm_t comm, Call&& call) {
-  for (int attempt = 0;; attempt++) {
-    REQUIRE(attempt < 4);
-    const dctResult_t res = call();
-    REQUIRE(allRanksAgree(res == dctSuccess));
-    if (res == dctSuccess) return;
-    CHECK(std::strlen(dctGetLastError(comm)) > 0);
-    run.failedCalls++;
-  }
-}
-
 // DES: rank q owns (q + 2) % 3 rows of 6; `failAt` >= 0: the failing twin,
 // its failAt-th streamEnd failing on `victim`.
 Run desRun(dctComm_t comm, const dctConfig_t* cfg, int victim, int failAt) {
