@@ -30,6 +30,14 @@ void put(Bytes& b, const std::vector<T>& v) {
   put(b, v.data(), v.size());
 }
 
+// The bytes of several vectors, one after the other.
+template <typename... V>
+Bytes concat(const V&... v) {
+  Bytes b;
+  (put(b, v), ...);
+  return b;
+}
+
 // One entry point's call, set up afresh for every try. All but `call` run
 // unarmed.
 struct Case {

@@ -192,12 +192,7 @@ Case alltoallCase(const std::string& name, World& w, AlltoallSetup a) {
   };
   auto forward = [st] { return dctSparseAlltoall(st->plan, st->send.data(), st->out.data(), nullptr); };
   auto backward = [st] { return dctSparseAlltoallBackward(st->plan, st->grad.data(), st->back.data(), nullptr); };
-  auto outputs = [st] {
-    Bytes b;
-    put(b, st->out);
-    put(b, st->back);
-    return b;
-  };
+  auto outputs = [st] { return concat(st->out, st->back); };
   PlanCalls calls{create, forward, backward, outputs, [st] { return planStats(st->plan, dctAlltoallPlanGetStats); }, a.armCreate,
                   a.armBackward};
   calls.into(k);
@@ -211,13 +206,7 @@ Case alltoallCase(const std::string& name, World& w, AlltoallSetup a) {
     st->back.assign(st->sendRows * kRowLength, 0.0f);
     if (calls.runBefore()) st->send = rowsOf(w.rank, st->sendRows, 1);
   };
-  k.inputs = [st] {
-    Bytes b;
-    put(b, st->rows);
-    put(b, st->send);
-    put(b, st->grad);
-    return b;
-  };
+  k.inputs = [st] { return concat(st->rows, st->send, st->grad); };
   k.tearDown = [st] {
     dctAlltoallPlanDestroy(st->plan);
     st->plan = nullptr;
@@ -271,12 +260,7 @@ Case desCase(const std::string& name, World& w, DesSetup a) {
   };
   auto forward = [st] { return dctDesReduceScatter(st->plan, st->partials.data(), st->summed.data(), nullptr); };
   auto backward = [st] { return dctDesReduceScatterBackward(st->plan, st->grad.data(), st->back.data(), nullptr); };
-  auto outputs = [st] {
-    Bytes b;
-    put(b, st->summed);
-    put(b, st->back);
-    return b;
-  };
+  auto outputs = [st] { return concat(st->summed, st->back); };
   PlanCalls calls{create, forward, backward, outputs, [st] { return planStats(st->plan, dctDesPlanGetStats); }, a.armCreate,
                   a.armBackward};
   calls.into(k);
@@ -291,13 +275,7 @@ Case desCase(const std::string& name, World& w, DesSetup a) {
     st->back.assign(st->all * kDesRowLength, 0.0f);
     if (calls.runBefore()) st->partials = des::partials<dctFloat32>(w.rank, st->all, kDesRowLength, 12, 0.3);
   };
-  k.inputs = [st] {
-    Bytes b;
-    put(b, st->rows);
-    put(b, st->partials);
-    put(b, st->grad);
-    return b;
-  };
+  k.inputs = [st] { return concat(st->rows, st->partials, st->grad); };
   k.tearDown = [st] {
     dctDesPlanDestroy(st->plan);
     st->plan = nullptr;
@@ -364,12 +342,7 @@ Case sparseInputCase(const std::string& name, World& w, dctAlgorithm_t algorithm
                                    nullptr);
   };
   k.state = [] { return Bytes{}; };
-  k.inputs = [st] {
-    Bytes b;
-    put(b, st->idx);
-    put(b, st->val);
-    return b;
-  };
+  k.inputs = [st] { return concat(st->idx, st->val); };
   k.result = [st] {
     Bytes b;
     put(b, st->dense);
@@ -406,12 +379,7 @@ Case sparseAllgatherCase(const std::string& name, World& w, bool query) {
                               st->outIdx.size(), st->counts.data(), &st->total, dctFloat32, w.comm, nullptr);
   };
   k.state = [] { return Bytes{}; };
-  k.inputs = [st] {
-    Bytes b;
-    put(b, st->idx);
-    put(b, st->val);
-    return b;
-  };
+  k.inputs = [st] { return concat(st->idx, st->val); };
   k.result = [st] {
     Bytes b;
     put(b, st->outIdx);
