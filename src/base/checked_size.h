@@ -44,6 +44,20 @@ template <typename T>
   return true;
 }
 
+// A (bytes, offsets) layout of n blocks: false when a block's end does not
+// fit size_t (no buffer holds it); else `end` is the furthest non-empty end.
+inline bool checkedExtent(const size_t* bytes, const size_t* offsets, int n, size_t& end) {
+  size_t e = 0;
+  for (int i = 0; i < n; i++) {
+    size_t blockEnd = 0;
+    if (bytes[i] == 0) continue;
+    if (!checkedAdd(offsets[i], bytes[i], blockEnd)) return false;
+    if (blockEnd > e) e = blockEnd;
+  }
+  end = e;
+  return true;
+}
+
 // A peer's or a caller's 64-bit size as size_t (lossless on LP64; checked
 // for 32-bit builds).
 [[nodiscard]] inline bool toSize(uint64_t v, size_t& out) noexcept {

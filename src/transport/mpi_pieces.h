@@ -35,20 +35,6 @@ struct MpiPieces {
   bool pieceAt(size_t offset, size_t j, size_t& out) const { return checkedMulAdd(j, limit, offset, out); }
 };
 
-// A (bytes, offsets) layout of n blocks: false when a block's end does not
-// fit size_t (no buffer holds it); else `end` is the furthest non-empty end.
-inline bool checkedExtent(const size_t* bytes, const size_t* offsets, int n, size_t& end) {
-  size_t e = 0;
-  for (int i = 0; i < n; i++) {
-    size_t blockEnd = 0;
-    if (bytes[i] == 0) continue;
-    if (!checkedAdd(offsets[i], bytes[i], blockEnd)) return false;
-    if (blockEnd > e) e = blockEnd;
-  }
-  end = e;
-  return true;
-}
-
 // MPI int displacements of n blocks relative to the lowest non-empty one
 // (`base`), counts as ints: false when a block ends past base + `limit`
 // (or past SIZE_MAX). Empty blocks get displacement 0.

@@ -13,16 +13,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/checked_size.h"
 #include "dct/dct.h"
 
 namespace dct {
 
-// End of the furthest non-empty block of a (bytes, offsets) layout.
+// End of the furthest non-empty block of a (bytes, offsets) layout; 0 for
+// a layout no buffer holds (a block end past SIZE_MAX: checkedExtent).
 inline size_t blocksExtent(const size_t* bytes, const size_t* offsets, int n) {
   size_t end = 0;
-  for (int i = 0; i < n; i++)
-    if (bytes[i] && offsets[i] + bytes[i] > end) end = offsets[i] + bytes[i];
-  return end;
+  return checkedExtent(bytes, offsets, n, end) ? end : 0;
 }
 
 struct Transport {
