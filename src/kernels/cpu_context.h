@@ -148,5 +148,12 @@ dctResult_t cpuRowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void*
 // 1-bit compressed allreduce: cpu_onebit.cc.
 dctResult_t cpuOnebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
 dctResult_t cpuOnebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
+// The fixed-capacity step: cpu_stream_step.cc.
+dctResult_t cpuStreamEstimate(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t cpuStreamSelect(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t cpuStreamMerge(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t cpuStreamPost(KernelContext* ctx, const StreamStepArgs* args, int32_t code, void* stream);
+dctResult_t cpuStreamCommit(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t cpuStreamFinish(KernelContext* ctx, const StreamStepArgs* args, void* stream);
 
 }  // namespace dct

@@ -230,6 +230,12 @@ const KernelOps& cpuKernelOps() {
       .rowAccumulate = NoThrow<cpuRowAccumulate>::call,
       .onebitCompress = NoThrow<cpuOnebitCompress>::call,
       .onebitDecode = NoThrow<cpuOnebitDecode>::call,
+      .streamEstimate = NoThrow<cpuStreamEstimate>::call,
+      .streamSelect = NoThrow<cpuStreamSelect>::call,
+      .streamMerge = NoThrow<cpuStreamMerge>::call,
+      .streamPost = NoThrow<cpuStreamPost>::call,
+      .streamCommit = NoThrow<cpuStreamCommit>::call,
+      .streamFinish = NoThrow<cpuStreamFinish>::call,
   };
   return ops;
 }

@@ -13,6 +13,7 @@
 #include "kernels/onebit_kernels.h"
 #include "kernels/row_args.h"
 #include "kernels/select_args.h"
+#include "kernels/stream_args.h"
 
 namespace dct {
 
@@ -107,6 +108,16 @@ struct KernelOps {
   dctResult_t (*onebitCompress)(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
   dctResult_t (*onebitDecode)(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
   // --- end 1-bit ---
+  // --- the fixed-capacity step (stream_args.h), each op a no-op while
+  // *args->failed is set; nothing is read back to the host ---
+  dctResult_t (*streamEstimate)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+  dctResult_t (*streamSelect)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+  dctResult_t (*streamMerge)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+  // state->vote = max(state->vote, code): a failure the host saw (a launch,
+  // a transport call) joins the step's verdict before the vote.
+  dctResult_t (*streamPost)(KernelContext* ctx, const StreamStepArgs* args, int32_t code, void* stream);
+  dctResult_t (*streamCommit)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+  dctResult_t (*streamFinish)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
 };
 
 const KernelOps& cpuKernelOps();

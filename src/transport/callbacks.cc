@@ -83,6 +83,7 @@ constexpr Transport kHostOnly = {
     .split = nullptr,
     .nodeColor = nullptr,
     .vote = vote,
+    .voteInPlace = nullptr,  // host values: vote() serves
     .destroy = destroy,
     .allocate = nullptr,  // takes host buffers
     .release = nullptr,

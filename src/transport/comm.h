@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/async_flag.h"
 #include "base/buffer.h"
 #include "base/link_timing.h"
 #include "base/settings.h"
@@ -29,6 +30,10 @@ struct dctComm {
   // dctSparseInputAllreduce's buffers and kernel context, kept across calls
   // (algo/algorithms.h: sparseInputScratch). Owned.
   dctCompressor* sparseInput = nullptr;
+  // The sticky error of a fixed-capacity step that failed after its call
+  // returned (device steps: dctCommGetAsyncError); every later step is a
+  // no-op while it is set.
+  dct::AsyncFlag asyncError;
 
   // Where a rank with no room for an agreement's headers receives them
   // (algo/agree.h): kHeaderRoomBytes per rank, reserved with the comm.

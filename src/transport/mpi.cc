@@ -244,6 +244,7 @@ constexpr Transport kMpiTransport = {
     .split = split,
     .nodeColor = nodeColor,
     .vote = vote,
+    .voteInPlace = nullptr,  // host values: vote() serves
     .destroy = destroy,
     .allocate = nullptr,  // takes host buffers
     .release = nullptr,

@@ -279,6 +279,7 @@ constexpr Transport kNcclTransport = {
     .split = split,
     .nodeColor = nodeColor,
     .vote = vote,
+    .voteInPlace = nullptr,  // host values: vote() serves
     .destroy = destroy,
     .allocate = allocate,
     .release = release,

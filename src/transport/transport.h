@@ -90,6 +90,11 @@ struct Transport {
   // *worst = max over ranks of `mine` (a dctResult_t; 0 is success). Host
   // values; called by every rank whatever happened before in the step.
   dctResult_t (*vote)(dctComm_t comm, int32_t mine, int32_t* worst, void* stream);
+  // Optional: *vote, an int32 in the memory the data ops take, becomes its
+  // max over ranks in place, queued on `stream` with nothing read back (the
+  // fixed-capacity step's vote on a device, algo/stream_step.cc). Null: the
+  // step reads the value, calls vote() and writes the result back.
+  dctResult_t (*voteInPlace)(dctComm_t comm, int32_t* vote, void* stream);
   void (*destroy)(dctComm_t comm);
   // Transports of device buffers only (NCCL): zero-filled memory their data
   // ops take, for libdct's own traffic (the link probe), its release, and a
