@@ -10,17 +10,10 @@
 namespace dct::gpu {
 namespace {
 
-template <typename D, typename S>
-using WideOf = ::cuda::std::conditional_t<
-    ::cuda::std::is_same_v<D, double> || ::cuda::std::is_same_v<S, double>, double, float>;
-
 // dst may be src (same size types): each element is read before it is written.
 template <typename D, typename S, typename W>
 __global__ void convertKernel(D* dst, const S* src, size_t n, W factor, bool unit) {
-  DCT_GRID_STRIDE(i, n) {
-    const S x = src[i];
-    dst[i] = unit ? storeValue<D>(loadValue(x)) : storeValue<D>(hostMul(widenValue<W>(x), factor));
-  }
+  DCT_GRID_STRIDE(i, n) dst[i] = convertElement<D, S, W>(src[i], factor, unit);
 }
 
 }  // namespace

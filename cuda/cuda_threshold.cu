@@ -27,68 +27,23 @@
 #include <vector>
 
 #include <cub/block/block_reduce.cuh>
-#include <cub/device/device_radix_sort.cuh>
 #include <cuda/functional>
 
-#include "cuda_device.cuh"
-#include "cuda_values.cuh"
-#include "kernels/sampling.h"
-#include "kernels/threshold_bisect.h"
+#include "cuda_sample.cuh"
 
 namespace dct::gpu {
 namespace {
 
-// The value at position i: x[i], or the accumulator x[i] + y[i] (y widened
-// first, as addKernel forms it), never written.
-template <typename T>
-struct Plain {
-  const T* __restrict__ x;
-  __device__ T operator()(size_t i) const { return x[i]; }
-};
-template <typename T, typename B>
-struct Accumulated {
-  const T* __restrict__ x;
-  const B* __restrict__ y;
-  __device__ T operator()(size_t i) const { return hostAdd(x[i], widenValue<T>(y[i])); }
-};
-
-template <typename At, typename K>
-__global__ void gatherAll(At at, size_t n, K* __restrict__ keys) {
-  DCT_GRID_STRIDE(i, n) keys[i] = rowKey(at(i));
-}
-
-// Draw i of the splitmix64 stream seeded by `seed` picks position
-// samplePosition(draw, n), exactly as the CPU twin's sequential loop does.
-template <typename At, typename K>
-__global__ void gatherSample(At at, size_t n, size_t m, uint64_t seed, K* __restrict__ keys) {
-  DCT_GRID_STRIDE(i, m) keys[i] = rowKey(at(samplePositionAt(splitmix64At(seed, i), n)));
-}
-
-constexpr size_t alignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 template <typename T, typename At>
 dctResult_t kthLargest(CudaContext* c, const ThresholdArgs& a, At at, cudaStream_t s, double* out) {
   using K = KeyOf<T>;
-  const size_t m = a.method == dctThresholdExact ? a.n : thresholdSampleSize(a.n, a.density);
-  const size_t k = thresholdK(m, a.density);
-
-  const size_t half = alignUp(m * sizeof(K));
-  DCTCHECK(c->scratch.reserve(2 * half));
-  cub::DoubleBuffer<K> keys(c->scratch.as<K>(), c->scratch.as<K>(half));
-  if (m == a.n) gatherAll<<<gridFor(m), kThreads, 0, s>>>(at, m, keys.Current());
-  else gatherSample<<<gridFor(m), kThreads, 0, s>>>(at, a.n, m, a.seed, keys.Current());
-  CUDACHECK_LAUNCH();
-
-  const int endBit = static_cast<int>(sizeof(K) * 8 - 1);  // the sign bit is always clear
-  const uint64_t items = m;  // one (64-bit offset) instantiation per key type
-  size_t bytes = 0;
-  CUDACHECK(cub::DeviceRadixSort::SortKeysDescending(nullptr, bytes, keys, items, 0, endBit, s));
-  DCTCHECK(c->temp.reserve(bytes));
-  CUDACHECK(cub::DeviceRadixSort::SortKeysDescending(c->temp.ptr, bytes, keys, items, 0, endBit, s));
-
+  KthLayout l;
+  CUDACHECK(kthLayout<T>(a.n, a.density, a.method, &l));
+  DCTCHECK(c->scratch.reserve(l.total()));  // both key buffers, then CUB's temp
+  const K* kth = nullptr;
+  DCTCHECK((gatherSorted<T>(l, c->scratch.ptr, at, a.n, HostSeed{a.seed}, s, &kth)));
   K bits = 0;
-  CUDACHECK(cudaMemcpyAsync(&c->host->kth, keys.Current() + (k - 1), sizeof(K),
-                            cudaMemcpyDeviceToHost, s));
+  CUDACHECK(cudaMemcpyAsync(&c->host->kth, kth, sizeof(K), cudaMemcpyDeviceToHost, s));
   CUDACHECK(cudaStreamSynchronize(s));
   std::memcpy(&bits, &c->host->kth, sizeof(K));
   *out = keyValue<T>(bits);
@@ -186,8 +141,8 @@ dctResult_t bisect(CudaContext* c, ThresholdArgs& a, cudaStream_t s, double* out
   using K = KeyOf<T>;
   const T* x = static_cast<const T*>(a.data);
   const size_t chunks = sumChunks(a.n), upper = sumChunks(chunks);
-  const size_t wordsBytes = alignUp(sizeof(BisectWords)), levelBytes = alignUp(chunks * sizeof(double));
-  DCTCHECK(c->scratch.reserve(wordsBytes + levelBytes + alignUp(upper * sizeof(double))));
+  const size_t wordsBytes = alignUp256(sizeof(BisectWords)), levelBytes = alignUp256(chunks * sizeof(double));
+  DCTCHECK(c->scratch.reserve(wordsBytes + levelBytes + alignUp256(upper * sizeof(double))));
   BisectWords* words = c->scratch.as<BisectWords>();
   double* level = c->scratch.as<double>(wordsBytes);
   double* next = c->scratch.as<double>(wordsBytes + levelBytes);
@@ -248,21 +203,13 @@ dctResult_t threshold(KernelContext* ctx, ThresholdArgs* args, double* tau, void
   double t = 0;
   const cudaStream_t s = cudaStreamOf(stream);
   dctResult_t res = dctSuccess;
-  if (args->addend == nullptr) {
-    res = dispatchAnyValue(args->dtype, [&]<typename T>() -> dctResult_t {
-      if (args->method == dctThresholdBisect) return bisect<T>(cudaCtx(ctx), *args, s, &t);
-      return kthLargest<T>(cudaCtx(ctx), *args, Plain<T>{static_cast<const T*>(args->data)}, s, &t);
-    });
-  } else if (args->method == dctThresholdBisect) {
-    return dctInvalidArgument;
+  if (args->method == dctThresholdBisect) {
+    if (args->addend != nullptr) return dctInvalidArgument;
+    res = dispatchAnyValue(args->dtype, [&]<typename T>() { return bisect<T>(cudaCtx(ctx), *args, s, &t); });
   } else {
-    res = dispatchValue(args->dtype, [&]<typename T>() {
-      return dispatchAnyValue(args->addendT(), [&]<typename B>() {
-        const Accumulated<T, B> at{static_cast<const T*>(args->data), static_cast<const B*>(args->addend)};
-        return kthLargest<T>(cudaCtx(ctx), *args, at, s, &t);
-      });
+    res = dispatchSource(args->data, args->dtype, args->addend, args->addendT(), [&]<typename T>(auto at) {
+      return kthLargest<T>(cudaCtx(ctx), *args, at, s, &t);
     });
-    if (res == dctNotSupported) return dctInvalidArgument;  // an accumulator is float or double
   }
   // tau must stay positive, or exact zeros would be "selected" and sent.
   const double smallest = args->dtype == dctFloat64 ? std::numeric_limits<double>::denorm_min()

@@ -107,6 +107,17 @@ __device__ __forceinline__ void addInto(D& dense, V value) {
   else dense = Value<D>::store(hostAdd(loadValue(dense), widenValue<Acc>(value)));
 }
 
+// convert's element (cuda_convert.cu): src * factor formed in W (double
+// when either side is fp64, else float), rounded once to D's accumulation
+// type, then to D; a factor of exactly 1 is a plain conversion.
+template <typename D, typename S>
+using WideOf = ::cuda::std::conditional_t<
+    ::cuda::std::is_same_v<D, double> || ::cuda::std::is_same_v<S, double>, double, float>;
+template <typename D, typename S, typename W>
+__device__ __forceinline__ D convertElement(S x, W factor, bool unit) {
+  return unit ? storeValue<D>(loadValue(x)) : storeValue<D>(hostMul(widenValue<W>(x), factor));
+}
+
 template <typename T>
 __device__ __forceinline__ bool finiteValue(T x) {
   return ::cuda::std::isfinite(loadValue(x));

@@ -5,17 +5,20 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/host_device.h"
+
 namespace dct {
 
 // Deterministic sample positions: splitmix64 stream mapped onto [0, n).
-inline uint64_t splitmix64(uint64_t& state) {
+DCT_HOST_DEVICE uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-// The sample stream of one step: the same on every run, different every step.
-inline uint64_t stepSeed(long long seed, uint64_t step) {
+// The sample stream of one step: the same on every run, different every step
+// (on a device too: the fixed-capacity step reads its step from device memory).
+DCT_HOST_DEVICE uint64_t stepSeed(long long seed, uint64_t step) {
   uint64_t s = static_cast<uint64_t>(seed) ^ (step * 0xd1b54a32d192ed03ull);
   return splitmix64(s);
 }
