@@ -47,6 +47,10 @@ struct DeviceScratch {
 struct CudaContext final : KernelContext {
   DeviceScratch temp;     // CUB temp storage
   DeviceScratch scratch;  // threshold magnitudes (two buffers)
+  // The fixed-capacity step's words and region (cuda_stream.cuh): reserved
+  // by its first step, never moved after (a captured graph holds its
+  // pointers), and only ever used in stream order.
+  DeviceScratch stream;
   Counters* device = nullptr;
   Counters* host = nullptr;  // pinned
   cudaEvent_t lastCall = nullptr;  // end of the previous call's work (streamEnd)
@@ -159,5 +163,12 @@ dctResult_t rowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void* st
 // 1-bit compressed allreduce: cuda_onebit.cu.
 dctResult_t onebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
 dctResult_t onebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
+// The fixed-capacity step: cuda_stream_step.cu, cuda_stream_merge.cu (merge).
+dctResult_t streamEstimate(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t streamSelect(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t streamMerge(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t streamPost(KernelContext* ctx, const StreamStepArgs* args, int32_t code, void* stream);
+dctResult_t streamCommit(KernelContext* ctx, const StreamStepArgs* args, void* stream);
+dctResult_t streamFinish(KernelContext* ctx, const StreamStepArgs* args, void* stream);
 
 }  // namespace dct::gpu

@@ -31,6 +31,7 @@ void destroyContext(KernelContext* ctx) {
   if (c == nullptr) return;
   c->temp.release();
   c->scratch.release();
+  c->stream.release();
   if (c->device) (void)cudaFree(c->device);
   if (c->host) (void)cudaFreeHost(c->host);
   if (c->lastCall) (void)cudaEventDestroy(c->lastCall);
@@ -136,6 +137,12 @@ const KernelOps& cudaKernelOps() {
       .rowAccumulate = gpu::rowAccumulate,
       .onebitCompress = gpu::onebitCompress,
       .onebitDecode = gpu::onebitDecode,
+      .streamEstimate = gpu::streamEstimate,
+      .streamSelect = gpu::streamSelect,
+      .streamMerge = gpu::streamMerge,
+      .streamPost = gpu::streamPost,
+      .streamCommit = gpu::streamCommit,
+      .streamFinish = gpu::streamFinish,
   };
   return ops;
 }

@@ -1,0 +1,353 @@
+// CUDA twin of the fixed-capacity step's ops (kernels/stream_args.h), bit
+// for bit the CPU twin (cpu_stream_step.cc), with nothing read back and the
+// same launches every step (cuda_stream.cuh's capture rules):
+//
+//   workspace      streamWorkspace: reserved once, refused under capture
+//   streamEstimate decideKernel (the schedule, the seed, draftTau = tau),
+//                  then the threshold op's gather and sort (cuda_sample.cuh)
+//                  predicated on the decision, pickKernel: draftTau = the
+//                  k-th key, floored as the threshold op floors it
+//   streamSelect   the select op's tile kernel (cuda_select_tiles.cuh) with
+//                  residuals and tau chosen on the device (StepTiles),
+//                  finishSelect: counts, the slot header, the drift verdict
+//   streamPost / streamCommit / streamFinish
+//                  one thread each (finish: convert's element, predicated)
+// streamMerge is cuda_stream_merge.cu.
+#include <cuda/std/limits>
+
+#include "cuda_select_tiles.cuh"
+#include "cuda_stream.cuh"
+#include "kernels/select_types.h"
+
+namespace dct::gpu {
+
+// --- the workspace ------------------------------------------------------
+
+namespace {
+
+constexpr size_t kWordsBytes = alignUp256(sizeof(StreamWords));
+
+// The region: the estimate's keys and sort, or the select's tile state.
+dctResult_t regionBytes(const StreamStepArgs& a, size_t* bytes) {
+  *bytes = 0;
+  if (a.n == 0) return dctSuccess;
+  const size_t tiles = tileCount(a.n);
+  if (!tilesFit(tiles)) return fail(nullptr, dctNotSupported, "fixed-capacity step: %zu elements", a.n);
+  size_t tileBytes = 0;
+  CUDACHECK(TileState::AllocationSize(static_cast<int>(tiles), tileBytes));
+  KthLayout l;
+  const dctResult_t res = dispatchValue(a.accType, [&]<typename T>() -> dctResult_t {
+    CUDACHECK(kthLayout<T>(a.n, a.density, dctThresholdSampled, &l));
+    return dctSuccess;
+  });
+  DCTCHECK(res);
+  *bytes = l.total() > tileBytes ? l.total() : tileBytes;
+  return dctSuccess;
+}
+
+__global__ void snapshotKernel(const int32_t* failed, StreamWords* words) {
+  words->halt = readFailed(failed);
+  words->verdict = 0;
+  words->gate.active = 0;
+  words->selected = 0;
+  words->nonFinite = 0;
+}
+
+}  // namespace
+
+dctResult_t streamWorkspace(CudaContext* c, const StreamStepArgs& a, cudaStream_t s, StreamWords** words,
+                            void** region) {
+  size_t bytes = 0;
+  DCTCHECK(regionBytes(a, &bytes));
+  const size_t want = kWordsBytes + bytes;
+  if (want > c->stream.bytes) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CUDACHECK(cudaStreamIsCapturing(s, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      return fail(nullptr, dctInvalidUsage,
+                  "fixed-capacity step: its device workspace (%zu bytes) is allocated by the first step, which "
+                  "must run outside CUDA graph capture (run one step eagerly before capturing)",
+                  want);
+    CUDACHECK(cudaStreamSynchronize(s));  // steps queued before may still use the old block
+    DCTCHECK(c->stream.reserve(want));
+  }
+  *words = c->stream.as<StreamWords>();
+  *region = c->stream.as<char>(kWordsBytes);
+  return dctSuccess;
+}
+
+dctResult_t snapshot(const StreamStepArgs& a, StreamWords* words, cudaStream_t s) {
+  snapshotKernel<<<1, 1, 0, s>>>(a.failed, words);
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+// --- streamEstimate -----------------------------------------------------
+
+namespace {
+
+// The schedule, on the device: estimated, draftTau = tau, and the gate of
+// the gather (the step's seed; whether it samples at all).
+__global__ void decideKernel(const int32_t* failed, StreamState* state, uint64_t interval, long long seed,
+                             const void* r0, const void* r1, StreamWords* words) {
+  words->halt = readFailed(failed);
+  words->gate.active = 0;
+  if (words->halt) return;
+  const int32_t due = streamEstimateDue(*state, interval) ? 1 : 0;
+  state->estimated = due;
+  state->draftTau = state->tau;
+  words->gate.seed = stepSeed(seed, state->step);
+  words->gate.active = due;
+  words->input = state->committed ? r1 : r0;
+}
+
+// The residual to estimate on is the committed one, known on the device:
+// read through the word decideKernel wrote (the same for every element).
+template <typename T>
+struct StepPlain {
+  const void* const* x;
+  __device__ T operator()(size_t i) const { return static_cast<const T*>(*x)[i]; }
+};
+template <typename T, typename B>
+struct StepAccumulated {
+  const void* const* x;
+  const B* __restrict__ y;
+  __device__ T operator()(size_t i) const { return hostAdd(static_cast<const T*>(*x)[i], widenValue<T>(y[i])); }
+};
+
+// draftTau = the k-th largest magnitude (kth null: n == 0, +Inf), floored at
+// T's smallest positive value as the threshold op floors it.
+template <typename T>
+__global__ void pickKernel(const StreamWords* words, const KeyOf<T>* kth, StreamState* state) {
+  if (!words->gate.active) return;
+  if (kth == nullptr) {
+    state->draftTau = ::cuda::std::numeric_limits<double>::infinity();
+    return;
+  }
+  const double t = keyValue<T>(*kth);
+  const double smallest = static_cast<double>(::cuda::std::numeric_limits<T>::denorm_min());
+  state->draftTau = t > smallest ? t : smallest;
+}
+
+template <typename T, typename At>
+dctResult_t estimateOn(const StreamStepArgs& a, StreamWords* words, void* region, At at, cudaStream_t s) {
+  const KeyOf<T>* kth = nullptr;
+  if (a.n > 0) {
+    KthLayout l;
+    CUDACHECK(kthLayout<T>(a.n, a.density, dctThresholdSampled, &l));
+    DCTCHECK((gatherSorted<T>(l, region, at, a.n, DeviceSeed{&words->gate}, s, &kth)));
+  }
+  pickKernel<T><<<1, 1, 0, s>>>(words, kth, a.state);
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+}  // namespace
+
+dctResult_t streamEstimate(KernelContext* ctx, const StreamStepArgs* args, void* stream) {
+  const StreamStepArgs& a = *args;
+  const cudaStream_t s = cudaStreamOf(stream);
+  StreamWords* words = nullptr;
+  void* region = nullptr;
+  DCTCHECK(streamWorkspace(cudaCtx(ctx), a, s, &words, &region));
+  decideKernel<<<1, 1, 0, s>>>(a.failed, a.state, a.interval, a.seed, a.residuals[0], a.residuals[1], words);
+  CUDACHECK_LAUNCH();
+  const void* const* x = &words->input;
+  if (a.grad == nullptr)
+    return dispatchValue(a.accType, [&]<typename T>() { return estimateOn<T>(a, words, region, StepPlain<T>{x}, s); });
+  const dctResult_t res = dispatchValue(a.accType, [&]<typename T>() {
+    return dispatchAnyValue(a.gradType, [&]<typename B>() {
+      return estimateOn<T>(a, words, region, StepAccumulated<T, B>{x, static_cast<const B*>(a.grad)}, s);
+    });
+  });
+  return res == dctNotSupported ? dctInvalidArgument : res;  // as the threshold op: an accumulator is float or double
+}
+
+// --- streamSelect -------------------------------------------------------
+
+namespace {
+
+// The select's plan on the device: read residuals[committed] (or, after the
+// pre-add, the spare it wrote), write residuals[1 - committed], tau =
+// draftTau rounded to T, counts into the step's words.
+template <typename T>
+struct StepTiles {
+  const StreamState* state;
+  StreamWords* words;
+  T* r0;
+  T* r1;
+  bool fromSpare;
+  __device__ bool skip() const { return words->halt != 0; }
+  __device__ T* out() const { return state->committed ? r0 : r1; }
+  __device__ const T* in() const { return fromSpare ? out() : (state->committed ? r1 : r0); }
+  __device__ T tau() const { return static_cast<T>(state->draftTau); }
+  __device__ void setSelected(unsigned long long total) const { words->selected = total; }
+  __device__ unsigned long long* nonFinite() const { return &words->nonFinite; }
+};
+
+// spare = residuals[committed] + T(grad): the accumulator of a gradient type
+// the tile kernel does not read itself (withGradient's add, cuda_values.cuh).
+template <typename T, typename B>
+__global__ void preAddKernel(const StreamWords* words, const StreamState* state, T* r0, T* r1, const B* grad,
+                             size_t n) {
+  if (words->halt) return;
+  const bool c = state->committed != 0;
+  const T* in = c ? r1 : r0;
+  T* out = c ? r0 : r1;
+  DCT_GRID_STRIDE(i, n) out[i] = hostAdd(in[i], widenValue<T>(grad[i]));
+}
+
+// The select's counts into the state, the slot's header, the drift verdict.
+__global__ void finishSelect(const StreamWords* words, StreamState* state, SlotHeader* header, uint64_t digest,
+                             size_t capacity, size_t k, double tauFloor) {
+  if (words->halt) return;
+  const unsigned long long selected = words->selected;
+  const unsigned long long written = selected < capacity ? selected : capacity;
+  state->selected = selected;
+  state->written = written;
+  state->writtenNonFinite = words->nonFinite;
+  *header = SlotHeader{digest, written, words->nonFinite, 0};
+  state->draftDrift = streamDrifted(static_cast<double>(selected), static_cast<double>(k), state->estimated != 0,
+                                    state->draftTau <= tauFloor)
+                          ? 1
+                          : 0;
+}
+
+template <typename T, typename G, typename V, typename I>
+dctResult_t selectTilesOf(const StreamStepArgs& a, const SelectArgs& sel, StreamWords* words, void* region,
+                          cudaStream_t s) {
+  const int grid = static_cast<int>(tileCount(a.n));  // streamWorkspace checked tilesFit
+  size_t bytes = 0;
+  CUDACHECK(TileState::AllocationSize(grid, bytes));
+  TileState tiles;
+  CUDACHECK(tiles.Init(grid, region, bytes));
+  initTiles<<<(grid + kThreads - 1) / kThreads, kThreads, 0, s>>>(tiles, grid);
+  CUDACHECK_LAUNCH();
+  T* r0 = static_cast<T*>(a.residuals[0]);
+  T* r1 = static_cast<T*>(a.residuals[1]);
+  char* slot = static_cast<char*>(a.slot);
+  I* indices = reinterpret_cast<I*>(slot + slotIndexOffset());
+  V* values = reinterpret_cast<V*>(slot + slotValueOffset(a.capacity, a.indexBytes));
+  const size_t slots = a.capacity < a.n ? a.capacity : a.n;
+  const AccOf<V> limit = valueLimitOf<T, V>(sel);
+  // The gradient types the tile kernel reads (withGradient's rule); any
+  // other is first added into the spare.
+  constexpr bool direct = ::cuda::std::is_same_v<G, T> ||
+                          (::cuda::std::is_same_v<T, float> && (::cuda::std::is_same_v<G, Half> ||
+                                                                ::cuda::std::is_same_v<G, BFloat16>));
+  const G* grad = static_cast<const G*>(a.grad);
+  if constexpr (direct) {
+    const StepTiles<T> plan{a.state, words, r0, r1, false};
+    selectTiles<T, G, V, I><<<grid, kThreads, 0, s>>>(grad, plan, a.n, tiles, slots, indices, values, limit);
+  } else if (grad == nullptr) {
+    const StepTiles<T> plan{a.state, words, r0, r1, false};
+    selectTiles<T, T, V, I><<<grid, kThreads, 0, s>>>(nullptr, plan, a.n, tiles, slots, indices, values, limit);
+  } else {
+    preAddKernel<T, G><<<gridFor(a.n), kThreads, 0, s>>>(words, a.state, r0, r1, grad, a.n);
+    CUDACHECK_LAUNCH();
+    const StepTiles<T> plan{a.state, words, r0, r1, true};
+    selectTiles<T, T, V, I><<<grid, kThreads, 0, s>>>(nullptr, plan, a.n, tiles, slots, indices, values, limit);
+  }
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+}  // namespace
+
+dctResult_t streamSelect(KernelContext* ctx, const StreamStepArgs* args, void* stream) {
+  const StreamStepArgs& a = *args;
+  const cudaStream_t s = cudaStreamOf(stream);
+  StreamWords* words = nullptr;
+  void* region = nullptr;
+  DCTCHECK(streamWorkspace(cudaCtx(ctx), a, s, &words, &region));
+  // The select op's types (select_types.h), as the CPU twin accepts them.
+  SelectArgs sel{a.grad, a.residuals[1], a.n, a.accType, a.indexBytes, 1.0, a.capacity, nullptr, nullptr};
+  sel.residualIn = a.residuals[0];
+  sel.gradType = a.gradType;
+  sel.valueType = a.wireType;
+  sel.valueLimit = a.valueLimit;
+  DCTCHECK(snapshot(a, words, s));
+  DCTCHECK(dispatchSelect(sel, [&]<typename T, typename G, typename V, typename I>() -> dctResult_t {
+    if (a.n == 0) return dctSuccess;
+    return selectTilesOf<T, G, V, I>(a, sel, words, region, s);
+  }));
+  finishSelect<<<1, 1, 0, s>>>(words, a.state, static_cast<SlotHeader*>(a.slot), a.digest, a.capacity, a.k,
+                               a.tauFloor);
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+// --- streamPost, streamCommit, streamFinish -----------------------------
+
+namespace {
+
+__global__ void postKernel(const int32_t* failed, StreamState* state, int32_t code) {
+  if (readFailed(failed)) return;
+  if (code > state->vote) state->vote = code;
+}
+
+// The draft becomes the state when every rank voted success; a failed vote
+// drops it and, on a device (sticky), becomes the comm's asynchronous error.
+__global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, int errorFeedback) {
+  StreamState& s = *state;
+  s.lastOk = 0;
+  if (readFailed(failed)) return;
+  if (s.vote != dctSuccess) {
+    if (sticky) {
+      *static_cast<volatile int32_t*>(failed) = s.vote;
+      __threadfence_system();  // the host reads the word without waiting for the stream
+    }
+    return;
+  }
+  if (errorFeedback) s.committed = 1 - s.committed;
+  s.tau = s.draftTau;
+  if (s.estimated) {
+    s.lastEstimateStep = s.step;
+    s.estimates++;
+  }
+  s.driftPending = s.draftDrift;
+  s.nnz = s.written;
+  s.nonFinite = s.writtenNonFinite;
+  s.overflow = s.selected - s.written;
+  s.step++;
+  s.lastOk = 1;
+}
+
+// convert's element (cuda_convert.cu), only after a committed step.
+template <typename D, typename S, typename W>
+__global__ void finishKernel(const StreamState* state, D* dst, const S* src, size_t n, W factor, bool unit) {
+  if (!state->lastOk) return;
+  DCT_GRID_STRIDE(i, n) dst[i] = convertElement<D, S, W>(src[i], factor, unit);
+}
+
+}  // namespace
+
+dctResult_t streamPost(KernelContext*, const StreamStepArgs* args, int32_t code, void* stream) {
+  postKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, code);
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+dctResult_t streamCommit(KernelContext*, const StreamStepArgs* args, void* stream) {
+  commitKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, args->sticky, args->errorFeedback);
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+dctResult_t streamFinish(KernelContext*, const StreamStepArgs* args, void* stream) {
+  const StreamStepArgs& a = *args;
+  if (a.target == a.result) return dctSuccess;  // the merge scaled the result in place
+  return dispatchAnyValue(a.resultType, [&]<typename D>() {
+    return dispatchAnyValue(a.accType, [&]<typename S>() -> dctResult_t {
+      if (a.n == 0) return dctSuccess;
+      using W = WideOf<D, S>;
+      const W f = static_cast<W>(a.factor);  // rounded on the host, as convert does
+      finishKernel<D, S, W><<<gridFor(a.n), kThreads, 0, cudaStreamOf(stream)>>>(
+          a.state, static_cast<D*>(a.result), static_cast<const S*>(a.target), a.n, f, f == W(1));
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    });
+  });
+}
+
+}  // namespace dct::gpu
