@@ -8,6 +8,10 @@
 #include "base/memory_space.h"
 #include "transport/comm.h"
 
+#if DCT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace dct {
 namespace {
 
@@ -156,6 +160,22 @@ dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
   return injected(comm, nullptr, 0, "vote");
 }
 
+// The in-place vote (a device word on the NCCL transport): the failing rank
+// contributes dctTransportError in place of its verdict, queued before the
+// inner vote it still takes part in, as vote() does with host values.
+dctResult_t voteInPlace(dctComm_t comm, int32_t* vote, void* stream) {
+  if (!hit(comm)) return seamOf(comm)->inner->voteInPlace(comm, vote, stream);
+  static const int32_t kFailed = dctTransportError;
+#if DCT_HAVE_CUDA
+  if (isDeviceMemory(vote))
+    (void)cudaMemcpyAsync(vote, &kFailed, sizeof(kFailed), cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream));
+  else
+#endif
+    *vote = kFailed;
+  (void)seamOf(comm)->inner->voteInPlace(comm, vote, stream);
+  return injected(comm, nullptr, 0, "voteInPlace");
+}
+
 void destroy(dctComm_t comm) {
   Seam* s = seamOf(comm);
   comm->transport = s->inner;
@@ -184,6 +204,7 @@ dctResult_t install(dctComm_t comm, Seam* root, int rootRank) {
   if (s->inner->reduce) s->table.reduce = reduce;
   if (s->inner->broadcast) s->table.broadcast = broadcast;
   s->table.vote = vote;
+  if (s->inner->voteInPlace) s->table.voteInPlace = voteInPlace;
   s->table.destroy = destroy;
   comm->faultSeam = s;
   comm->transport = &s->table;

@@ -212,6 +212,16 @@ dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
   return dctSuccess;
 }
 
+// The fixed-capacity step's vote: *vote, a device int32, becomes its max
+// over ranks in place, queued on the stream with nothing read back (so the
+// call-inside-a-group check of vote() cannot be made here).
+dctResult_t voteInPlace(dctComm_t comm, int32_t* vote, void* stream) {
+  State* s = stateOf(comm);
+  DeviceGuard guard(s->device);
+  NCCLCHECK(comm, DCT_NCCL_OWN(ncclAllReduce)(vote, vote, 1, ncclInt32, ncclMax, s->comm, streamOf(stream)));
+  return dctSuccess;
+}
+
 // Before each collective's agreement: the device check, and room for the
 // padded allgatherv of device messages whose gathered extent is up to
 // `bytes`. Host data needs nothing (fixed staging from init).
@@ -279,7 +289,7 @@ constexpr Transport kNcclTransport = {
     .split = split,
     .nodeColor = nodeColor,
     .vote = vote,
-    .voteInPlace = nullptr,  // host values: vote() serves
+    .voteInPlace = voteInPlace,
     .destroy = destroy,
     .allocate = allocate,
     .release = release,
