@@ -113,8 +113,9 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-// The tile state's device memory for `tiles` tiles (0: n too large for
-// CUB's int-indexed tile state: far past any GPU's memory, n > 5e11).
+// Tiles of n entries, and whether CUB's tile state (sized and indexed in
+// ints, 16 bytes a tile) can hold them: false only far past any GPU's
+// memory (n > 5e11), refused rather than wrapped.
 inline size_t tileCount(size_t n) { return (n + kTile - 1) / kTile; }
 inline bool tilesFit(size_t tiles) { return tiles <= static_cast<size_t>(INT32_MAX / 16 - 64); }
 
