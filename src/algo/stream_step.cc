@@ -192,6 +192,8 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
                        void* stream, dctResult_t localError, const char* fn) {
   if (localError == dctSuccess && count != c->count)
     localError = fail(comm, dctInvalidArgument, "%s: count %zu differs from the compressor's %zu", fn, count, c->count);
+  if (localError == dctSuccess && c->ops && !c->ops->streamSelect)
+    localError = fail(comm, dctNotSupported, "%s: the %s twin has no fixed-capacity step", fn, c->ops->name);
   if (!c->stream.agreed) {
     if (localError != dctSuccess) {  // take part in the agreement, then fail
       CallHeader mine = allreduceHeader(localError, c->count, c->dtype, op);
@@ -200,16 +202,14 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
     }
     DCTCHECK(agreeSlots(c, comm, op, stream, fn));
   }
-  if (!c->stream.live) DCTCHECK(publishStream(c, stream));  // a loaded state
   const KernelOps& ops = *c->ops;
-  if (!ops.streamSelect)
-    return fail(comm, dctNotSupported, "%s: the %s twin has no fixed-capacity step", fn, ops.name);
   const Call k{sendbuf, recvbuf, op, c, comm, stream};
   // The sum is built in recvbuf when it has the accumulator's type and the
   // call is out of place; else in the staging buffer (sendbuf must survive
   // a failed step, and a half tensor is summed in fp32).
   void* target = recvbuf;
   dctResult_t local = localError;
+  if (local == dctSuccess && !c->stream.live) local = publishStream(c, stream);  // a loaded state
   if (sendbuf == recvbuf || c->dtype != c->accType) {
     if (local == dctSuccess) local = caught(comm, fn, [&] { return c->staged.reserve(c->count * dtypeSize(c->accType)); });
     target = c->staged.as();
