@@ -180,10 +180,11 @@ dctResult_t outcome(const Call& k, const StreamStepArgs& a, dctResult_t local, c
   const StreamState& s = *a.state;
   if (s.lastOk) return dctSuccess;
   const auto code = s.vote > 0 && s.vote < dctNumResults ? static_cast<dctResult_t>(s.vote) : dctInternalError;
-  return fail(k.comm, code,
-              "%s: a rank failed the fixed-capacity step (%s: a digest that differs is a call whose arguments "
-              "or settings differ across ranks); nothing was committed on any rank",
-              fn, dctGetErrorString(code));
+  const char* why = code == dctInvalidUsage    ? "the ranks' calls differ (arguments or settings: the slots' digests)"
+                    : code == dctInternalError ? "a malformed slot arrived (count or indices out of range)"
+                                               : dctGetErrorString(code);
+  return fail(k.comm, code, "%s: the fixed-capacity step failed on some rank: %s; nothing was committed on any rank",
+              fn, why);
 }
 
 }  // namespace
