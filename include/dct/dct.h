@@ -105,8 +105,8 @@ typedef struct dctAlltoallPlan* dctAlltoallPlan_t;
 /* Configuration. Always start from DCT_CONFIG_INITIALIZER: fields left at
  * their "undefined" value take the DCT_* environment variable as the comm
  * read it at its creation, else the built-in default (documented per
- * field). density, warmupSteps, algorithm, wireType, compressor and
- * autoGlobalTopk must be the same on every rank: a step whose ranks differ fails on all of them
+ * field). density, warmupSteps, algorithm, wireType, compressor,
+ * autoGlobalTopk and capacityFactor must be the same on every rank: a step whose ranks differ fails on all of them
  * with dctInvalidUsage. */
 #define DCT_CONFIG_MAGIC 0xdc7c0f19u
 #define DCT_CONFIG_UNDEF_INT (-2147483647 - 1)
@@ -135,6 +135,13 @@ typedef struct {
   int autoGlobalTopk;      /* 0/1: auto may choose dctAlgoGlobalTopk by the cost
                               model, which changes the result (owners hold part
                               of the sum back); default 0 (DCT_AUTO_GLOBAL_TOPK) */
+  double capacityFactor;   /* 0: messages as large as the selection (default);
+                              c >= 1: the fixed-capacity mode, every rank's
+                              message c * k entries (k = density * count), the
+                              selection past it kept in the residual; no sizes
+                              are exchanged and on a device nothing waits for
+                              the host (dctSparseAllreduce). Agreed across
+                              ranks (DCT_CAPACITY_FACTOR) */
 } dctConfig_t;
 
 #define DCT_CONFIG_INITIALIZER                                                 \
@@ -143,7 +150,7 @@ typedef struct {
         DCT_CONFIG_UNDEF_DOUBLE, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,   \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
-        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT                             \
+        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_DOUBLE    \
   }
 
 /* Where a dctSparseAllreduce step's time went on this rank (dctStats_t
@@ -272,6 +279,12 @@ DCT_EXPORT dctResult_t dctCommInitCallbacks(const dctCallbacks_t* callbacks, dct
 DCT_EXPORT dctResult_t dctCommDestroy(dctComm_t comm);
 DCT_EXPORT dctResult_t dctCommRank(dctComm_t comm, int* rank);
 DCT_EXPORT dctResult_t dctCommSize(dctComm_t comm, int* size);
+/* The error of a fixed-capacity step that failed after its call returned
+ * (device buffers: see dctSparseAllreduce), or dctSuccess. Does not wait
+ * for any stream: a step still queued may fail later. Once set it stays
+ * set: the comm's later steps change nothing; save the compressors' state
+ * (their last committed steps) and continue on a new comm. */
+DCT_EXPORT dctResult_t dctCommGetAsyncError(dctComm_t comm, dctResult_t* asyncError);
 
 /* --- compressor: per-tensor error-feedback state --- */
 DCT_EXPORT dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctDataType_t datatype,
@@ -363,7 +376,28 @@ DCT_EXPORT dctResult_t dctCompressorLoadState(dctCompressor_t compressor, const 
  * first. Stats: nnz = count, threshold = this rank's worker scale (0 in
  * warm-up), nonFinite = 1 when its input was not finite, algorithm =
  * dctAlgoDense in warm-up else dctNumAlgorithms, bytes = sign words and
- * scales this rank sent to / received from the others. */
+ * scales this rank sent to / received from the others.
+ *
+ * The fixed-capacity mode (config.capacityFactor c >= 1, top-K
+ * compressors): every rank's message is a slot of ceil(c * k) entries, the
+ * selection past it kept in the residual, and a step is one allgather of
+ * the slots and one vote. The first step past the warm-up agrees the slots
+ * across ranks and is synchronous; after it, with device buffers, the step
+ * (threshold estimate, selection, exchange, merge, vote, commit) is queued
+ * on `stream` and the call returns without waiting: a CUDA graph may
+ * capture and replay it, each replay one step. Its outcome is asynchronous:
+ * a step that fails on any rank (arguments or settings that differ across
+ * ranks, a peer's corrupt slot, a transport error) changes no rank's state
+ * and sets the comm's asynchronous error (dctCommGetAsyncError); every later
+ * step on the comm still runs its collectives, so no peer waits, but
+ * changes nothing and returns that error. With host buffers the step is
+ * synchronous and fails like any other call. The threshold is re-estimated
+ * every thresholdInterval steps and after a step whose count left the drift
+ * band (the estimate is sampled: thresholdMethod must be sampled). Steps
+ * run the allgather plan over the whole comm (no DCT_HIERARCHY). Reading
+ * the state (dctCompressorGetStats, Get/SetResidual, Save/LoadState) waits
+ * for the last step's stream, which must still exist. Stats: bytes are the
+ * slot's size whatever it holds; phase times are not measured. */
 DCT_EXPORT dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
                                dctDataType_t datatype, dctRedOp_t op,
                                dctCompressor_t compressor, dctComm_t comm, void* stream);

@@ -54,14 +54,15 @@ class Config(ctypes.Structure):
                 ("errorFeedback", ctypes.c_int), ("warmupSteps", ctypes.c_int),
                 ("thresholdMethod", ctypes.c_int), ("algorithm", ctypes.c_int),
                 ("seed", ctypes.c_longlong), ("rowSelection", ctypes.c_int),
-                ("wireType", ctypes.c_int), ("compressor", ctypes.c_int), ("autoGlobalTopk", ctypes.c_int)]
+                ("wireType", ctypes.c_int), ("compressor", ctypes.c_int), ("autoGlobalTopk", ctypes.c_int),
+                ("capacityFactor", ctypes.c_double)]
 
     @classmethod
     def initializer(cls):
         """DCT_CONFIG_INITIALIZER: every field undefined."""
         c = cls()
         c.size, c.magic, c.version = ctypes.sizeof(cls), CONFIG_MAGIC, VERSION_CODE
-        c.density, c.seed = UNDEF_DOUBLE, UNDEF_INT
+        c.density, c.seed, c.capacityFactor = UNDEF_DOUBLE, UNDEF_INT, UNDEF_DOUBLE
         for name in ("thresholdInterval", "errorFeedback", "warmupSteps", "thresholdMethod", "algorithm",
                      "rowSelection", "wireType", "compressor", "autoGlobalTopk"):
             setattr(c, name, UNDEF_INT)

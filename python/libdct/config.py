@@ -22,11 +22,12 @@ class Config:
     wire_type: Optional[object] = None         # fp32 | fp64 | fp16 | bf16 (or a torch dtype)
     compressor: Optional[str] = None           # topk | onebit
     auto_global_topk: Optional[bool] = None    # auto may choose globaltopk (it changes the result)
+    capacity_factor: Optional[float] = None    # 0: off; c >= 1: fixed messages of c * k entries
 
     def to_native(self):
         c = _native.Config.initializer()
         plain = {"density": "density", "threshold_interval": "thresholdInterval",
-                 "warmup_steps": "warmupSteps", "seed": "seed"}
+                 "warmup_steps": "warmupSteps", "seed": "seed", "capacity_factor": "capacityFactor"}
         for field, native in plain.items():
             value = getattr(self, field)
             if value is not None:
@@ -57,7 +58,8 @@ class Config:
                    algorithm=name(ALGORITHMS, c.algorithm), seed=c.seed,
                    row_selection=name(ROW_SELECTIONS, c.rowSelection),
                    wire_type=DATATYPE_NAMES.get(c.wireType, c.wireType),
-                   compressor=name(COMPRESSORS, c.compressor), auto_global_topk=bool(c.autoGlobalTopk))
+                   compressor=name(COMPRESSORS, c.compressor), auto_global_topk=bool(c.autoGlobalTopk),
+                   capacity_factor=c.capacityFactor)
 
 
 PHASES = ("compress", "agree", "exchange", "reduce", "other")

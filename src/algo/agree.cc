@@ -14,6 +14,8 @@ dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& 
                 (unsigned long long)h.count, comm->rank, (unsigned long long)mine.count);
   const char* what = h.datatype != mine.datatype   ? "datatype"
                      : h.op != mine.op             ? "op"
+                     : std::memcmp(&h.capacityFactor, &mine.capacityFactor, sizeof(double)) != 0
+                         ? "config.capacityFactor (DCT_CAPACITY_FACTOR)"
                      : h.path != mine.path         ? "the step's path (config.compressor / DCT_COMPRESSOR, or a "
                                                      "compressor missing on some rank)"
                      : h.wireType != mine.wireType ? "config.wireType (DCT_WIRE_TYPE)"

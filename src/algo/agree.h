@@ -49,9 +49,10 @@ struct CallHeader {
   int32_t configured = 0;   // must match: the config's algorithm (auto or pinned)
   int32_t warmupSteps = 0;  // must match
   int32_t autoGlobalTopk = 0;  // must match
+  double capacityFactor = 0;   // must match
 };
 
-enum StepPath : int32_t { kPathTopk = 1, kPathOnebit = 2, kPathHierarchical = 3 };
+enum StepPath : int32_t { kPathTopk = 1, kPathOnebit = 2, kPathHierarchical = 3, kPathFixed = 4 };
 
 inline void stampConfig(CallHeader& h, const dctConfig_t& c, StepPath path) {
   h.density = c.density;
@@ -60,6 +61,7 @@ inline void stampConfig(CallHeader& h, const dctConfig_t& c, StepPath path) {
   h.configured = c.algorithm;
   h.warmupSteps = c.warmupSteps;
   h.autoGlobalTopk = c.autoGlobalTopk;
+  h.capacityFactor = c.capacityFactor;
 }
 
 // An allreduce's header: the arguments every rank must agree on. Raw bits

@@ -3,6 +3,7 @@
 // agreement so that no other rank is left waiting.
 #include "algo/agree.h"
 #include "algo/algorithms.h"
+#include "algo/stream_step.h"
 #include "api/checks.h"
 #include "api/guard.h"
 #include "base/checked_size.h"
@@ -61,6 +62,8 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
         caught(comm, fn, [&] { return checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn); });
     if (validCompressor(compressor) && compressor->config.compressor == dctCompressorOnebit)
       return onebitAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
+    if (validCompressor(compressor) && fixedCapacity(compressor) && !inWarmup(compressor))
+      return streamStep(sendbuf, recvbuf, count, op, compressor, comm, stream, local, fn);
     if (comm->node) return hierarchicalAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
     return sparseAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, stream, local, fn);
   });

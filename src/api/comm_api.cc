@@ -88,6 +88,14 @@ extern "C" dctResult_t dctCommRank(dctComm_t comm, int* rank) {
   return dctSuccess;
 }
 
+extern "C" dctResult_t dctCommGetAsyncError(dctComm_t comm, dctResult_t* asyncError) {
+  if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommGetAsyncError: invalid comm");
+  if (asyncError == nullptr) return fail(comm, dctInvalidArgument, "dctCommGetAsyncError: asyncError is NULL");
+  const int32_t code = comm->asyncError.read();
+  *asyncError = code >= 0 && code < dctNumResults ? static_cast<dctResult_t>(code) : dctInternalError;
+  return dctSuccess;
+}
+
 extern "C" dctResult_t dctCommSize(dctComm_t comm, int* size) {
   if (!validComm(comm)) return fail(nullptr, dctInvalidArgument, "dctCommSize: invalid comm");
   if (size == nullptr) return fail(comm, dctInvalidArgument, "dctCommSize: size is NULL");

@@ -42,6 +42,10 @@ extern "C" dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStat
   if (!validCompressor(compressor))
     return fail(nullptr, dctInvalidArgument, "dctCompressorGetStats: invalid compressor");
   if (stats == nullptr) return fail(compressor->comm, dctInvalidArgument, "dctCompressorGetStats: stats is NULL");
+  const dctResult_t settled = settleStream(compressor);  // waits for a queued fixed-capacity step
+  if (settled != dctSuccess)
+    return fail(compressor->comm, settled, "dctCompressorGetStats: reading the fixed-capacity state failed (%s)",
+                dctGetErrorString(settled));
   *stats = compressor->stats;
   return dctSuccess;
 }
@@ -64,6 +68,7 @@ dctResult_t copyResidual(dctCompressor_t c, const void* buffer, bool restore, vo
   DCTCHECK(checkBuffer(comm, buffer, c->count, dtypeSize(c->accType), "residual", fn));
   if (c->count == 0) return dctSuccess;
   DCTCHECK(bindTwin(c, buffer, fn));
+  DCTCHECK(settleStream(c));
   void* mine = c->residual();
   const size_t bytes = c->count * dtypeSize(c->accType);
   dctResult_t res = restore ? c->ops->copy(c->kernels, mine, buffer, bytes, stream)
@@ -149,6 +154,8 @@ extern "C" dctResult_t dctCompress(dctCompressor_t c, const void* sendbuf, void*
     if (capacity > 0 && (&twinFor(indices) != &twinFor(sendbuf) || &twinFor(values) != &twinFor(sendbuf)))
       return fail(comm, dctInvalidArgument, "%s: sendbuf, indices and values are in different memory spaces", fn);
     DCTCHECK(bindTwin(c, sendbuf, fn));
+    DCTCHECK(settleStream(c));
+    c->stream.live = false;  // the host state moves on: the next fixed-capacity step publishes it
     Message msg{indices, values, capacity, 0, nullptr};
     StepDraft draft;
     DCTCHECK(compressStep(c, sendbuf, msg, draft, stream));

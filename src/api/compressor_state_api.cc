@@ -31,6 +31,7 @@ extern "C" dctResult_t dctCompressorSaveState(dctCompressor_t c, void* state, si
     if (*bytes < need)
       return fail(c->comm, dctInvalidArgument, "%s: the buffer holds %zu bytes, the state needs %zu", fn, *bytes, need);
     DCTCHECK(checkHostState(c, state, fn));
+    DCTCHECK(settleStream(c));
     DCTCHECK(saveState(c, static_cast<unsigned char*>(state), need, stream, fn));
     *bytes = need;
     return dctSuccess;
@@ -43,6 +44,9 @@ extern "C" dctResult_t dctCompressorLoadState(dctCompressor_t c, const void* sta
   return guarded(c->comm, fn, [&] {
     if (state == nullptr) return fail(c->comm, dctInvalidArgument, "%s: state is NULL", fn);
     DCTCHECK(checkHostState(c, state, fn));
-    return loadState(c, static_cast<const unsigned char*>(state), bytes, stream, fn);
+    DCTCHECK(settleStream(c));
+    DCTCHECK(loadState(c, static_cast<const unsigned char*>(state), bytes, stream, fn));
+    c->stream.live = false;  // the next fixed-capacity step publishes the loaded state
+    return dctSuccess;
   });
 }

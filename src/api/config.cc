@@ -53,6 +53,7 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
   DCTCHECK(pick(comm, c.compressor, DCT_CONFIG_UNDEF_INT, env.compressor, "DCT_COMPRESSOR",
                 static_cast<int>(dctCompressorTopk)));
   DCTCHECK(pick(comm, c.autoGlobalTopk, DCT_CONFIG_UNDEF_INT, env.autoGlobalTopk, "DCT_AUTO_GLOBAL_TOPK", 0));
+  DCTCHECK(pick(comm, c.capacityFactor, DCT_CONFIG_UNDEF_DOUBLE, env.capacityFactor, "DCT_CAPACITY_FACTOR", 0.0));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN
     return fail(comm, dctInvalidArgument, "density %g is outside (0, 1]", c.density);
@@ -76,6 +77,17 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
     return fail(comm, dctInvalidArgument, "compressor %d is not a dctCompressorKind_t", c.compressor);
   if (c.autoGlobalTopk != 0 && c.autoGlobalTopk != 1)
     return fail(comm, dctInvalidArgument, "autoGlobalTopk %d must be 0 or 1", c.autoGlobalTopk);
+  if (!(c.capacityFactor == 0.0 || (c.capacityFactor >= 1.0 && c.capacityFactor <= kMaxCapacityFactor)))
+    return fail(comm, dctInvalidArgument, "capacityFactor %g must be 0 (off) or in [1, %g]", c.capacityFactor,
+                kMaxCapacityFactor);
+  if (c.capacityFactor > 0 && c.compressor == dctCompressorTopk) {
+    if (c.thresholdMethod != dctThresholdSampled)
+      return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode estimates tau by sampling "
+                  "(thresholdMethod must be sampled)", c.capacityFactor);
+    if (c.algorithm != dctAlgoAuto && c.algorithm != dctAlgoAllgather)
+      return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode runs the allgather plan "
+                  "(algorithm must be auto or allgather)", c.capacityFactor);
+  }
   *out = c;
   return dctSuccess;
 }

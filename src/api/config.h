@@ -7,6 +7,10 @@
 
 namespace dct {
 
+// The fixed-capacity mode's largest factor: past it the slots cost more
+// than any selection a drift band lets through.
+constexpr double kMaxCapacityFactor = 1024;
+
 // Fills `out` with no undefined field left; on a bad field returns
 // dctInvalidArgument with the reason in dctGetLastError(comm).
 dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_t* user, dctConfig_t* out);

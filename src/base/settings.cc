@@ -17,7 +17,7 @@ const char* const kAgreedNames[kAgreedSettings] = {
     "DCT_DENSITY",    "DCT_WARMUP_STEPS", "DCT_ALGORITHM",    "DCT_WIRE_TYPE",    "DCT_COMPRESSOR",
     "DCT_PIPELINE",   "DCT_CHUNK_ELEMENTS", "DCT_HIERARCHY",  "DCT_LOCAL_SIZE",   "DCT_ALPHA_US",
     "DCT_LINK_GBPS",  "DCT_SCATTER_GBPS", "DCT_REDUCE_GBPS",  "DCT_SELECT_GBPS",
-    "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK"};
+    "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK", "DCT_CAPACITY_FACTOR"};
 
 constexpr double kUnset = -1.0e300, kMalformed = -2.0e300;
 
@@ -67,6 +67,7 @@ ConfigEnv configEnvFromEnv() {
   e.wireType = envChoice("DCT_WIRE_TYPE", kTypes, 4);
   e.compressor = envChoice("DCT_COMPRESSOR", kKinds, 2);
   e.autoGlobalTopk = envInteger("DCT_AUTO_GLOBAL_TOPK");
+  e.capacityFactor = envReal("DCT_CAPACITY_FACTOR");
   return e;
 }
 
@@ -108,7 +109,8 @@ AgreedSettings agreedSettings(const Settings& s) {
                          encode(c.compressor), s.pipeline ? 1.0 : 0.0, static_cast<double>(s.chunkElems),
                          static_cast<double>(s.hierarchy), static_cast<double>(s.localSize), s.cost.alphaUs,
                          s.cost.linkGBps, s.cost.scatterGBps, s.cost.reduceGBps, s.cost.selectGBps,
-                         s.tune.text.empty() ? kUnset : s.tune.fingerprint(), encode(c.autoGlobalTopk)}};
+                         s.tune.text.empty() ? kUnset : s.tune.fingerprint(), encode(c.autoGlobalTopk),
+                         encode(c.capacityFactor)}};
 }
 
 std::string settingText(double value) {

@@ -27,7 +27,7 @@ CostOverrides costOverridesFromEnv();
 // dctConfig_t's defaults as the environment gave them; a malformed one is
 // refused when a compressor or plan resolves its config (api/config.h).
 struct ConfigEnv {
-  EnvValue<double> density;
+  EnvValue<double> density, capacityFactor;
   EnvValue<long long> thresholdInterval, errorFeedback, warmupSteps, seed, autoGlobalTopk;
   EnvValue<int> thresholdMethod, algorithm, rowSelection, wireType, compressor;
 };
@@ -53,7 +53,7 @@ Settings readSettings();
 
 // The agreed settings as numbers, each named after its variable, so that
 // ranks compare them value by value and name the one that differs.
-constexpr int kAgreedSettings = 16;
+constexpr int kAgreedSettings = 17;
 struct AgreedSettings {
   double value[kAgreedSettings];
 };

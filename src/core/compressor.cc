@@ -173,9 +173,10 @@ bool estimateDue(dctCompressor_t c) {
 
 // Every buffer in the bound twin's memory: bound with it, freed with the
 // compressor (one list, so a new buffer cannot be bound but not freed).
-std::array<TwinBuffer*, 9> twinBuffers(dctCompressor_t c) {
-  return {&c->residuals[0], &c->residuals[1], &c->selection,          &c->wire,           &c->gathered,
-          &c->staged,       &c->nodeSum,      &c->owner.residuals[0], &c->owner.residuals[1]};
+std::array<TwinBuffer*, 10> twinBuffers(dctCompressor_t c) {
+  return {&c->residuals[0], &c->residuals[1], &c->selection,          &c->wire,
+          &c->gathered,     &c->staged,       &c->nodeSum,            &c->owner.residuals[0],
+          &c->owner.residuals[1], &c->stream.state};
 }
 
 }  // namespace
@@ -372,6 +373,8 @@ dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bo
   }
   c->residualZero = true;
   c->onebit.pending = false;
+  c->stream.live = false;
+  c->stream.agreed = false;
   c->owner.zero = true;
   c->owner.length = 0;
   c->owner.haveTau = false;

@@ -9,6 +9,7 @@
 #include "core/onebit_state.h"
 #include "core/owner_state.h"
 #include "core/rank_arrays.h"
+#include "core/stream_setup.h"
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
 #include "kernels/kernels.h"
@@ -119,6 +120,9 @@ struct dctCompressor {
   dct::OnebitState onebit;
   // Global top-k (dctAlgoGlobalTopk): this rank's range-owner residual.
   dct::OwnerState owner;
+  // The fixed-capacity mode (config.capacityFactor): the state its steps
+  // keep in the twin's memory.
+  dct::StreamSetup stream;
   // A state loaded (dctCompressorLoadState) before the compressor was
   // bound: the blob, whose arrays go to the buffers as they are allocated
   // (bindOps); its scalars took effect at the load.

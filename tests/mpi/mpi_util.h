@@ -37,6 +37,7 @@ struct Settings {
   bool errorFeedback = true;
   long long seed = 0;
   long long chunkElems = 0;  // > 0: the comm's chunk size while the compressor runs (ScopedChunking)
+  double capacity = 0;       // config.capacityFactor (> 0: the fixed-capacity mode)
 };
 
 // An environment variable set for a scope, for the comms created in it (they
@@ -83,6 +84,7 @@ inline dctConfig_t explicitConfig(const Settings& s) {
   cfg.algorithm = s.algorithm;
   cfg.seed = s.seed;
   cfg.rowSelection = dctRowTopK;
+  cfg.capacityFactor = s.capacity;
   return cfg;
 }
 

@@ -78,6 +78,7 @@ Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
   // The last step ran pipelined (hierarchical: where the leaders are several).
   const dctComm_t steps = comm->node ? comm->leaders : comm;
   if (s.chunkElems > 0 && steps && steps->size > 1) CHECK(c->chunkElems == static_cast<size_t>(s.chunkElems));
+  REQUIRE(dctCompressorGetStats(c, &run.stats) == dctSuccess);  // settles a fixed-capacity state first
   const float* r = static_cast<const float*>(c->residual());
   run.residual.assign(r, r + kCount);
   size_t begin = 0, length = 0;
@@ -123,7 +124,11 @@ std::vector<Settings> scenarios() {
   Settings global = split;             // the same ops; the owner residual is state too
   global.algorithm = dctAlgoGlobalTopk;
   global.density = 0.05;
-  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad, split, global};
+  Settings fixed = autoSampled;        // fixed slots: the first step agrees, the rest allgather and vote
+  fixed.capacity = 1.5;
+  Settings fixedWarmup = fixed;        // a dense warm-up step, then the slots
+  fixedWarmup.warmup = 1;
+  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad, split, global, fixed, fixedWarmup};
 }
 
 }  // namespace

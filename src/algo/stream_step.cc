@@ -1,0 +1,233 @@
+// The fixed-capacity step (config.capacityFactor): every rank's message is a
+// slot of c * k entries fixed when the compressor was made, so a step is
+// the same sequence every time and, on a device, is queued on the caller's
+// stream without waiting for anything:
+//
+//   estimate, select into the slot      (kernels/stream_args.h)
+//   allgather of every rank's slot      (fixed size: no counts exchanged)
+//   merge: check every slot, sum in rank order, the verdict into the vote
+//   vote: max of every rank's verdict   (in place on the device with NCCL)
+//   commit (vote 0) or drop, finish the result into recvbuf
+//
+// Two collectives a step instead of four: the header agreement runs once,
+// on the compressor's first fixed-capacity step (synchronous: it also puts
+// the state in the twin's memory), and agrees everything that sizes the
+// slots. Later steps carry a digest of the call's arguments and settings in
+// every slot instead; a slot whose digest differs fails the step on every
+// rank. A rank whose own checks fail still queues the step (with the
+// compressor's slot size) and votes its error, so no peer waits.
+//
+// Failures: on a host twin the step is synchronous and returns the vote's
+// outcome, the state unchanged on failure (a retry is exact). On a device
+// the outcome arrives after the call returns: a failed vote sets the comm's
+// sticky error (dctCommGetAsyncError), and every later step on the comm
+// still runs its collectives (peers never wait) but changes nothing and
+// returns that error. The compressors keep their last committed state.
+#include "algo/stream_step.h"
+
+#include <cstring>
+
+#include "algo/agree.h"
+#include "base/debug.h"
+#include "base/dtype.h"
+#include "core/compressor.h"
+#include "kernels/sampling.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  uint64_t s = h ^ v;
+  return splitmix64(s);
+}
+
+// What every rank's slot must agree on: the call's arguments and what
+// shapes the slots and the sum.
+uint64_t callDigest(dctCompressor_t c, const dctRedOp_t& op) {
+  uint64_t density = 0, factor = 0;
+  std::memcpy(&density, &c->config.density, sizeof density);
+  std::memcpy(&factor, &c->config.capacityFactor, sizeof factor);
+  int32_t rawOp = 0;
+  std::memcpy(&rawOp, &op, sizeof rawOp);
+  uint64_t h = 0x6463745f73746570ull;
+  for (uint64_t v : {static_cast<uint64_t>(c->count), static_cast<uint64_t>(c->dtype),
+                     static_cast<uint64_t>(static_cast<uint32_t>(rawOp)), static_cast<uint64_t>(c->wireType),
+                     density, factor, static_cast<uint64_t>(c->stream.slotBytes),
+                     static_cast<uint64_t>(c->config.warmupSteps)})
+    h = mix(h, v);
+  return h;
+}
+
+// The compressor's slots, state and the comm's transport room, once.
+dctResult_t reserveSlots(dctCompressor_t c, dctComm_t comm, void* stream) {
+  StreamSetup& st = c->stream;
+  st.capacity = slotCapacity(c);
+  st.slotBytes = slotBytes(st.capacity, c->indexBytes, dtypeSize(c->wireType));
+  size_t all = 0;
+  if (!checkedMul(st.slotBytes, static_cast<size_t>(comm->size), all))
+    return fail(comm, dctInvalidArgument, "dctSparseAllreduce: %d slots of %zu bytes do not fit in memory",
+                comm->size, st.slotBytes);
+  DCTCHECK(c->wire.reserve(st.slotBytes));
+  DCTCHECK(c->gathered.reserve(all));
+  DCTCHECK(c->ops->zero(c->kernels, c->wire.as(), st.slotBytes, stream));
+  if (c->ops->device) DCTCHECK(comm->asyncError.mapForDevice());
+  return comm->transport->prepare(comm, c->gathered.as(), all, stream);
+}
+
+// The first fixed-capacity step's agreement (synchronous): every rank's
+// header, naming what differs, and its room, voted.
+dctResult_t agreeSlots(dctCompressor_t c, dctComm_t comm, const dctRedOp_t& op, void* stream, const char* fn) {
+  CallHeader mine = allreduceHeader(dctSuccess, c->count, c->dtype, op);
+  mine.localError = caught(comm, fn, [&] {
+    DCTCHECK(reserveSlots(c, comm, stream));
+    return c->stream.live ? dctSuccess : publishStream(c, stream);
+  });
+  stampConfig(mine, c->config, kPathFixed);
+  mine.algorithm = dctAlgoAllgather;
+  mine.bytes = c->stream.slotBytes;
+  std::vector<CallHeader> all;
+  DCTCHECK(agree(comm, mine, all, stream, fn));
+  c->stream.agreed = true;
+  return dctSuccess;
+}
+
+struct Call {
+  const void* send;
+  void* recv;
+  dctRedOp_t op;
+  dctCompressor_t c;
+  dctComm_t comm;
+  void* stream;
+};
+
+StreamStepArgs stepArgs(const Call& k, void* target) {
+  dctCompressor_t c = k.c;
+  StreamStepArgs a{};
+  a.state = c->stream.state.as<StreamState>();
+  a.failed = k.comm->asyncError.pointer(c->ops->device);
+  a.sticky = c->ops->device;
+  a.grad = k.send;
+  a.gradType = c->dtype;
+  a.residuals[0] = c->residuals[0].as();
+  a.residuals[1] = c->residuals[1].as();
+  a.n = c->count;
+  a.accType = c->accType;
+  a.errorFeedback = c->config.errorFeedback;
+  a.density = c->config.density;
+  a.interval = static_cast<uint64_t>(c->config.thresholdInterval);
+  a.seed = c->config.seed;
+  a.k = targetNnz(c);
+  a.tauFloor = tauFloor(c);
+  a.capacity = c->stream.capacity;
+  a.indexBytes = c->indexBytes;
+  a.wireType = c->wireType;
+  a.valueLimit = c->valueLimit;
+  a.slotBytes = c->stream.slotBytes;
+  a.digest = callDigest(c, k.op);
+  a.slot = c->wire.as();
+  a.slots = c->gathered.as();
+  a.ranks = k.comm->size;
+  a.target = target;
+  a.result = k.recv;
+  a.resultType = c->dtype;
+  a.factor = k.op == dctAvg ? 1.0 / k.comm->size : 1.0;
+  return a;
+}
+
+// The vote in place where the transport has one for the twin's memory;
+// else through the host (the state read back: host twins, staged MPI).
+dctResult_t voteStep(const Call& k, const StreamStepArgs& a) {
+  dctCompressor_t c = k.c;
+  const Transport* t = k.comm->transport;
+  if (k.comm->size == 1) return dctSuccess;
+  if (t->voteInPlace && c->ops->device) return t->voteInPlace(k.comm, &a.state->vote, k.stream);
+  int32_t mine = 0, worst = 0;
+  DCTCHECK(c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream));
+  DCTCHECK(c->ops->synchronize(c->kernels, k.stream));
+  if (k.comm->asyncError.read() != 0) return dctSuccess;  // halted: the ops ignore the vote
+  const dctResult_t res = t->vote(k.comm, mine, &worst, k.stream);
+  if (res != dctSuccess) worst = res;
+  return c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
+}
+
+// The step's ops and collectives in order. A failure this rank sees here
+// (a launch, a transport call) is posted into the vote; the collectives
+// run regardless, so every rank's sequence matches.
+dctResult_t queueStep(const Call& k, const StreamStepArgs& a, dctResult_t local) {
+  dctCompressor_t c = k.c;
+  const KernelOps& ops = *c->ops;
+  auto keep = [&](dctResult_t r) {
+    if (local == dctSuccess) local = r;
+  };
+  keep(ops.streamBegin(c->kernels, k.stream));
+  if (local == dctSuccess) keep(ops.streamEstimate(c->kernels, &a, k.stream));
+  if (local == dctSuccess) keep(ops.streamSelect(c->kernels, &a, k.stream));
+  keep(k.comm->transport->allgather(k.comm, a.slot, const_cast<void*>(a.slots), a.slotBytes, k.stream));
+  if (local == dctSuccess) keep(ops.streamMerge(c->kernels, &a, k.stream));
+  if (local != dctSuccess) (void)ops.streamPost(c->kernels, &a, local, k.stream);
+  keep(voteStep(k, a));
+  keep(ops.streamCommit(c->kernels, &a, k.stream));
+  keep(ops.streamFinish(c->kernels, &a, k.stream));
+  keep(ops.streamEnd(c->kernels, k.stream));
+  c->stream.lastStream = k.stream;
+  return local;
+}
+
+// A host twin's outcome, read from the state: dctSuccess once committed.
+dctResult_t outcome(const Call& k, const StreamStepArgs& a, dctResult_t local, const char* fn) {
+  if (local != dctSuccess) return local;
+  const StreamState& s = *a.state;
+  if (s.lastOk) return dctSuccess;
+  const auto code = s.vote > 0 && s.vote < dctNumResults ? static_cast<dctResult_t>(s.vote) : dctInternalError;
+  const char* why = code == dctInvalidUsage    ? "the ranks' calls differ (arguments or settings: the slots' digests)"
+                    : code == dctInternalError ? "a malformed slot arrived (count or indices out of range)"
+                                               : dctGetErrorString(code);
+  return fail(k.comm, code, "%s: the fixed-capacity step failed on some rank: %s; nothing was committed on any rank",
+              fn, why);
+}
+
+}  // namespace
+
+dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm,
+                       void* stream, dctResult_t localError, const char* fn) {
+  if (localError == dctSuccess && count != c->count)
+    localError = fail(comm, dctInvalidArgument, "%s: count %zu differs from the compressor's %zu", fn, count, c->count);
+  if (localError == dctSuccess && c->ops && !c->ops->streamSelect)
+    localError = fail(comm, dctNotSupported, "%s: the %s twin has no fixed-capacity step", fn, c->ops->name);
+  if (!c->stream.agreed) {
+    if (localError != dctSuccess) {  // take part in the agreement, then fail
+      CallHeader mine = allreduceHeader(localError, c->count, c->dtype, op);
+      std::vector<CallHeader> all;
+      return agree(comm, mine, all, stream, fn);
+    }
+    DCTCHECK(agreeSlots(c, comm, op, stream, fn));
+  }
+  const KernelOps& ops = *c->ops;
+  const Call k{sendbuf, recvbuf, op, c, comm, stream};
+  // The sum is built in recvbuf when it has the accumulator's type and the
+  // call is out of place; else in the staging buffer (sendbuf must survive
+  // a failed step, and a half tensor is summed in fp32).
+  void* target = recvbuf;
+  dctResult_t local = localError;
+  if (local == dctSuccess && !c->stream.live) local = publishStream(c, stream);  // a loaded state
+  if (sendbuf == recvbuf || c->dtype != c->accType) {
+    if (local == dctSuccess) local = caught(comm, fn, [&] { return c->staged.reserve(c->count * dtypeSize(c->accType)); });
+    target = c->staged.as();
+  }
+  const StreamStepArgs a = stepArgs(k, target);
+  const int32_t asyncBefore = comm->asyncError.read();
+  local = queueStep(k, a, local);
+  if (ops.device) {
+    if (local != dctSuccess) return local;
+    if (asyncBefore != dctSuccess)
+      return fail(comm, static_cast<dctResult_t>(asyncBefore),
+                  "%s: an earlier fixed-capacity step failed after its call returned (%s); this step changed "
+                  "nothing: see dctCommGetAsyncError",
+                  fn, dctGetErrorString(static_cast<dctResult_t>(asyncBefore)));
+    return dctSuccess;
+  }
+  return outcome(k, a, local, fn);
+}
+
+}  // namespace dct

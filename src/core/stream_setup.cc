@@ -1,0 +1,73 @@
+#include "core/stream_setup.h"
+
+#include <cmath>
+
+#include "base/debug.h"
+#include "base/dtype.h"
+#include "core/compressor.h"
+#include "kernels/stream_args.h"
+
+namespace dct {
+
+bool fixedCapacity(dctCompressor_t c) {
+  return c->config.capacityFactor > 0 && c->config.compressor == dctCompressorTopk;
+}
+
+size_t slotCapacity(dctCompressor_t c) {
+  const double want = std::ceil(c->config.capacityFactor * static_cast<double>(targetNnz(c)));
+  return want >= static_cast<double>(c->count) ? c->count : static_cast<size_t>(want);
+}
+
+dctResult_t publishStream(dctCompressor_t c, void* stream) {
+  StreamState s{};
+  s.step = c->stats.step;
+  s.tau = c->tau.have ? c->tau.tau : 0;
+  s.lastEstimateStep = c->tau.lastEstimateStep;
+  s.driftPending = c->tau.driftPending ? 1 : 0;
+  s.committed = c->committed;
+  s.estimates = c->stats.thresholdEstimates;
+  s.nnz = c->stats.nnz;
+  s.nonFinite = c->stats.nonFinite;
+  DCTCHECK(c->stream.state.reserve(sizeof s));
+  DCTCHECK(c->ops->copy(c->kernels, c->stream.state.as(), &s, sizeof s, stream));
+  DCTCHECK(c->ops->synchronize(c->kernels, stream));
+  c->stream.base = c->stats;
+  c->stream.lastStream = stream;
+  c->stream.live = true;
+  return dctSuccess;
+}
+
+dctResult_t settleStream(dctCompressor_t c) {
+  if (!c->stream.live) return dctSuccess;
+  StreamState s{};
+  DCTCHECK(c->ops->copy(c->kernels, &s, c->stream.state.as(), sizeof s, c->stream.lastStream));
+  DCTCHECK(c->ops->synchronize(c->kernels, c->stream.lastStream));
+  c->committed = s.committed;
+  c->tau.tau = s.tau;
+  c->tau.have = s.tau > 0;
+  c->tau.lastEstimateStep = s.lastEstimateStep;
+  c->tau.driftPending = s.driftPending != 0;
+  c->tau.acceptedCount = 0;
+  c->tau.tightenedTo = 0;
+  c->tau.starvedRun = 0;
+  const dctStats_t& base = c->stream.base;
+  dctStats_t& st = c->stats;
+  const uint64_t steps = s.step - base.step;
+  st.step = s.step;
+  st.thresholdEstimates = s.estimates;
+  if (steps == 0) return dctSuccess;
+  c->residualZero = false;
+  st.threshold = s.tau;
+  st.nnz = s.nnz;
+  st.nonFinite = s.nonFinite;
+  st.bytesSent = c->stream.slotBytes;
+  st.bytesReceived = c->stream.slotBytes * static_cast<uint64_t>(c->ranks - 1);
+  st.denseBytes = c->count * dtypeSize(c->dtype);
+  st.algorithm = dctAlgoAllgather;
+  st.totalBytesSent = base.totalBytesSent + steps * st.bytesSent;
+  st.totalBytesReceived = base.totalBytesReceived + steps * st.bytesReceived;
+  st.totalDenseBytes = base.totalDenseBytes + steps * st.denseBytes;
+  return dctSuccess;
+}
+
+}  // namespace dct
