@@ -18,6 +18,11 @@ size_t slotCapacity(dctCompressor_t c) {
   return want >= static_cast<double>(c->count) ? c->count : static_cast<size_t>(want);
 }
 
+bool stepCapturable(dctCompressor_t c) {
+  return fixedCapacity(c) && c->ops != nullptr && c->ops->device && c->stream.agreed && c->stream.live &&
+         !inWarmup(c);
+}
+
 dctResult_t publishStream(dctCompressor_t c, void* stream) {
   StreamState s{};
   s.step = c->stats.step;

@@ -31,6 +31,11 @@ bool fixedCapacity(dctCompressor_t c);
 // Entries per slot: ceil(capacityFactor * k), at most count.
 size_t slotCapacity(dctCompressor_t c);
 
+// A step of this compressor queues on a device with no host round trip
+// (fixed-capacity, device twin, past its warmup and first agreed step, its
+// state live in device memory): what CUDA graph capture needs.
+bool stepCapturable(dctCompressor_t c);
+
 // Host fields -> the twin's StreamState (synchronous); `live` afterwards.
 dctResult_t publishStream(dctCompressor_t c, void* stream);
 // The twin's StreamState -> host fields, after waiting for the last step's

@@ -42,6 +42,7 @@ Verdict NcclInterceptor::admit(const NcclCall& c, bool canAgree) {
   facts.bytes = facts.typeSupported ? c.count * dtypeSize(type) : 0;
   if (next_.commCount(c.comm, &facts.commSize) != ncclSuccess) return Verdict::Disabled;  // NCCL reports the bad comm
   facts.capturing = next_.capturing(c.stream);
+  if (facts.capturing && next_.captureReady) facts.captureReady = next_.captureReady(session_, c);
   Agreer agree;
   if (canAgree) agree = [&](uint64_t* values, int n) { return next_.agreeMax(c.comm, c.stream, values, n); };
   return session_.admit(handleKey(c.comm), facts, agree);
@@ -63,16 +64,21 @@ ncclResult_t NcclInterceptor::allReduce(const NcclCall& c) {
     deferred.emplace_back(c, true);
     return ncclSuccess;
   }
-  return issue(c);
+  return issue(c, next_.capturing(c.stream));
 }
 
 // libdct's allreduce; when it fails (on every rank, nothing written) NCCL
-// runs the call instead, so the program always gets its allreduce.
-ncclResult_t NcclInterceptor::issue(const NcclCall& c) {
+// runs the call instead, so the program always gets its allreduce. Not
+// under capture: libdct's step (its collectives, this rank's failure in its
+// vote) is in the graph already on every rank, and NCCL's allreduce on
+// this rank alone would leave the ranks' graphs unmatched: the caller gets
+// the error instead.
+ncclResult_t NcclInterceptor::issue(const NcclCall& c, bool capturing) {
   insideLibdct = true;
   const dctResult_t res = next_.compressed(session_, c);
   insideLibdct = false;
   if (res == dctSuccess) return ncclSuccess;
+  if (capturing) return ncclInternalError;
   return next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
 }
 
@@ -106,7 +112,7 @@ ncclResult_t NcclInterceptor::issueDeferred(std::vector<std::pair<NcclCall, bool
     for (const auto& [c, admitted] : calls) {
       const bool mine = admitted || admit(c, true) == Verdict::Compress;
       const ncclResult_t r =
-          mine ? issue(c) : next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
+          mine ? issue(c, next_.capturing(c.stream)) : next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
       if (first == ncclSuccess) first = r;
     }
     return first;

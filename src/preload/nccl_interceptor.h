@@ -39,6 +39,8 @@ struct NcclNext {
   ncclResult_t (*commAbort)(ncclComm_t);
   ncclResult_t (*commCount)(const ncclComm_t, int*);
   bool (*capturing)(cudaStream_t);                      // CUDA graph capture on the stream
+  // Under capture: libdct can queue the call (Session::captureReady).
+  bool (*captureReady)(Session&, const NcclCall&);
   // Session's Agreer over NCCL's own allreduce (ncclMax of uint64 words,
   // waited for on the stream); never called inside the caller's group.
   bool (*agreeMax)(ncclComm_t, cudaStream_t, uint64_t*, int);
@@ -61,7 +63,7 @@ class NcclInterceptor {
   // The session's verdict; `canAgree`: outside any group, so the ranks'
   // policies can be compared if they have not been yet.
   Verdict admit(const NcclCall& call, bool canAgree);
-  ncclResult_t issue(const NcclCall& call);
+  ncclResult_t issue(const NcclCall& call, bool capturing);
   ncclResult_t issueDeferred(std::vector<std::pair<NcclCall, bool>>& calls);
 
   Session& session_;

@@ -88,6 +88,7 @@ dctResult_t runLibdct(Session& session, const NcclCall& c) {
   dctTypeOf(c.datatype, &call.datatype);
   dctOpOf(c.op, &call.op);
   call.stream = c.stream;
+  call.capturing = streamCapturing(c.stream);
   return session.compress(call, [&](dctComm_t* out) { return dctCommInitNccl(c.comm, out); },
                           [&](uint64_t* values, int n) { return agreeMax(c.comm, c.stream, values, n); });
 }
@@ -114,6 +115,10 @@ NcclInterceptor& interceptor() {
     resolve(next.commAbort, "ncclCommAbort");
     resolve(next.commCount, "ncclCommCount");
     next.capturing = streamCapturing;
+    next.captureReady = [](Session& s, const NcclCall& c) {
+      dctDataType_t type;
+      return dctTypeOf(c.datatype, &type) && s.captureReady(handleKey(c.comm), c.recvbuff, c.count, type);
+    };
     next.agreeMax = agreeMax;
     next.compressed = runLibdct;
     return new NcclInterceptor(session(), next);

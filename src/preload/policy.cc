@@ -90,7 +90,7 @@ Verdict Policy::decide(const CallFacts& call) const {
     if (holds(t, call)) return Verdict::Rule;
   for (const Term& t : allow)
     if (!holds(t, call)) return Verdict::Rule;
-  if (call.capturing) return Verdict::Capturing;
+  if (call.capturing && !call.captureReady) return Verdict::Capturing;
   return Verdict::Compress;
 }
 

@@ -31,6 +31,10 @@ struct CallFacts {
   bool typeSupported = false;
   bool opSupported = false;
   bool capturing = false;  // inside CUDA graph capture (NCCL only)
+  // Under capture: libdct can queue this call's step with nothing waiting
+  // for the host (its compressor is in the fixed-capacity mode and past its
+  // first step: Session::captureReady), so it may compress.
+  bool captureReady = false;
 };
 
 // Why a call was compressed or passed to the layer below, in the order the

@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "base/debug.h"
+#include "base/dtype.h"
+#include "core/compressor.h"
+#include "core/stream_setup.h"
 #include "preload/buffer_cache.h"
 
 namespace dct::preload {
@@ -59,9 +62,22 @@ Verdict Session::admit(uintptr_t comm, CallFacts facts, const Agreer& agree) {
   std::lock_guard<std::mutex> g(lock_);
   summary_.calls++;
   facts.callIndex = st->calls++;
-  const Verdict v = facts.capturing ? Verdict::Capturing : refused ? Verdict::Disagree : policy_.decide(facts);
+  // Under capture only a call libdct can queue without the host
+  // (facts.captureReady: its communicator agreed before) may compress.
+  const Verdict v = facts.capturing && !facts.captureReady ? Verdict::Capturing
+                    : refused                               ? Verdict::Disagree
+                                                            : policy_.decide(facts);
   if (v != Verdict::Compress) summary_.passed[static_cast<size_t>(v)]++;
   return v;
+}
+
+bool Session::captureReady(uintptr_t comm, const void* recvbuf, size_t count, dctDataType_t datatype) {
+  const std::shared_ptr<CommState> st = lockedState(comm);
+  std::lock_guard<std::mutex> busy(st->busy);
+  if (st->wrap != CommState::Wrap::Agreed || st->comm == nullptr) return false;
+  dctCompressor_t* c = st->cache.find(BufferKey{comm, reinterpret_cast<uintptr_t>(recvbuf), count,
+                                                static_cast<int>(datatype)});
+  return c != nullptr && stepCapturable(*c);
 }
 
 bool Session::agreed(uintptr_t comm) {
@@ -79,6 +95,26 @@ dctResult_t Session::compress(const CompressCall& call, const CommOpener& open, 
   const std::shared_ptr<CommState> st = lockedState(call.comm);
   std::lock_guard<std::mutex> busy(st->busy);
   if (st->wrap == CommState::Wrap::Refused) return dctInvalidUsage;
+  const BufferKey key{call.comm, reinterpret_cast<uintptr_t>(call.recvbuf), call.count,
+                      static_cast<int>(call.datatype)};
+  if (call.capturing) {  // no agreement, no allocation: a ready compressor or nothing
+    dctCompressor_t* ready = st->comm ? st->cache.find(key) : nullptr;
+    if (ready == nullptr || !stepCapturable(*ready))
+      return fail(nullptr, dctInvalidUsage, "%s: no fixed-capacity compressor ready for buffer %p under capture",
+                  name_, call.recvbuf);
+    const dctResult_t res = dctSparseAllreduce(call.sendbuf, call.recvbuf, call.count, call.datatype, call.op,
+                                               *ready, st->comm, call.stream);
+    if (res != dctSuccess) {
+      DCT_WARN("%s: libdct failed under CUDA graph capture (%s); the call reports the error", name_,
+               dctGetLastError(st->comm));
+      return res;
+    }
+    std::lock_guard<std::mutex> g(lock_);
+    summary_.compressed++;
+    summary_.wireBytes += (*ready)->stream.slotBytes;  // what a fixed-capacity step sends
+    summary_.denseBytes += call.count * dtypeSize(call.datatype);
+    return dctSuccess;
+  }
   if (st->comm == nullptr) {
     dctResult_t opened = open(&st->comm);
     if (opened != dctSuccess) st->comm = nullptr;
@@ -99,8 +135,6 @@ dctResult_t Session::compress(const CompressCall& call, const CommOpener& open, 
       return opened;
     }
   }
-  const BufferKey key{call.comm, reinterpret_cast<uintptr_t>(call.recvbuf), call.count,
-                      static_cast<int>(call.datatype)};
   dctCompressor_t* cached = st->cache.find(key);
   dctCompressor_t c = cached ? *cached : nullptr;
   if (cached == nullptr) {

@@ -28,6 +28,7 @@ struct CompressCall {
   dctDataType_t datatype = dctFloat32;
   dctRedOp_t op = dctSum;
   void* stream = nullptr;
+  bool capturing = false;  // inside CUDA graph capture: nothing may wait for the host
 };
 
 // Makes the dctComm_t of a foreign communicator (dctCommInitMpi/Nccl).
@@ -74,8 +75,19 @@ class Session {
   // runs the layer below, so the program still gets its exact allreduce.
   // The dctComm_t is made on the first compressed call, and whether every
   // rank made it is agreed through `agree`: if one could not, all pass
-  // every call on the communicator through from then on.
+  // every call on the communicator through from then on. Under capture
+  // (call.capturing) nothing is made: a call that is not captureReady fails
+  // before any collective, and the statistics are the slot's size (reading
+  // the compressor's would wait for the stream).
   dctResult_t compress(const CompressCall& call, const CommOpener& open, const Agreer& agree);
+
+  // Whether libdct can run this call under CUDA graph capture: the
+  // communicator is wrapped on every rank and the buffer's compressor is
+  // cached, in the fixed-capacity mode on a device and past its first step
+  // (core/stream_setup.h: stepCapturable), so its step queues without a
+  // host round trip. The same on every rank of a program that makes the
+  // same calls (the caches evolve alike).
+  bool captureReady(uintptr_t comm, const void* recvbuf, size_t count, dctDataType_t datatype);
 
   // The communicator is being freed: its compressors and dctComm_t go.
   void forget(uintptr_t comm);

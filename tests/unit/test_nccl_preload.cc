@@ -15,6 +15,7 @@ namespace {
 
 std::vector<std::string> events;
 bool capturing = false;
+bool captureReady = false;  // Session::captureReady's answer
 dctResult_t libdctResult = dctSuccess;
 ncclResult_t groupEndResult = ncclSuccess;
 NcclInterceptor* current = nullptr;
@@ -52,6 +53,7 @@ NcclNext recorder() {
     return ncclSuccess;
   };
   n.capturing = [](cudaStream_t) { return capturing; };
+  n.captureReady = [](Session&, const NcclCall&) { return captureReady; };
   n.agreeMax = [](ncclComm_t, cudaStream_t, uint64_t*, int) { return true; };  // one process: its own values
   n.compressed = [](Session&, const NcclCall& c) {
     events.push_back("dct " + name(c.comm) + " " + std::to_string(c.count));
@@ -83,7 +85,7 @@ struct Fixture {
   NcclInterceptor shim{session, recorder()};
   Fixture() {
     events.clear();
-    capturing = reenter = false;
+    capturing = captureReady = reenter = false;
     libdctResult = dctSuccess;
     groupEndResult = ncclSuccess;
     current = &shim;
@@ -159,6 +161,21 @@ TEST_CASE_FIXTURE(Fixture, "CUDA graph capture passes through") {
   shim.allReduce(call(commA, kBig));
   CHECK(events == Events{"nccl A 1048576"});
   CHECK(passed(Verdict::Capturing) == 1);
+}
+
+TEST_CASE_FIXTURE(Fixture, "under capture, a call libdct can queue (fixed-capacity, ready) is compressed") {
+  capturing = captureReady = true;
+  CHECK(shim.allReduce(call(commA, kBig)) == ncclSuccess);
+  CHECK(shim.allReduce(call(commA, 10)) == ncclSuccess);  // small: the policy still applies
+  CHECK(events == Events{"dct A 1048576", "nccl A 10"});
+  CHECK(passed(Verdict::Capturing) == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "under capture, a failed libdct call is reported, never also run by NCCL") {
+  capturing = captureReady = true;
+  libdctResult = dctTransportError;
+  CHECK(shim.allReduce(call(commA, kBig)) == ncclInternalError);
+  CHECK(events == Events{"dct A 1048576"});
 }
 
 TEST_CASE_FIXTURE(Fixture, "when libdct fails, NCCL runs the call") {

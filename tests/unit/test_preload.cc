@@ -82,7 +82,9 @@ TEST_CASE("policy verdicts, in the order the checks run") {
   CHECK(p.decide(f) == Verdict::Compress);
   f.capturing = true;
   CHECK(p.decide(f) == Verdict::Capturing);
-  f.capturing = false;
+  f.captureReady = true;  // a fixed-capacity step libdct can queue under capture
+  CHECK(p.decide(f) == Verdict::Compress);
+  f.capturing = f.captureReady = false;
   f.commSize = 1;  // outside the allowed sizes
   CHECK(p.decide(f) == Verdict::Rule);
   f.commSize = 4;
