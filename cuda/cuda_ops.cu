@@ -79,14 +79,31 @@ dctResult_t synchronize(KernelContext*, void* stream) {
   return dctSuccess;
 }
 
+// Under CUDA graph capture the two are skipped: a captured wait on an event
+// recorded outside the capture is an isolation error that invalidates it,
+// and an event recorded inside it cannot be waited on afterwards. A graph
+// replays in its stream's order; ordering it against the compressor's
+// eager calls on other streams is the caller's, as for any graph.
+bool capturing(cudaStream_t s, dctResult_t* res) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t err = cudaStreamIsCapturing(s, &status);
+  *res = err == cudaSuccess ? dctSuccess : ::dct::cudaFail(err, "cudaStreamIsCapturing", __FILE__, __LINE__);
+  return status != cudaStreamCaptureStatusNone;
+}
+
 dctResult_t streamBegin(KernelContext* ctx, void* stream) {
   CudaContext* c = cudaCtx(ctx);
-  if (c->callPending) CUDACHECK(cudaStreamWaitEvent(cudaStreamOf(stream), c->lastCall, 0));
+  if (!c->callPending) return dctSuccess;
+  dctResult_t res = dctSuccess;
+  if (capturing(cudaStreamOf(stream), &res) || res != dctSuccess) return res;
+  CUDACHECK(cudaStreamWaitEvent(cudaStreamOf(stream), c->lastCall, 0));
   return dctSuccess;
 }
 
 dctResult_t streamEnd(KernelContext* ctx, void* stream) {
   CudaContext* c = cudaCtx(ctx);
+  dctResult_t res = dctSuccess;
+  if (capturing(cudaStreamOf(stream), &res) || res != dctSuccess) return res;
   CUDACHECK(cudaEventRecord(c->lastCall, cudaStreamOf(stream)));
   c->callPending = true;
   return dctSuccess;

@@ -210,13 +210,15 @@ void setGradients(Rig& rig, int step) {
 
 using Hook = std::function<void(Rig&)>;
 
-// One step of every rank: what algo/stream_step.cc queues, the allgather a
+// One step of every rank: what algo/stream_step.cc queues (streamBegin and
+// streamEnd once: the ranks share one context here), the allgather a
 // copy of every rank's slot, the vote (more than one rank) read back by the
 // test. With one rank nothing waits for the device.
 dctResult_t queueStep(Rig& rig, const Hook& afterGather = nullptr) {
   const KernelOps& ops = rig.twin.ops;
   KernelContext* ctx = rig.twin.ctx;
   void* s = rig.stream();
+  DCTCHECK(ops.streamBegin(ctx, s));
   for (Rank& r : rig.ranks) {
     DCTCHECK(ops.streamEstimate(ctx, &r.args, s));
     DCTCHECK(ops.streamSelect(ctx, &r.args, s));
@@ -240,7 +242,7 @@ dctResult_t queueStep(Rig& rig, const Hook& afterGather = nullptr) {
     DCTCHECK(ops.streamCommit(ctx, &r.args, s));
     DCTCHECK(ops.streamFinish(ctx, &r.args, s));
   }
-  return dctSuccess;
+  return ops.streamEnd(ctx, s);
 }
 
 template <typename F>
