@@ -1,0 +1,145 @@
+// dctSparseAllreduce's fixed-capacity step on device buffers over NCCL, at
+// world size 1 (a lent machine has one GPU; more ranks run over staged MPI
+// in the MPI tests): the call returns while a kernel queued before it still
+// runs, and a captured call's replays equal eager calls bit for bit and
+// advance the compressor as eager steps do.
+#include <cuda_runtime.h>
+#include <doctest/doctest.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dct/dct.h"
+#include "dct/dct_nccl.h"
+
+cudaError_t dctTestSpin(cudaStream_t stream, double milliseconds);  // spin_kernel.cu
+
+namespace {
+
+#define CUDA_OK(call) REQUIRE((call) == cudaSuccess)
+
+struct OneRank {
+  ncclComm_t nccl = nullptr;
+  dctComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  OneRank() {
+    int device = 0;
+    REQUIRE(ncclCommInitAll(&nccl, 1, &device) == ncclSuccess);
+    REQUIRE(dctCommInitNccl(nccl, &comm) == dctSuccess);
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
+  ~OneRank() {
+    dctCommDestroy(comm);
+    ncclCommDestroy(nccl);
+    cudaStreamDestroy(stream);
+  }
+};
+
+struct Tensor {
+  float* p = nullptr;
+  size_t n;
+  explicit Tensor(size_t count) : n(count) { CUDA_OK(cudaMalloc(&p, n * sizeof(float))); }
+  ~Tensor() { cudaFree(p); }
+  void upload(int step) {
+    std::mt19937_64 rng(99 + step);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> h(n);
+    for (auto& x : h) x = normal(rng);
+    CUDA_OK(cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());
+  }
+  std::vector<float> download() const {
+    std::vector<float> h(n);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+dctCompressor_t fixedCompressor(dctComm_t comm, size_t n) {
+  dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
+  cfg.density = 0.01;
+  cfg.capacityFactor = 1.0;
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+  return c;
+}
+
+uint64_t stepsOf(dctCompressor_t c) {
+  dctStats_t st{};
+  REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);  // waits for the last step
+  return st.step;
+}
+
+}  // namespace
+
+TEST_CASE("fixed-capacity dctSparseAllreduce on NCCL returns while a kernel queued before it still runs") {
+  OneRank r;
+  const size_t n = size_t(1) << 22;
+  Tensor grad(n), out(n);
+  dctCompressor_t c = fixedCompressor(r.comm, n);
+  for (int step = 0; step < 2; step++) {  // the first step agrees and allocates: synchronous
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, out.p, n, dctFloat32, dctSum, c, r.comm, r.stream) == dctSuccess);
+  }
+  CUDA_OK(cudaStreamSynchronize(r.stream));
+  grad.upload(2);
+  CUDA_OK(dctTestSpin(r.stream, 50.0));
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(dctSparseAllreduce(grad.p, out.p, n, dctFloat32, dctSum, c, r.comm, r.stream) == dctSuccess);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(ms);
+  CHECK(cudaStreamQuery(r.stream) == cudaErrorNotReady);
+  CHECK(ms < 25.0);
+  CUDA_OK(cudaStreamSynchronize(r.stream));
+  dctResult_t async = dctInternalError;
+  REQUIRE(dctCommGetAsyncError(r.comm, &async) == dctSuccess);
+  CHECK(async == dctSuccess);
+  CHECK(stepsOf(c) == 3);
+  dctCompressorDestroy(c);
+}
+
+TEST_CASE("a captured fixed-capacity dctSparseAllreduce replays N times as N eager calls") {
+  OneRank r;
+  const size_t n = 1000003;
+  Tensor grad(n), eagerOut(n), graphOut(n);
+  dctCompressor_t eager = fixedCompressor(r.comm, n), graphed = fixedCompressor(r.comm, n);
+  for (int step = 0; step < 2; step++) {
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, eagerOut.p, n, dctFloat32, dctAvg, eager, r.comm, r.stream) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(grad.p, graphOut.p, n, dctFloat32, dctAvg, graphed, r.comm, r.stream) == dctSuccess);
+  }
+  CUDA_OK(cudaStreamSynchronize(r.stream));
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
+  const dctResult_t captured =
+      dctSparseAllreduce(grad.p, graphOut.p, n, dctFloat32, dctAvg, graphed, r.comm, r.stream);
+  CUDA_OK(cudaStreamEndCapture(r.stream, &graph));
+  REQUIRE(captured == dctSuccess);
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  const int replays = 6;
+  for (int step = 2; step < 2 + replays; step++) {
+    CAPTURE(step);
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, eagerOut.p, n, dctFloat32, dctAvg, eager, r.comm, r.stream) == dctSuccess);
+    CUDA_OK(cudaGraphLaunch(exec, r.stream));
+    CUDA_OK(cudaStreamSynchronize(r.stream));
+    const auto a = eagerOut.download(), b = graphOut.download();
+    REQUIRE(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
+  }
+  CHECK(stepsOf(graphed) == stepsOf(eager));
+  CHECK(stepsOf(graphed) == static_cast<uint64_t>(2 + replays));
+  Tensor ra(n), rb(n);  // fp32 residuals, in device memory where the steps ran
+  REQUIRE(dctCompressorGetResidual(eager, ra.p, r.stream) == dctSuccess);
+  REQUIRE(dctCompressorGetResidual(graphed, rb.p, r.stream) == dctSuccess);
+  const auto ha = ra.download(), hb = rb.download();
+  CHECK(std::memcmp(ha.data(), hb.data(), n * sizeof(float)) == 0);
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  dctCompressorDestroy(eager);
+  dctCompressorDestroy(graphed);
+}
