@@ -7,7 +7,7 @@
 //                  then nnz <= capacity, then indices strictly ascending and
 //                  < n), the worst into words->verdict (integer atomicMax:
 //                  order-free)
-//   voteKernel     state->vote = the verdict
+//   voteKernel     state->vote = the verdict (halted: the sticky error)
 //   zeroKernel, scatterSlot (one launch per rank, in rank order), scaleKernel
 //                  the sum, each a no-op unless the verdict is 0: a slot's
 //                  indices are strictly ascending, so one thread per entry
@@ -49,8 +49,9 @@ __global__ void verdictKernel(StreamWords* words, const char* slots, size_t slot
   }
 }
 
+// A halted rank votes its sticky error: every rank then drops the step.
 __global__ void voteKernel(const StreamWords* words, StreamState* state) {
-  if (!words->halt) state->vote = words->verdict;
+  state->vote = words->halt ? words->halt : words->verdict;
 }
 
 __device__ __forceinline__ bool summing(const StreamWords* words) { return !words->halt && words->verdict == 0; }

@@ -281,19 +281,20 @@ dctResult_t streamSelect(KernelContext* ctx, const StreamStepArgs* args, void* s
 
 namespace {
 
-__global__ void postKernel(const int32_t* failed, StreamState* state, int32_t code) {
-  if (readFailed(failed)) return;
+// Halted or not: a step whose merge did not run must still vote a failure.
+__global__ void postKernel(StreamState* state, int32_t code) {
   if (code > state->vote) state->vote = code;
 }
 
 // The draft becomes the state when every rank voted success; a failed vote
-// drops it and, on a device (sticky), becomes the comm's asynchronous error.
+// drops it and, on a device (sticky), becomes the comm's asynchronous error
+// (the first one stays). The vote alone decides, so every rank commits or
+// drops alike (a rank halted before the vote voted its error).
 __global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, int errorFeedback) {
   StreamState& s = *state;
   s.lastOk = 0;
-  if (readFailed(failed)) return;
   if (s.vote != dctSuccess) {
-    if (sticky) {
+    if (sticky && !readFailed(failed)) {
       *static_cast<volatile int32_t*>(failed) = s.vote;
       __threadfence_system();  // the host reads the word without waiting for the stream
     }
@@ -323,7 +324,7 @@ __global__ void finishKernel(const StreamState* state, D* dst, const S* src, siz
 }  // namespace
 
 dctResult_t streamPost(KernelContext*, const StreamStepArgs* args, int32_t code, void* stream) {
-  postKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, code);
+  postKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->state, code);
   CUDACHECK_LAUNCH();
   return dctSuccess;
 }

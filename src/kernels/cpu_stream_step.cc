@@ -83,8 +83,11 @@ dctResult_t cpuStreamSelect(KernelContext* ctx, const StreamStepArgs* a, void*) 
 }
 
 dctResult_t cpuStreamMerge(KernelContext* ctx, const StreamStepArgs* a, void*) {
-  if (halted(a)) return dctSuccess;
   StreamState& s = stateOf(a);
+  if (halted(a)) {  // this rank drops the step: its vote says so, and every rank drops it
+    s.vote = *a->failed;
+    return dctSuccess;
+  }
   int32_t verdict = dctSuccess;
   for (int r = 0; r < a->ranks; r++) verdict = std::max(verdict, slotVerdict(a, slotAt(a->slots, a->slotBytes, r)));
   s.vote = verdict;
@@ -105,8 +108,8 @@ dctResult_t cpuStreamMerge(KernelContext* ctx, const StreamStepArgs* a, void*) {
   return dctSuccess;
 }
 
+// Halted or not: a step whose merge did not run must still vote a failure.
 dctResult_t cpuStreamPost(KernelContext*, const StreamStepArgs* a, int32_t code, void*) {
-  if (halted(a)) return dctSuccess;
   StreamState& s = stateOf(a);
   s.vote = std::max(s.vote, code);
   return dctSuccess;
@@ -115,9 +118,10 @@ dctResult_t cpuStreamPost(KernelContext*, const StreamStepArgs* a, int32_t code,
 dctResult_t cpuStreamCommit(KernelContext*, const StreamStepArgs* a, void*) {
   StreamState& s = stateOf(a);
   s.lastOk = 0;
-  if (halted(a)) return dctSuccess;
+  // The vote alone decides: every rank holds the same one (a rank halted
+  // before it voted its error), so every rank commits or drops alike.
   if (s.vote != dctSuccess) {
-    if (a->sticky) *a->failed = s.vote;
+    if (a->sticky && !halted(a)) *a->failed = s.vote;  // the first failure stays
     return dctSuccess;
   }
   if (a->errorFeedback) s.committed = 1 - s.committed;

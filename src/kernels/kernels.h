@@ -109,7 +109,9 @@ struct KernelOps {
   dctResult_t (*onebitDecode)(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
   // --- end 1-bit ---
   // --- the fixed-capacity step (stream_args.h), each op a no-op while
-  // *args->failed is set; nothing is read back to the host ---
+  // *args->failed is set (but merge then votes it, post still raises the
+  // vote, and commit follows the vote alone);
+  // nothing is read back to the host ---
   dctResult_t (*streamEstimate)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
   dctResult_t (*streamSelect)(KernelContext* ctx, const StreamStepArgs* args, void* stream);
   dctResult_t (*streamMerge)(KernelContext* ctx, const StreamStepArgs* args, void* stream);

@@ -20,7 +20,11 @@
 //
 // Every op first reads *failed (the comm's sticky asynchronous error) and
 // does nothing when it is set, so steps queued after a failure change
-// nothing either. Both twins compute the same bits.
+// nothing either; but a rank that finds it set votes it (streamMerge), and
+// streamCommit decides on the vote alone: the flag may be set by another
+// stream's step at a different point of this step on each rank, and the
+// vote is the one decision every rank shares. Both twins compute the same
+// bits.
 #pragma once
 
 #include <cstddef>

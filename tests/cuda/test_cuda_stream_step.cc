@@ -493,7 +493,8 @@ TEST_CASE("fixed-capacity step ops: a captured step replays N times as N eager s
     CHECK(after.lastOk == 0);
     CHECK(after.step == 7);
     CHECK(graphed.ranks[0].r0->read() == residual);
-    CHECK(std::memcmp(graphed.ranks[0].state->read().data(), state.data(), offsetof(StreamState, lastOk)) == 0);
+    CHECK(std::memcmp(graphed.ranks[0].state->read().data(), state.data(), offsetof(StreamState, vote)) == 0);
+    CHECK(after.vote == dctTransportError);  // the halted rank votes its sticky error
     CUDA_REQUIRE(cudaGraphExecDestroy(exec));
     CUDA_REQUIRE(cudaGraphDestroy(graph));
   }
