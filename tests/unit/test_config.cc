@@ -90,14 +90,20 @@ TEST_CASE_FIXTURE(CleanEnv, "the fixed-capacity mode: from the environment, and 
   in.capacityFactor = 2;
   in.compressor = dctCompressorOnebit;  // sizes already fixed: ignored, not refused
   CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  // Plans ignore the field; compressors are checked where they are made.
   in.compressor = dctCompressorTopk;
   in.thresholdMethod = dctThresholdBisect;
-  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctInvalidArgument);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
   CHECK(std::strstr(dctGetLastError(nullptr), "sampl") != nullptr);
   in.thresholdMethod = dctThresholdSampled;
   in.algorithm = dctAlgoGlobalTopk;
-  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctInvalidArgument);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
   CHECK(std::strstr(dctGetLastError(nullptr), "allgather") != nullptr);
+  in.algorithm = dctAlgoAuto;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctSuccess);
   setenv("DCT_CAPACITY_FACTOR", "lots", 1);
   dctConfig_t fresh = DCT_CONFIG_INITIALIZER;
   CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctInvalidArgument);
