@@ -290,6 +290,8 @@ DCT_EXPORT dctResult_t dctCommGetAsyncError(dctComm_t comm, dctResult_t* asyncEr
 DCT_EXPORT dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctDataType_t datatype,
                                 const dctConfig_t* config, dctCompressor_t* compressor);
 DCT_EXPORT dctResult_t dctCompressorDestroy(dctCompressor_t compressor);
+/* A fixed-capacity compressor's steps write their statistics on the device:
+ * GetStats then waits for the stream of its last step (a synchronization). */
 DCT_EXPORT dctResult_t dctCompressorGetStats(dctCompressor_t compressor, dctStats_t* stats);
 /* The configuration in effect after env vars and defaults were applied. */
 DCT_EXPORT dctResult_t dctCompressorGetConfig(dctCompressor_t compressor, dctConfig_t* config);

@@ -101,12 +101,16 @@ struct Call {
   void* stream;
 };
 
+// A device twin's outcome arrives after the call returns (tests may ask a
+// host twin to behave so: StreamSetup::asyncForTesting).
+bool asynchronous(dctCompressor_t c) { return c->ops->device || c->stream.asyncForTesting; }
+
 StreamStepArgs stepArgs(const Call& k, void* target) {
   dctCompressor_t c = k.c;
   StreamStepArgs a{};
   a.state = c->stream.state.as<StreamState>();
   a.failed = k.comm->asyncError.pointer(c->ops->device);
-  a.sticky = c->ops->device;
+  a.sticky = asynchronous(c);
   a.grad = k.send;
   a.gradType = c->dtype;
   a.residuals[0] = c->residuals[0].as();
@@ -145,7 +149,6 @@ dctResult_t voteStep(const Call& k, const StreamStepArgs& a) {
   int32_t mine = 0, worst = 0;
   DCTCHECK(c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream));
   DCTCHECK(c->ops->synchronize(c->kernels, k.stream));
-  if (k.comm->asyncError.read() != 0) return dctSuccess;  // halted: the ops ignore the vote
   const dctResult_t res = t->vote(k.comm, mine, &worst, k.stream);
   if (res != dctSuccess) worst = res;
   return c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
@@ -203,7 +206,6 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
     }
     DCTCHECK(agreeSlots(c, comm, op, stream, fn));
   }
-  const KernelOps& ops = *c->ops;
   const Call k{sendbuf, recvbuf, op, c, comm, stream};
   // The sum is built in recvbuf when it has the accumulator's type and the
   // call is out of place; else in the staging buffer (sendbuf must survive
@@ -218,7 +220,7 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
   const StreamStepArgs a = stepArgs(k, target);
   const int32_t asyncBefore = comm->asyncError.read();
   local = queueStep(k, a, local);
-  if (ops.device) {
+  if (asynchronous(c)) {
     if (local != dctSuccess) return local;
     if (asyncBefore != dctSuccess)
       return fail(comm, static_cast<dctResult_t>(asyncBefore),

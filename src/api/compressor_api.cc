@@ -26,6 +26,7 @@ extern "C" dctResult_t dctCompressorCreate(dctComm_t comm, size_t count, dctData
       return fail(comm, dctInvalidArgument, "%s: count %zu exceeds the address space in 8-byte values", fn, count);
     dctConfig_t resolved;
     DCTCHECK(resolveConfig(comm, comm->settings.config, config, &resolved));
+    DCTCHECK(checkFixedCapacity(comm, resolved));
     return compressorCreate(comm, comm->size, count, datatype, resolved, compressor, comm->rank);
   });
 }

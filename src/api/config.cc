@@ -80,15 +80,18 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
   if (!(c.capacityFactor == 0.0 || (c.capacityFactor >= 1.0 && c.capacityFactor <= kMaxCapacityFactor)))
     return fail(comm, dctInvalidArgument, "capacityFactor %g must be 0 (off) or in [1, %g]", c.capacityFactor,
                 kMaxCapacityFactor);
-  if (c.capacityFactor > 0 && c.compressor == dctCompressorTopk) {
-    if (c.thresholdMethod != dctThresholdSampled)
-      return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode estimates tau by sampling "
-                  "(thresholdMethod must be sampled)", c.capacityFactor);
-    if (c.algorithm != dctAlgoAuto && c.algorithm != dctAlgoAllgather)
-      return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode runs the allgather plan "
-                  "(algorithm must be auto or allgather)", c.capacityFactor);
-  }
   *out = c;
+  return dctSuccess;
+}
+
+dctResult_t checkFixedCapacity(dctComm_t comm, const dctConfig_t& c) {
+  if (!(c.capacityFactor > 0) || c.compressor != dctCompressorTopk) return dctSuccess;
+  if (c.thresholdMethod != dctThresholdSampled)
+    return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode estimates tau by sampling "
+                "(thresholdMethod must be sampled)", c.capacityFactor);
+  if (c.algorithm != dctAlgoAuto && c.algorithm != dctAlgoAllgather)
+    return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode runs the allgather plan "
+                "(algorithm must be auto or allgather)", c.capacityFactor);
   return dctSuccess;
 }
 

@@ -15,4 +15,10 @@ constexpr double kMaxCapacityFactor = 1024;
 // dctInvalidArgument with the reason in dctGetLastError(comm).
 dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_t* user, dctConfig_t* out);
 
+// A compressor's resolved config against what its fixed-capacity mode
+// (capacityFactor > 0, top-K) can serve: the sampled estimate and the
+// allgather plan. Checked where compressors are made, not for plans, which
+// ignore the field.
+dctResult_t checkFixedCapacity(dctComm_t comm, const dctConfig_t& resolved);
+
 }  // namespace dct

@@ -23,6 +23,9 @@ struct StreamSetup {
   size_t slotBytes = 0;
   // Host stats when the state went live: the counters since come from it.
   dctStats_t base{};
+  // Tests: a host twin's steps report as a device's do (asynchronously,
+  // through the comm's sticky error), so that contract runs without a GPU.
+  bool asyncForTesting = false;
 };
 
 // The fixed-capacity mode is on for this compressor (config.capacityFactor,

@@ -16,7 +16,8 @@ namespace {
 
 const char* const kConfigVars[] = {"DCT_DENSITY",        "DCT_THRESHOLD_INTERVAL", "DCT_ERROR_FEEDBACK",
                                    "DCT_WARMUP_STEPS",   "DCT_SEED",               "DCT_THRESHOLD_METHOD",
-                                   "DCT_ALGORITHM",      "DCT_ROW_SELECTION",      "DCT_AUTO_GLOBAL_TOPK"};
+                                   "DCT_ALGORITHM",      "DCT_ROW_SELECTION",      "DCT_AUTO_GLOBAL_TOPK",
+                                   "DCT_CAPACITY_FACTOR"};
 
 struct CleanEnv {
   CleanEnv() {
@@ -38,6 +39,7 @@ TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   CHECK(out.seed == 0);
   CHECK(out.rowSelection == dctRowTopK);
   CHECK(out.autoGlobalTopk == 0);
+  CHECK(out.capacityFactor == 0.0);
   dctConfig_t fromNull;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), nullptr, &fromNull) == dctSuccess);
   CHECK(fromNull.density == out.density);
@@ -77,6 +79,36 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctInvalidArgument);
 }
 
+TEST_CASE_FIXTURE(CleanEnv, "the fixed-capacity mode: from the environment, and only where it can run") {
+  setenv("DCT_CAPACITY_FACTOR", "1.5", 1);
+  dctConfig_t in = DCT_CONFIG_INITIALIZER, out;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(out.capacityFactor == 1.5);
+  in.capacityFactor = 0;  // explicit off wins
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(out.capacityFactor == 0.0);
+  in.capacityFactor = 2;
+  in.compressor = dctCompressorOnebit;  // sizes already fixed: ignored, not refused
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  // Plans ignore the field; compressors are checked where they are made.
+  in.compressor = dctCompressorTopk;
+  in.thresholdMethod = dctThresholdBisect;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
+  CHECK(std::strstr(dctGetLastError(nullptr), "sampl") != nullptr);
+  in.thresholdMethod = dctThresholdSampled;
+  in.algorithm = dctAlgoGlobalTopk;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
+  CHECK(std::strstr(dctGetLastError(nullptr), "allgather") != nullptr);
+  in.algorithm = dctAlgoAuto;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctSuccess);
+  setenv("DCT_CAPACITY_FACTOR", "lots", 1);
+  dctConfig_t fresh = DCT_CONFIG_INITIALIZER;
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctInvalidArgument);
+}
+
 TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
   // The message names what was wrong (not just any earlier failure's text).
   auto rejects = [](void (*edit)(dctConfig_t&), dctResult_t expected, const char* names) {
@@ -101,6 +133,9 @@ TEST_CASE_FIXTURE(CleanEnv, "bad fields are rejected with a message") {
   rejects([](dctConfig_t& c) { c.rowSelection = 2; }, dctInvalidArgument, "rowSelection");
   rejects([](dctConfig_t& c) { c.autoGlobalTopk = 2; }, dctInvalidArgument, "autoGlobalTopk");
   rejects([](dctConfig_t& c) { c.algorithm = dctNumAlgorithms; }, dctInvalidArgument, "algorithm");
+  rejects([](dctConfig_t& c) { c.capacityFactor = 0.5; }, dctInvalidArgument, "capacityFactor");
+  rejects([](dctConfig_t& c) { c.capacityFactor = NAN; }, dctInvalidArgument, "capacityFactor");
+  rejects([](dctConfig_t& c) { c.capacityFactor = 1e6; }, dctInvalidArgument, "capacityFactor");
   // An uninitialised struct (garbage) is refused too.
   dctConfig_t garbage;
   std::memset(&garbage, 0xab, sizeof(garbage));
