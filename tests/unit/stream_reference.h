@@ -224,7 +224,7 @@ inline void writeSlot(char* slot, uint64_t digest, uint64_t nnz, uint64_t nonFin
   const SlotHeader h{digest, nnz, nonFinite, 0};
   std::memcpy(slot, &h, sizeof h);
   for (size_t j = 0; j < indices.size(); j++) setIndex(indexBytes, slot + slotIndexOffset(), j, indices[j]);
-  std::memcpy(slot + slotValueOffset(capacity, indexBytes), values.data(), values.size());
+  if (!values.empty()) std::memcpy(slot + slotValueOffset(capacity, indexBytes), values.data(), values.size());
 }
 
 inline SlotHeader headerOf(const char* slot) {
