@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/compressor.h"
@@ -127,7 +128,8 @@ TEST_CASE("fixed capacity: an op failing on one rank up to the vote fails every 
       for (int victim = 0; victim < w.size; victim++)
         for (int after : {0, 1, 2, 4}) {
           CAPTURE(inPlace);
-          CAPTURE(kOpNames[op]);
+          const std::string name = kOpNames[op];
+          CAPTURE(name);
           CAPTURE(victim);
           CAPTURE(after);
           const Run faulty = runSteps(w, inPlace, victim, static_cast<Op>(op), after);
