@@ -146,12 +146,19 @@ dctResult_t voteStep(const Call& k, const StreamStepArgs& a) {
   const Transport* t = k.comm->transport;
   if (k.comm->size == 1) return dctSuccess;
   if (t->voteInPlace && c->ops->device) return t->voteInPlace(k.comm, &a.state->vote, k.stream);
+  // A rank that cannot read its verdict still votes (that failure): every
+  // peer waits in the vote, and the worst verdict drops the step everywhere.
   int32_t mine = 0, worst = 0;
-  DCTCHECK(c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream));
-  DCTCHECK(c->ops->synchronize(c->kernels, k.stream));
+  dctResult_t read = c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream);
+  if (read == dctSuccess) read = c->ops->synchronize(c->kernels, k.stream);
+  if (read != dctSuccess) mine = read;
   const dctResult_t res = t->vote(k.comm, mine, &worst, k.stream);
   if (res != dctSuccess) worst = res;
-  return c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
+  // The worst verdict into the state, which the commit reads: by the post
+  // (max with this rank's own, itself part of the worst) if the copy fails.
+  dctResult_t back = c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
+  if (back != dctSuccess) back = c->ops->streamPost(c->kernels, &a, worst, k.stream);
+  return read != dctSuccess ? read : back;
 }
 
 // The step's ops and collectives in order. A failure this rank sees here
