@@ -57,7 +57,9 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
     // An exception in the checks still goes on to the agreement. The path
     // may follow this rank's own compressor: every path's first collective
     // is the same header allgather over the whole comm, and the header
-    // names the path, so ranks that differ fail there together.
+    // names the path, so ranks that differ fail there together. (On a
+    // device, a fixed-capacity step past its first opens with its slots:
+    // stream_step.cc.)
     const dctResult_t local =
         caught(comm, fn, [&] { return checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn); });
     if (validCompressor(compressor) && compressor->config.compressor == dctCompressorOnebit)

@@ -20,7 +20,8 @@
 //
 // Every op first reads *failed (the comm's sticky asynchronous error) and
 // does nothing when it is set, so steps queued after a failure change
-// nothing either. Both twins compute the same bits.
+// nothing either; streamCommit then still clears lastOk, which is all
+// streamFinish reads. Both twins compute the same bits.
 #pragma once
 
 #include <cstddef>
@@ -57,8 +58,8 @@ struct StreamState {
 };
 
 // A slot: this header, then `capacity` indices (indexBytes each), then
-// `capacity` values of the wire type, each part padded to 8 bytes. Unused
-// slots are zero and carry nothing.
+// `capacity` values of the wire type, each part padded to 8 bytes. Entries
+// past nnz hold earlier steps' bytes, travel, and are never read.
 struct SlotHeader {
   uint64_t digest;  // the call's arguments and settings (every rank's must match)
   uint64_t nnz;     // entries used
