@@ -114,6 +114,7 @@ _PROTOTYPES = {
     "dctCommDestroy": (_int, [_vp]),
     "dctCommRank": (_int, [_vp, ctypes.POINTER(_int)]),
     "dctCommSize": (_int, [_vp, ctypes.POINTER(_int)]),
+    "dctCommGetAsyncError": (_int, [_vp, ctypes.POINTER(_int)]),
     "dctCompressorCreate": (_int, [_vp, _sz, _int, ctypes.POINTER(Config), ctypes.POINTER(_vp)]),
     "dctCompressorDestroy": (_int, [_vp]),
     "dctCompressorGetStats": (_int, [_vp, ctypes.POINTER(Stats)]),

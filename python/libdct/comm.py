@@ -5,7 +5,7 @@ import ctypes
 from . import _native
 from .compressor import Compressor
 from .config import Config
-from .errors import check
+from .errors import DctError, check
 
 
 class Comm:
@@ -75,6 +75,21 @@ class Comm:
         """The exact sum of every rank's COO (libdct.sparse.sparse_allreduce)."""
         from .sparse import sparse_allreduce
         return sparse_allreduce(self, indices, values, count, out, op, algorithm, coo)
+
+    def async_error(self):
+        """The DctError of a fixed-capacity step that failed after its call
+        returned (device buffers, Config(capacity_factor=...)), or None
+        (dctCommGetAsyncError). Does not wait: a step still queued may fail
+        later. Once set it stays set and the comm's later steps change
+        nothing: save the compressors' states and continue on a new Comm."""
+        if self.handle is None:
+            raise ValueError("this Comm is closed")
+        code = ctypes.c_int(0)
+        check(_native.lib().dctCommGetAsyncError(self.handle, ctypes.byref(code)), self.handle)
+        if code.value == 0:
+            return None
+        return DctError(code.value, "a fixed-capacity step failed after its call returned; this comm's later "
+                                    "steps change nothing (continue on a new Comm)")
 
     def _call(self, fn, *args):
         """A collective C call: a failure raises DctError, chained to the

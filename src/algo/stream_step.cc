@@ -9,13 +9,16 @@
 //   vote: max of every rank's verdict   (in place on the device with NCCL)
 //   commit (vote 0) or drop, finish the result into recvbuf
 //
-// Two collectives a step instead of four: the header agreement runs once,
-// on the compressor's first fixed-capacity step (synchronous: it also puts
-// the state in the twin's memory), and agrees everything that sizes the
-// slots. Later steps carry a digest of the call's arguments and settings in
-// every slot instead; a slot whose digest differs fails the step on every
-// rank. A rank whose own checks fail still queues the step (with the
-// compressor's slot size) and votes its error, so no peer waits.
+// On a device, two collectives a step instead of four: the header agreement
+// runs once, on the compressor's first fixed-capacity step (synchronous: it
+// also puts the state in the twin's memory), and agrees everything that
+// sizes the slots. Later steps carry a digest of the call's arguments and
+// settings in every slot instead; a slot whose digest differs fails the
+// step on every rank. A rank whose own checks fail still queues the step
+// (with the compressor's slot size) and votes its error, so no peer waits.
+// Host twins add the header gather every path opens with (three
+// collectives; hostHeaders), so a rank that passes another compressor
+// fails every rank instead of leaving them in a collective of another size.
 //
 // Failures: on a host twin the step is synchronous and returns the vote's
 // outcome, the state unchanged on failure (a retry is exact). On a device
@@ -75,6 +78,10 @@ dctResult_t reserveSlots(dctCompressor_t c, dctComm_t comm, void* stream) {
   return comm->transport->prepare(comm, c->gathered.as(), all, stream);
 }
 
+// The header's mode on the step that agrees the slots: a rank whose
+// compressor is past it is in another phase.
+constexpr int32_t kAgreeingSlots = 2;
+
 // The first fixed-capacity step's agreement (synchronous): every rank's
 // header, naming what differs, and its room, voted.
 dctResult_t agreeSlots(dctCompressor_t c, dctComm_t comm, const dctRedOp_t& op, void* stream, const char* fn) {
@@ -85,6 +92,7 @@ dctResult_t agreeSlots(dctCompressor_t c, dctComm_t comm, const dctRedOp_t& op, 
   });
   stampConfig(mine, c->config, kPathFixed);
   mine.algorithm = dctAlgoAllgather;
+  mine.mode = kAgreeingSlots;  // a rank already past it disagrees (hostHeaders)
   mine.bytes = c->stream.slotBytes;
   std::vector<CallHeader> all;
   DCTCHECK(agree(comm, mine, all, stream, fn));
@@ -146,12 +154,19 @@ dctResult_t voteStep(const Call& k, const StreamStepArgs& a) {
   const Transport* t = k.comm->transport;
   if (k.comm->size == 1) return dctSuccess;
   if (t->voteInPlace && c->ops->device) return t->voteInPlace(k.comm, &a.state->vote, k.stream);
+  // A rank that cannot read its verdict still votes (that failure): every
+  // peer waits in the vote, and the worst verdict drops the step everywhere.
   int32_t mine = 0, worst = 0;
-  DCTCHECK(c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream));
-  DCTCHECK(c->ops->synchronize(c->kernels, k.stream));
+  dctResult_t read = c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream);
+  if (read == dctSuccess) read = c->ops->synchronize(c->kernels, k.stream);
+  if (read != dctSuccess) mine = read;
   const dctResult_t res = t->vote(k.comm, mine, &worst, k.stream);
   if (res != dctSuccess) worst = res;
-  return c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
+  // The worst verdict into the state, which the commit reads: by the post
+  // (max with this rank's own, itself part of the worst) if the copy fails.
+  dctResult_t back = c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
+  if (back != dctSuccess) back = c->ops->streamPost(c->kernels, &a, worst, k.stream);
+  return read != dctSuccess ? read : back;
 }
 
 // The step's ops and collectives in order. A failure this rank sees here
@@ -177,6 +192,37 @@ dctResult_t queueStep(const Call& k, const StreamStepArgs& a, dctResult_t local)
   return local;
 }
 
+// Host twins (whose steps are synchronous anyway) open every step with the
+// header allgather every other path opens with: a rank that passes another
+// compressor, or none, meets the others in a collective of the same size,
+// and every rank fails. No vote follows headers that agree (they size
+// nothing here, and every rank reads the same ones); headers that disagree
+// are voted, as agree() votes them on the other paths. A rank whose gather
+// itself failed goes on to the slots, its failure posted: its peers, who
+// received its header, go on too. False: the step ends here with `res`.
+bool hostHeaders(const Call& k, dctResult_t& local, dctResult_t& res, const char* fn) {
+  dctCompressor_t c = k.c;
+  CallHeader mine = allreduceHeader(local, c->count, c->dtype, k.op);
+  stampConfig(mine, c->config, kPathFixed);
+  mine.algorithm = dctAlgoAllgather;
+  mine.bytes = c->stream.slotBytes;
+  std::vector<CallHeader> all;
+  const dctResult_t room = caught(k.comm, fn, [&] {
+    all.assign(k.comm->size, CallHeader{});
+    return dctSuccess;
+  });
+  void* into = room == dctSuccess ? static_cast<void*>(all.data()) : k.comm->headerRoom.as();
+  const dctResult_t sent = k.comm->transport->allgather(k.comm, &mine, into, sizeof mine, k.stream);
+  if (room != dctSuccess || sent != dctSuccess) {
+    if (local == dctSuccess) local = room != dctSuccess ? room : sent;
+    return true;
+  }
+  const dctResult_t checked = checkHeaders(k.comm, mine, all, fn);
+  if (checked == dctSuccess) return true;
+  res = vote(k.comm, checked, k.stream, fn, "agreement");
+  return false;
+}
+
 // A host twin's outcome, read from the state: dctSuccess once committed.
 dctResult_t outcome(const Call& k, const StreamStepArgs& a, dctResult_t local, const char* fn) {
   if (local != dctSuccess) return local;
@@ -198,7 +244,8 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
     localError = fail(comm, dctInvalidArgument, "%s: count %zu differs from the compressor's %zu", fn, count, c->count);
   if (localError == dctSuccess && c->ops && !c->ops->streamSelect)
     localError = fail(comm, dctNotSupported, "%s: the %s twin has no fixed-capacity step", fn, c->ops->name);
-  if (!c->stream.agreed) {
+  const bool first = !c->stream.agreed;
+  if (first) {
     if (localError != dctSuccess) {  // take part in the agreement, then fail
       CallHeader mine = allreduceHeader(localError, c->count, c->dtype, op);
       std::vector<CallHeader> all;
@@ -217,6 +264,8 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
     if (local == dctSuccess) local = caught(comm, fn, [&] { return c->staged.reserve(c->count * dtypeSize(c->accType)); });
     target = c->staged.as();
   }
+  dctResult_t ended = dctSuccess;
+  if (!first && !asynchronous(c) && !hostHeaders(k, local, ended, fn)) return ended;
   const StreamStepArgs a = stepArgs(k, target);
   const int32_t asyncBefore = comm->asyncError.read();
   local = queueStep(k, a, local);

@@ -57,7 +57,9 @@ extern "C" dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, si
     // An exception in the checks still goes on to the agreement. The path
     // may follow this rank's own compressor: every path's first collective
     // is the same header allgather over the whole comm, and the header
-    // names the path, so ranks that differ fail there together.
+    // names the path, so ranks that differ fail there together. (On a
+    // device, a fixed-capacity step past its first opens with its slots:
+    // stream_step.cc.)
     const dctResult_t local =
         caught(comm, fn, [&] { return checkAllreduce(sendbuf, recvbuf, count, datatype, op, compressor, comm, fn); });
     if (validCompressor(compressor) && compressor->config.compressor == dctCompressorOnebit)
@@ -107,6 +109,12 @@ extern "C" dctResult_t dctSparseAllgather(const void* values, const uint32_t* in
     // before the vote, sized by the agreed total: prepared, the data ops
     // allocate nothing; the counts and the exchange's table neither.
     auto prepare = [&]() -> dctResult_t {
+      // The exchange sends as many entries as this rank's header announced:
+      // a header altered on the way (its own copy too) must not size a read
+      // past the caller's buffers.
+      if (all[comm->rank].nnz != nnz)
+        return fail(comm, dctInternalError, "%s: this rank's header arrived altered (nnz %llu, not %zu)", fn,
+                    static_cast<unsigned long long>(all[comm->rank].nnz), nnz);
       counts.assign(comm->size, 0);
       table.reserve(4 * size_t(comm->size));
       if (query) return comm->transport->prepare(comm, values, 0, stream);

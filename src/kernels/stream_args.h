@@ -21,10 +21,10 @@
 // Every op first reads *failed (the comm's sticky asynchronous error) and
 // does nothing when it is set, so steps queued after a failure change
 // nothing either; but a rank that finds it set votes it (streamMerge), and
-// streamCommit decides on the vote alone: the flag may be set by another
-// stream's step at a different point of this step on each rank, and the
-// vote is the one decision every rank shares. Both twins compute the same
-// bits.
+// streamCommit decides on the vote alone (it always clears lastOk, which is
+// all streamFinish reads): the flag may be set by another stream's step at
+// a different point of this step on each rank, and the vote is the one
+// decision every rank shares. Both twins compute the same bits.
 #pragma once
 
 #include <cstddef>
@@ -61,8 +61,8 @@ struct StreamState {
 };
 
 // A slot: this header, then `capacity` indices (indexBytes each), then
-// `capacity` values of the wire type, each part padded to 8 bytes. Unused
-// slots are zero and carry nothing.
+// `capacity` values of the wire type, each part padded to 8 bytes. Entries
+// past nnz hold earlier steps' bytes, travel, and are never read.
 struct SlotHeader {
   uint64_t digest;  // the call's arguments and settings (every rank's must match)
   uint64_t nnz;     // entries used
