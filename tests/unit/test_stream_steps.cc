@@ -1,6 +1,6 @@
 // Whole fixed-capacity steps on the CPU twin's ops (kernels/stream_args.h):
-// with the comm's sticky error set every op changes nothing (state,
-// residuals, slots, sum and result byte for byte); and a few ranks
+// with the comm's sticky error set every op changes nothing but the vote
+// (state, residuals, slots, sum and result byte for byte); and a few ranks
 // simulated in one process (the allgather and the vote by hand): every
 // rank ends with the same bits, a rank whose digest differs fails the step
 // on every rank with nothing changed, and the retry equals a run that never
@@ -47,7 +47,7 @@ void oneRankStep(Rig& rig) {
 
 }  // namespace
 
-TEST_CASE("every op is a no-op while the comm's sticky error is set") {
+TEST_CASE("every op is a no-op while the comm's sticky error is set, but the merge votes it") {
   struct Case {
     dctDataType_t acc, grad, wire;
     size_t n;
@@ -78,7 +78,11 @@ TEST_CASE("every op is a no-op while the comm's sticky error is set") {
       before.check(rig);
       REQUIRE(ops.streamSelect(rig.ctx, &rig.a, nullptr) == dctSuccess);
       before.check(rig);
+      // The merge votes the sticky error (so that every rank drops the
+      // step) and changes nothing else; the post raises the vote (here it
+      // stays the larger sticky error).
       REQUIRE(ops.streamMerge(rig.ctx, &rig.a, nullptr) == dctSuccess);
+      before.state.vote = dctTransportError;
       before.check(rig);
       REQUIRE(ops.streamPost(rig.ctx, &rig.a, dctInternalError, nullptr) == dctSuccess);
       before.check(rig);
