@@ -69,16 +69,17 @@ ncclResult_t NcclInterceptor::allReduce(const NcclCall& c) {
 
 // libdct's allreduce; when it fails (on every rank, nothing written) NCCL
 // runs the call instead, so the program always gets its allreduce. Not
-// under capture: libdct's step (its collectives, this rank's failure in its
-// vote) is in the graph already on every rank, and NCCL's allreduce on
-// this rank alone would leave the ranks' graphs unmatched: the caller gets
-// the error instead.
+// under capture, nor for a queued fixed-capacity step: libdct's step (its
+// collectives, this rank's failure in its vote) is on the stream or in the
+// graph already on every rank, and NCCL's allreduce on this rank alone
+// would leave the ranks' streams unmatched: the caller gets the error.
 ncclResult_t NcclInterceptor::issue(const NcclCall& c, bool capturing) {
+  const bool queued = capturing || (next_.captureReady && next_.captureReady(session_, c));
   insideLibdct = true;
   const dctResult_t res = next_.compressed(session_, c);
   insideLibdct = false;
   if (res == dctSuccess) return ncclSuccess;
-  if (capturing) return ncclInternalError;
+  if (queued) return ncclInternalError;
   return next_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
 }
 

@@ -39,7 +39,9 @@ struct NcclNext {
   ncclResult_t (*commAbort)(ncclComm_t);
   ncclResult_t (*commCount)(const ncclComm_t, int*);
   bool (*capturing)(cudaStream_t);                      // CUDA graph capture on the stream
-  // Under capture: libdct can queue the call (Session::captureReady).
+  // libdct would queue the call as a fixed-capacity step, without a host
+  // round trip (Session::captureReady): under capture, and eagerly past the
+  // compressor's first step, where a failure is not NCCL's to redo.
   bool (*captureReady)(Session&, const NcclCall&);
   // Session's Agreer over NCCL's own allreduce (ncclMax of uint64 words,
   // waited for on the stream); never called inside the caller's group.

@@ -178,6 +178,13 @@ TEST_CASE_FIXTURE(Fixture, "under capture, a failed libdct call is reported, nev
   CHECK(events == Events{"dct A 1048576"});
 }
 
+TEST_CASE_FIXTURE(Fixture, "eagerly, a failed queued fixed-capacity step is reported, never also run by NCCL") {
+  captureReady = true;  // past the compressor's first step: its collectives are on every rank's stream
+  libdctResult = dctCudaError;
+  CHECK(shim.allReduce(call(commA, kBig)) == ncclInternalError);
+  CHECK(events == Events{"dct A 1048576"});
+}
+
 TEST_CASE_FIXTURE(Fixture, "when libdct fails, NCCL runs the call") {
   libdctResult = dctInvalidUsage;
   CHECK(shim.allReduce(call(commA, kBig)) == ncclSuccess);
