@@ -300,18 +300,7 @@ __global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, i
     }
     return;
   }
-  if (errorFeedback) s.committed = 1 - s.committed;
-  s.tau = s.draftTau;
-  if (s.estimated) {
-    s.lastEstimateStep = s.step;
-    s.estimates++;
-  }
-  s.driftPending = s.draftDrift;
-  s.nnz = s.written;
-  s.nonFinite = s.writtenNonFinite;
-  s.overflow = s.selected - s.written;
-  s.step++;
-  s.lastOk = 1;
+  streamAdvance(s, errorFeedback);
 }
 
 // convert's element (cuda_convert.cu), only after a committed step.

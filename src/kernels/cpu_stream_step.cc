@@ -124,18 +124,7 @@ dctResult_t cpuStreamCommit(KernelContext*, const StreamStepArgs* a, void*) {
     if (a->sticky && !halted(a)) *a->failed = s.vote;  // the first failure stays
     return dctSuccess;
   }
-  if (a->errorFeedback) s.committed = 1 - s.committed;
-  s.tau = s.draftTau;
-  if (s.estimated) {
-    s.lastEstimateStep = s.step;
-    s.estimates++;
-  }
-  s.driftPending = s.draftDrift;
-  s.nnz = s.written;
-  s.nonFinite = s.writtenNonFinite;
-  s.overflow = s.selected - s.written;
-  s.step++;
-  s.lastOk = 1;
+  streamAdvance(s, a->errorFeedback);
   return dctSuccess;
 }
 

@@ -113,7 +113,24 @@ struct StreamStepArgs {
   double factor;  // dctAvg: 1 / ranks
 };
 
-// --- the schedule and the drift verdict, shared by both twins ---
+// --- the schedule, the drift verdict and the commit, shared by both twins ---
+
+// A step every rank voted for: its draft becomes the state (the spare
+// residual the committed one, where error feedback keeps one).
+DCT_HOST_DEVICE void streamAdvance(StreamState& s, int errorFeedback) {
+  if (errorFeedback) s.committed = 1 - s.committed;
+  s.tau = s.draftTau;
+  if (s.estimated) {
+    s.lastEstimateStep = s.step;
+    s.estimates++;
+  }
+  s.driftPending = s.draftDrift;
+  s.nnz = s.written;
+  s.nonFinite = s.writtenNonFinite;
+  s.overflow = s.selected - s.written;
+  s.step++;
+  s.lastOk = 1;
+}
 
 // Estimate before selecting: no tau yet, drift last step, or L steps since.
 DCT_HOST_DEVICE bool streamEstimateDue(const StreamState& s, uint64_t interval) {
