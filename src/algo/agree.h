@@ -98,11 +98,11 @@ dctResult_t checkHeaders(dctComm_t comm, const H& mine, const std::vector<H>& al
   return dctSuccess;
 }
 
-// Every rank's header, checked against this rank's. A rank without room
-// for them still takes part, into the comm's reserved room (dctComm::
-// headerRoom), and fails at the vote.
+// Every rank's header into `all`. A rank without room for them still takes
+// part, into the comm's reserved room (dctComm::headerRoom): its failure
+// to make room, else the transport's, is returned.
 template <typename H>
-dctResult_t exchangeHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
+dctResult_t gatherHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
   static_assert(sizeof(H) <= dctComm::kHeaderRoomBytes, "dctComm::headerRoom holds every rank's header");
   const dctResult_t room = caught(comm, fn, [&] {
     all.assign(comm->size, H{});
@@ -110,8 +110,14 @@ dctResult_t exchangeHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, 
   });
   void* into = room == dctSuccess ? static_cast<void*>(all.data()) : comm->headerRoom.as();
   const dctResult_t res = comm->transport->allgather(comm, &mine, into, sizeof(H), stream);
-  if (room != dctSuccess) return room;
-  if (res != dctSuccess) return res;
+  return room != dctSuccess ? room : res;
+}
+
+// Every rank's header, checked against this rank's; a rank that could not
+// gather them fails at the vote.
+template <typename H>
+dctResult_t exchangeHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
+  DCTCHECK(gatherHeaders(comm, mine, all, stream, fn));
   return checkHeaders(comm, mine, all, fn);
 }
 

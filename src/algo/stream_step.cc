@@ -82,18 +82,26 @@ dctResult_t reserveSlots(dctCompressor_t c, dctComm_t comm, void* stream) {
 // compressor is past it is in another phase.
 constexpr int32_t kAgreeingSlots = 2;
 
+// This rank's header for a fixed-capacity step: the call, the settings
+// that shape the slots, and the phase (`mode`).
+CallHeader slotHeader(dctCompressor_t c, const dctRedOp_t& op, dctResult_t local, int32_t mode) {
+  CallHeader h = allreduceHeader(local, c->count, c->dtype, op);
+  stampConfig(h, c->config, kPathFixed);
+  h.algorithm = dctAlgoAllgather;
+  h.mode = mode;
+  h.bytes = c->stream.slotBytes;
+  return h;
+}
+
 // The first fixed-capacity step's agreement (synchronous): every rank's
 // header, naming what differs, and its room, voted.
 dctResult_t agreeSlots(dctCompressor_t c, dctComm_t comm, const dctRedOp_t& op, void* stream, const char* fn) {
-  CallHeader mine = allreduceHeader(dctSuccess, c->count, c->dtype, op);
-  mine.localError = caught(comm, fn, [&] {
+  const dctResult_t ready = caught(comm, fn, [&] {
     DCTCHECK(reserveSlots(c, comm, stream));
     return c->stream.live ? dctSuccess : publishStream(c, stream);
   });
-  stampConfig(mine, c->config, kPathFixed);
-  mine.algorithm = dctAlgoAllgather;
-  mine.mode = kAgreeingSlots;  // a rank already past it disagrees (hostHeaders)
-  mine.bytes = c->stream.slotBytes;
+  // A rank already past this phase disagrees (hostHeaders).
+  const CallHeader mine = slotHeader(c, op, ready, kAgreeingSlots);
   std::vector<CallHeader> all;
   DCTCHECK(agree(comm, mine, all, stream, fn));
   c->stream.agreed = true;
@@ -201,20 +209,11 @@ dctResult_t queueStep(const Call& k, const StreamStepArgs& a, dctResult_t local)
 // itself failed goes on to the slots, its failure posted: its peers, who
 // received its header, go on too. False: the step ends here with `res`.
 bool hostHeaders(const Call& k, dctResult_t& local, dctResult_t& res, const char* fn) {
-  dctCompressor_t c = k.c;
-  CallHeader mine = allreduceHeader(local, c->count, c->dtype, k.op);
-  stampConfig(mine, c->config, kPathFixed);
-  mine.algorithm = dctAlgoAllgather;
-  mine.bytes = c->stream.slotBytes;
+  const CallHeader mine = slotHeader(k.c, k.op, local, 0);
   std::vector<CallHeader> all;
-  const dctResult_t room = caught(k.comm, fn, [&] {
-    all.assign(k.comm->size, CallHeader{});
-    return dctSuccess;
-  });
-  void* into = room == dctSuccess ? static_cast<void*>(all.data()) : k.comm->headerRoom.as();
-  const dctResult_t sent = k.comm->transport->allgather(k.comm, &mine, into, sizeof mine, k.stream);
-  if (room != dctSuccess || sent != dctSuccess) {
-    if (local == dctSuccess) local = room != dctSuccess ? room : sent;
+  const dctResult_t gathered = gatherHeaders(k.comm, mine, all, k.stream, fn);
+  if (gathered != dctSuccess) {
+    if (local == dctSuccess) local = gathered;
     return true;
   }
   const dctResult_t checked = checkHeaders(k.comm, mine, all, fn);

@@ -20,6 +20,29 @@
 
 namespace dct::test {
 
+// A state whose every field is distinct, so a field written by mistake
+// shows; zeroed first (padding too: some tests compare states as bytes).
+inline StreamState busyState(int committed, int estimated) {
+  StreamState s;
+  std::memset(&s, 0, sizeof s);
+  s.step = 41;
+  s.tau = 0.375;
+  s.lastEstimateStep = 39;
+  s.committed = committed;
+  s.estimates = 6;
+  s.nnz = 17;
+  s.nonFinite = 2;
+  s.overflow = 3;
+  s.draftTau = 0.625;
+  s.estimated = estimated;
+  s.draftDrift = 1;
+  s.selected = 99;
+  s.written = 98;
+  s.writtenNonFinite = 97;
+  s.lastOk = 1;
+  return s;
+}
+
 // --- elements of any dctDataType_t as doubles ---
 
 inline double refLoad(dctDataType_t t, const void* p, size_t i) {

@@ -26,27 +26,6 @@ bool sameBesidesVote(StreamState a, StreamState b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-StreamState draftState(int committed) {
-  StreamState s;
-  std::memset(&s, 0, sizeof s);  // padding too: states are compared as bytes
-  s.step = 41;
-  s.tau = 0.375;
-  s.lastEstimateStep = 39;
-  s.committed = committed;
-  s.estimates = 6;
-  s.nnz = 17;
-  s.nonFinite = 2;
-  s.overflow = 3;
-  s.draftTau = 0.625;
-  s.estimated = 1;
-  s.draftDrift = 1;
-  s.selected = 99;
-  s.written = 98;
-  s.writtenNonFinite = 97;
-  s.lastOk = 1;
-  return s;
-}
-
 struct Messages {
   std::vector<std::vector<uint64_t>> indices;
   std::vector<std::vector<char>> values;
@@ -103,7 +82,7 @@ void checkMerge(dctDataType_t acc, dctDataType_t wire, int indexBytes, size_t n,
   std::fill(rig.result.begin(), rig.result.end(), char(0x6c));
   const auto result = rig.result;
   const auto slots = rig.slots;
-  rig.state = draftState(0);
+  rig.state = busyState(0, 1);
   rig.state.vote = 9;  // the last step's: the merge's verdict replaces it
   const StreamState before = rig.state;
   REQUIRE(rig.ops.streamMerge(rig.ctx, &rig.a, nullptr) == dctSuccess);
@@ -176,7 +155,7 @@ void checkRejected(Corrupt what, int indexBytes, int bad, dctResult_t want) {
   rig.a.result = rig.a.target;  // a scaled merge: still nothing written
   rig.a.resultType = dctFloat32;
   rig.a.factor = 1.0 / 3;
-  rig.state = draftState(1);
+  rig.state = busyState(1, 1);
   const StreamState before = rig.state;
   REQUIRE(rig.ops.streamMerge(rig.ctx, &rig.a, nullptr) == dctSuccess);
   CHECK(rig.state.vote == want);
@@ -203,7 +182,7 @@ TEST_CASE("streamMerge: a slot with another digest, too many entries or bad indi
 
 TEST_CASE("streamPost: the vote is the max of the verdict and the code") {
   Rig rig(dctFloat32, dctFloat32, dctFloat32, 4, 10, 10);
-  rig.state = draftState(0);
+  rig.state = busyState(0, 1);
   const StreamState before = rig.state;
   const std::pair<int32_t, int32_t> steps[] = {{0, 0}, {dctTransportError, dctTransportError},
                                                {dctInvalidUsage, dctTransportError}, {0, dctTransportError},
@@ -224,7 +203,7 @@ TEST_CASE("streamCommit: vote 0 makes the draft the state; a failed vote changes
         CAPTURE(committed);
         Rig rig(dctFloat32, dctFloat32, dctFloat32, 4, 10, 10);
         rig.a.errorFeedback = errorFeedback;
-        rig.state = draftState(committed);
+        rig.state = busyState(committed, 1);
         rig.state.estimated = estimated;
         rig.state.lastOk = 0;
         const auto r0 = rig.residuals[0], r1 = rig.residuals[1];
@@ -251,7 +230,7 @@ TEST_CASE("streamCommit: vote 0 makes the draft the state; a failed vote changes
     CAPTURE(sticky);
     Rig rig(dctFloat32, dctFloat32, dctFloat32, 4, 10, 10);
     rig.a.sticky = sticky;
-    rig.state = draftState(1);
+    rig.state = busyState(1, 1);
     rig.state.vote = dctInvalidUsage;
     StreamState want = rig.state;
     REQUIRE(rig.ops.streamCommit(rig.ctx, &rig.a, nullptr) == dctSuccess);
@@ -282,7 +261,7 @@ TEST_CASE("streamFinish: a committed step's sum into the result, converted and s
           std::memcpy(rig.target.data(), sum.data(), sum.size());
           std::fill(rig.result.begin(), rig.result.end(), char(0x6c));
           const auto untouched = rig.result;
-          rig.state = draftState(0);
+          rig.state = busyState(0, 1);
           rig.state.lastOk = 0;  // a dropped step: nothing
           REQUIRE(rig.ops.streamFinish(rig.ctx, &rig.a, nullptr) == dctSuccess);
           CHECK(rig.result == untouched);

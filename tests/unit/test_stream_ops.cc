@@ -54,28 +54,6 @@ void checkState(const StreamState& s, const StreamState& want) {
   CHECK(s.lastOk == want.lastOk);
 }
 
-// A state whose every field is distinct, so a field written by mistake shows.
-StreamState busyState(int committed) {
-  StreamState s{};
-  s.step = 41;
-  s.tau = 0.375;
-  s.lastEstimateStep = 39;
-  s.driftPending = 0;
-  s.committed = committed;
-  s.estimates = 6;
-  s.nnz = 17;
-  s.nonFinite = 2;
-  s.overflow = 3;
-  s.draftTau = 0.625;
-  s.estimated = 0;
-  s.draftDrift = 1;
-  s.selected = 99;
-  s.written = 98;
-  s.writtenNonFinite = 97;
-  s.vote = 0;
-  s.lastOk = 1;
-  return s;
-}
 
 struct SelectCase {
   Types t;
@@ -105,7 +83,7 @@ void checkSelect(const SelectCase& c) {
   std::memcpy(rig.residuals[c.committed].data(), old.data(), old.size());
   std::fill(rig.residuals[1 - c.committed].begin(), rig.residuals[1 - c.committed].end(), char(0x3c));
   std::fill(rig.slot.begin(), rig.slot.end(), char(0xa5));
-  rig.state = busyState(c.committed);
+  rig.state = busyState(c.committed, 0);
   rig.state.draftTau = c.tau;
   rig.state.estimated = c.estimated ? 1 : 0;
   rig.a.valueLimit = c.valueLimit;
@@ -183,7 +161,7 @@ TEST_CASE("streamSelect: the drift verdict") {
   checkSelect({t, 4, 1000, 1000, 1e30, 0.0, true, 0, 3});
   Rig rig(dctFloat32, dctFloat32, dctFloat32, 4, 1000, 1000);
   rig.a.tauFloor = 1e30;  // at the floor: a starved count is a tie, not drift
-  rig.state = busyState(0);
+  rig.state = busyState(0, 0);
   rig.state.draftTau = 1e30;
   rig.state.estimated = 0;
   REQUIRE(rig.ops.streamSelect(rig.ctx, &rig.a, nullptr) == dctSuccess);
@@ -244,7 +222,7 @@ void checkEstimate(dctDataType_t acc, dctDataType_t gradType, size_t n, double d
                              Schedule{"drift last step", 0.75, 10, 9, 1, true},
                              Schedule{"L steps since the last", 0.75, 11, 7, 0, true}}) {
     CAPTURE(sc.why);
-    rig.state = busyState(committed);
+    rig.state = busyState(committed, 0);
     rig.state.tau = sc.tau;
     rig.state.step = sc.step;
     rig.state.lastEstimateStep = sc.last;
