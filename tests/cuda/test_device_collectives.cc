@@ -25,11 +25,16 @@ constexpr size_t kCount = 100003;
 std::vector<float> gradient(int step) { return dct::test::randomVector<float>(kCount, 900 + step); }
 
 // Runs `steps` sparse allreduce steps on host buffers over `hostComm` and on
-// device buffers over `devComm`; every step's results must match.
-void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t algo) {
+// device buffers over `devComm`; every step's results must match. A capacity
+// factor turns on the fixed-capacity step (the CPU twin's against the CUDA
+// twin's, stream-ordered on NCCL).
+void compareHostAndDevice(dctComm_t hostComm, dctComm_t devComm, dctAlgorithm_t algo, double capacityFactor = 0) {
+  CAPTURE(algo);
+  CAPTURE(capacityFactor);
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
   cfg.algorithm = algo;
   cfg.thresholdInterval = 3;
+  cfg.capacityFactor = capacityFactor;
   dctCompressor_t hostC = nullptr, devC = nullptr;
   REQUIRE(dctCompressorCreate(hostComm, kCount, dctFloat32, &cfg, &hostC) == dctSuccess);
   REQUIRE(dctCompressorCreate(devComm, kCount, dctFloat32, &cfg, &devC) == dctSuccess);
@@ -157,6 +162,7 @@ TEST_CASE("1-rank NCCL communicator matches the host path") {
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &hostComm) == dctSuccess);
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
+  for (double c : {1.0, 1.25, 3.0}) compareHostAndDevice(hostComm, devComm, dctAlgoAllgather, c);
   compareAlltoall(hostComm, devComm);
   // fp16 and bf16 tensors, byte for byte (ncclFloat16 / ncclBfloat16 when dense).
   for (dctDataType_t dtype : {dctFloat16, dctBFloat16})
@@ -172,6 +178,7 @@ TEST_CASE("MPI with device buffers (staged) matches the host path") {
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &comm) == dctSuccess);
   for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoGlobalTopk})
     compareHostAndDevice(comm, comm, algo);
+  compareHostAndDevice(comm, comm, dctAlgoAllgather, 1.25);
   compareAlltoall(comm, comm);
   dctCommDestroy(comm);
 }
@@ -240,6 +247,7 @@ TEST_CASE("1-rank nonblocking NCCL communicator: ncclInProgress is waited for") 
   REQUIRE(dctCommInitMpi(MPI_COMM_WORLD, &hostComm) == dctSuccess);
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
+  for (double c : {1.0, 1.25, 3.0}) compareHostAndDevice(hostComm, devComm, dctAlgoAllgather, c);
   compareAlltoall(hostComm, devComm);
   dctCommDestroy(devComm);
   dctCommDestroy(hostComm);
