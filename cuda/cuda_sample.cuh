@@ -3,12 +3,14 @@
 // and the fixed-capacity step's estimate (cuda_stream_step.cu: seed and
 // verdict in device memory, k-th key left there): the value at a position
 // (x, or the accumulator x + y never written), the gather of magnitude keys
-// at the CPU twin's sample positions, and the descending radix sort.
+// at the CPU twin's sample positions, and the k-th largest key (a block's
+// radix select for a sample, a descending radix sort for larger sets).
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
 
 #include "cuda_device.cuh"
+#include "cuda_kth_select.cuh"
 #include "cuda_values.cuh"
 #include "kernels/sampling.h"
 #include "kernels/threshold_bisect.h"
@@ -66,12 +68,14 @@ __global__ void gatherSample(At at, size_t n, size_t m, Seed seed, K* __restrict
 constexpr size_t alignUp256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // The k-th largest key of m gathered keys: sample size and k (the CPU
-// twin's formulas), its device memory (two key buffers, then CUB's temp).
+// twin's formulas) and its device memory: the keys, then the block select's
+// result word, or a second key buffer and CUB's temp for the sort.
 struct KthLayout {
   size_t m = 0, k = 0;
-  size_t keyBytes = 0;   // each of the two key buffers (256-aligned)
-  size_t tempBytes = 0;  // the sort's
-  size_t total() const { return 2 * keyBytes + tempBytes; }
+  bool block = false;    // m <= kBlockKthMax: the block select
+  size_t keyBytes = 0;   // each key buffer (256-aligned)
+  size_t tempBytes = 0;  // the sort's, or the select's result
+  size_t total() const { return (block ? 1 : 2) * keyBytes + tempBytes; }
 };
 
 template <typename T>
@@ -85,7 +89,12 @@ cudaError_t kthLayout(size_t n, double density, dctThresholdMethod_t method, Kth
   using K = KeyOf<T>;
   l->m = method == dctThresholdExact ? n : thresholdSampleSize(n, density);
   l->k = thresholdK(l->m, density);
+  l->block = l->m <= kBlockKthMax;
   l->keyBytes = alignUp256(l->m * sizeof(K));
+  if (l->block) {
+    l->tempBytes = alignUp256(sizeof(K));
+    return cudaSuccess;
+  }
   cub::DoubleBuffer<K> keys(nullptr, nullptr);
   const uint64_t items = l->m;  // one (64-bit offset) instantiation per key type
   size_t bytes = 0;
@@ -95,18 +104,27 @@ cudaError_t kthLayout(size_t n, double density, dctThresholdMethod_t method, Kth
 }
 
 // Gathers the keys of `at` (n values) into `memory` (l.total() bytes) and
-// sorts them descending, on s; *kth: where the k-th largest key lands.
-// Every argument of every launch depends only on (l, memory, at, n, seed),
-// so repeated calls with the same ones queue identical work.
+// finds the k-th largest, on s; *kth: where it lands. Every argument of
+// every launch depends only on (l, memory, at, n, seed), so repeated calls
+// with the same ones queue identical work.
 template <typename T, typename At, typename Seed>
-dctResult_t gatherSorted(const KthLayout& l, void* memory, At at, size_t n, Seed seed, cudaStream_t s,
-                         const KeyOf<T>** kth) {
+dctResult_t gatherKth(const KthLayout& l, void* memory, At at, size_t n, Seed seed, cudaStream_t s,
+                      const KeyOf<T>** kth) {
   using K = KeyOf<T>;
   char* base = static_cast<char*>(memory);
-  cub::DoubleBuffer<K> keys(reinterpret_cast<K*>(base), reinterpret_cast<K*>(base + l.keyBytes));
-  if (l.m == n) gatherAll<<<gridFor(l.m), kThreads, 0, s>>>(at, l.m, seed, keys.Current());
-  else gatherSample<<<gridFor(l.m), kThreads, 0, s>>>(at, n, l.m, seed, keys.Current());
+  K* gathered = reinterpret_cast<K*>(base);
+  if (l.m == n) gatherAll<<<gridFor(l.m), kThreads, 0, s>>>(at, l.m, seed, gathered);
+  else gatherSample<<<gridFor(l.m), kThreads, 0, s>>>(at, n, l.m, seed, gathered);
   CUDACHECK_LAUNCH();
+  if (l.block) {
+    K* out = reinterpret_cast<K*>(base + l.keyBytes);
+    blockKthKernel<<<1, kKthThreads, 0, s>>>(gathered, static_cast<uint32_t>(l.m), static_cast<uint32_t>(l.k),
+                                             seed, out);
+    CUDACHECK_LAUNCH();
+    *kth = out;
+    return dctSuccess;
+  }
+  cub::DoubleBuffer<K> keys(gathered, reinterpret_cast<K*>(base + l.keyBytes));
   const uint64_t items = l.m;
   size_t bytes = l.tempBytes;
   CUDACHECK(cub::DeviceRadixSort::SortKeysDescending(base + 2 * l.keyBytes, bytes, keys, items, 0, kthEndBit<T>(),

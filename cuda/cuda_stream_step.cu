@@ -4,7 +4,7 @@
 //
 //   workspace      streamWorkspace: reserved once, refused under capture
 //   streamEstimate decideKernel (the schedule, the seed, draftTau = tau),
-//                  then the threshold op's gather and sort (cuda_sample.cuh)
+//                  then the threshold op's gather and k-th key (cuda_sample.cuh)
 //                  predicated on the decision, pickKernel: draftTau = the
 //                  k-th key, floored as the threshold op floors it
 //   streamSelect   the select op's tile kernel (cuda_select_tiles.cuh) with
@@ -27,7 +27,7 @@ namespace {
 
 constexpr size_t kWordsBytes = alignUp256(sizeof(StreamWords));
 
-// The region: the estimate's keys and sort, or the select's tile state.
+// The region: the estimate's keys and k-th key, or the select's tile state.
 dctResult_t regionBytes(const StreamStepArgs& a, size_t* bytes) {
   *bytes = 0;
   if (a.n == 0) return dctSuccess;
@@ -135,7 +135,7 @@ dctResult_t estimateOn(const StreamStepArgs& a, StreamWords* words, void* region
   if (a.n > 0) {
     KthLayout l;
     CUDACHECK(kthLayout<T>(a.n, a.density, dctThresholdSampled, &l));
-    DCTCHECK((gatherSorted<T>(l, region, at, a.n, DeviceSeed{&words->gate}, s, &kth)));
+    DCTCHECK((gatherKth<T>(l, region, at, a.n, DeviceSeed{&words->gate}, s, &kth)));
   }
   pickKernel<T><<<1, 1, 0, s>>>(words, kth, a.state);
   CUDACHECK_LAUNCH();

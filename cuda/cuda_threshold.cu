@@ -6,7 +6,8 @@
 //   entry    threshold: n == 0, type dispatch, the positive floor
 //   sampled / exact
 //            kthLargest: sample size and k (the CPU twin's formulas), scratch,
-//            CUB two-phase radix sort of magnitude keys (row_keys.h: the bits
+//            the k-th largest magnitude key (a block radix select for a
+//            sample, CUB radix sort past that; row_keys.h: the bits
 //            of |x| below the always-clear sign bit, NaN as +Inf; 16-bit keys
 //            for fp16/bf16), the k-th key back to the host
 //   bisect   bisect: statsKernel (+ foldKernel levels) -> MagnitudeStats, then
@@ -39,9 +40,9 @@ dctResult_t kthLargest(CudaContext* c, const ThresholdArgs& a, At at, cudaStream
   using K = KeyOf<T>;
   KthLayout l;
   CUDACHECK(kthLayout<T>(a.n, a.density, a.method, &l));
-  DCTCHECK(c->scratch.reserve(l.total()));  // both key buffers, then CUB's temp
+  DCTCHECK(c->scratch.reserve(l.total()));
   const K* kth = nullptr;
-  DCTCHECK((gatherSorted<T>(l, c->scratch.ptr, at, a.n, HostSeed{a.seed}, s, &kth)));
+  DCTCHECK((gatherKth<T>(l, c->scratch.ptr, at, a.n, HostSeed{a.seed}, s, &kth)));
   K bits = 0;
   CUDACHECK(cudaMemcpyAsync(&c->host->kth, kth, sizeof(K), cudaMemcpyDeviceToHost, s));
   CUDACHECK(cudaStreamSynchronize(s));

@@ -143,3 +143,54 @@ TEST_CASE("a captured fixed-capacity dctSparseAllreduce replays N times as N eag
   dctCompressorDestroy(eager);
   dctCompressorDestroy(graphed);
 }
+
+// The asynchronous error contract (docs/fixed_capacity.md): a rank whose own
+// checks fail still queues the step and votes its error, so the step fails
+// on the device and the comm's sticky error is set; later steps on that comm
+// change nothing and say so; the compressor keeps its last committed step,
+// which a compressor on a new comm continues bit for bit.
+TEST_CASE("a refused fixed-capacity call fails the comm asynchronously; its saved state continues on a new comm") {
+  OneRank r, fresh, reference;
+  const size_t n = 250007;
+  Tensor grad(n), out(n), refOut(n);
+  dctCompressor_t c = fixedCompressor(r.comm, n), ref = fixedCompressor(reference.comm, n);
+  for (int step = 0; step < 2; step++) {
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, out.p, n, dctFloat32, dctSum, c, r.comm, r.stream) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(grad.p, refOut.p, n, dctFloat32, dctSum, ref, reference.comm, reference.stream) ==
+            dctSuccess);
+  }
+  grad.upload(2);
+  std::vector<float> host(n, 1.0f);  // a host send buffer with a device receive buffer: refused on this rank
+  CHECK(dctSparseAllreduce(host.data(), out.p, n, dctFloat32, dctSum, c, r.comm, r.stream) == dctInvalidArgument);
+  CUDA_OK(cudaStreamSynchronize(r.stream));
+  dctResult_t async = dctSuccess;
+  REQUIRE(dctCommGetAsyncError(r.comm, &async) == dctSuccess);
+  CHECK(async == dctInvalidArgument);
+  const dctResult_t later = dctSparseAllreduce(grad.p, out.p, n, dctFloat32, dctSum, c, r.comm, r.stream);
+  CHECK(later == dctInvalidArgument);  // the sticky error, nothing changed
+  CHECK(std::strstr(dctGetLastError(r.comm), "dctCommGetAsyncError") != nullptr);
+  CHECK(stepsOf(c) == 2);
+  size_t bytes = 0;
+  REQUIRE(dctCompressorSaveState(c, nullptr, &bytes, r.stream) == dctSuccess);
+  std::vector<char> state(bytes);
+  REQUIRE(dctCompressorSaveState(c, state.data(), &bytes, r.stream) == dctSuccess);
+  dctCompressor_t moved = fixedCompressor(fresh.comm, n);
+  REQUIRE(dctCompressorLoadState(moved, state.data(), bytes, fresh.stream) == dctSuccess);
+  for (int step = 2; step < 5; step++) {
+    CAPTURE(step);
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, out.p, n, dctFloat32, dctSum, moved, fresh.comm, fresh.stream) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(grad.p, refOut.p, n, dctFloat32, dctSum, ref, reference.comm, reference.stream) ==
+            dctSuccess);
+    CUDA_OK(cudaStreamSynchronize(fresh.stream));
+    CUDA_OK(cudaStreamSynchronize(reference.stream));
+    const auto a = out.download(), b = refOut.download();
+    REQUIRE(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
+  }
+  REQUIRE(dctCommGetAsyncError(fresh.comm, &async) == dctSuccess);
+  CHECK(async == dctSuccess);
+  dctCompressorDestroy(c);
+  dctCompressorDestroy(moved);
+  dctCompressorDestroy(ref);
+}
