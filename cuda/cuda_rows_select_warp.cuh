@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kRowWarpThreads)
         s[i] = j < D ? U(rowKey(row[j])) + 1 : U(0);
       }
       const WarpCut<U> cut = warpRowCut(s, static_cast<uint32_t>(k), U(kInfKey<T>), lanes);
-      kept = warpMarkTopK(s, cut.cut, static_cast<uint32_t>(k), W, words, lanes);
+      kept = warpMarkTopK(s, cut, static_cast<uint32_t>(k), W, words, lanes);
       nf = cut.nonFinite;  // every non-finite entry is kept (they rank first)
     }
     if (lane == 0) {

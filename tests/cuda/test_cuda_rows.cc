@@ -4,6 +4,7 @@
 // block whose offsets do not start at 0), values in a narrower wire type,
 // the unpacked rows and decoded masks, all bit for bit; malformed wire
 // masks rejected by both twins with no row written.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -251,15 +252,24 @@ void compareAll(Twins& tw, size_t R, size_t D, size_t k, double tau, uint64_t se
   }
 }
 
+// The top-K sizes to try, once each (k = 0 is the threshold mode, tried apart).
+std::vector<size_t> distinctKs(std::vector<size_t> ks) {
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  if (!ks.empty() && ks.front() == 0) ks.erase(ks.begin());
+  return ks;
+}
+
 }  // namespace
 
 TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin") {
   Twins tw;
   uint64_t seed = 900;
-  for (size_t D : {1, 3, 7, 64, 129, 256, 257, 1000})
+  // Warp per row up to 1024 entries (tiles of 32 columns), a block per row past it.
+  for (size_t D : {1, 3, 7, 31, 32, 33, 64, 65, 129, 256, 257, 1000, 1024, 1025})
     for (size_t R : {0, 1, 5, 33}) {
       const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
-      for (size_t k : {size_t(1), k5, D, D + 3}) {
+      for (size_t k : distinctKs({1, 2, k5, D / 2, D - 1, D, D + 3})) {
         compareAll<float>(tw, R, D, k, 0, seed++);
         compareAll<double>(tw, R, D, k, 0, seed++);
       }
@@ -270,10 +280,12 @@ TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin") {
     }
 }
 
-TEST_CASE("CUDA row kernels on long rows (a block loops over the row) and many rows (over rows)") {
+TEST_CASE("CUDA row kernels on long rows (a block loops over the row) and many rows (warps and blocks loop over rows)") {
   Twins tw;
   compareAll<float>(tw, (size_t(1) << 20) + 5, 3, 1, 0, 4000);  // more rows than blocks
   compareAll<double>(tw, (size_t(1) << 20) + 5, 2, 0, 0.5, 4001);
+  compareAll<float>(tw, 131109, 64, 4, 0, 4002);  // more rows than warps at the bench's row length
+  compareAll<float>(tw, 20011, 256, 13, 0, 4003);
   const size_t D = 100000;
   for (size_t k : {size_t(1), size_t(5000), size_t(99999)}) {
     compareAll<float>(tw, 6, D, k, 0, 1000 + k);
@@ -381,10 +393,10 @@ TEST_CASE("CUDA row unpack rejects the malformed wire masks the CPU twin rejects
 TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin on fp16/bf16 rows") {
   Twins tw;
   uint64_t seed = 5000;
-  for (size_t D : {1, 3, 7, 64, 129, 257, 1000})
+  for (size_t D : {1, 3, 7, 31, 33, 64, 65, 129, 257, 1000, 1024, 1025})
     for (size_t R : {0, 1, 5, 33}) {
       const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
-      for (size_t k : {size_t(1), k5, D}) {
+      for (size_t k : distinctKs({1, k5, D - 1, D})) {
         compareAll<Half>(tw, R, D, k, 0, seed++);
         compareAll<BFloat16>(tw, R, D, k, 0, seed++);
       }

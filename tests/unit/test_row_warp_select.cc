@@ -1,8 +1,8 @@
 // The CUDA twin's warp-per-row top-K (kernels/row_warp_select.h) run on the
 // host: 32 threads play a warp's lanes (a barrier per reduction or ballot),
 // each holding columns 32 i + lane as the kernel does, against the CPU
-// twin's rowSelect (masks, counts, non-finite) and kthLargest (both cut
-// searches), for every row length class the kernels dispatch, odd ones,
+// twin's rowSelect (masks, counts, non-finite) and kthLargest (every cut
+// search), for every row length class the kernels dispatch, odd ones,
 // NaN/Inf, ties and all-zero rows.
 #include <doctest/doctest.h>
 
@@ -105,9 +105,8 @@ void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
   ops.destroyContext(ctx);
 
-  std::vector<uint32_t> mask(R * W, 0xdeadbeefu), counts(R);
-  std::vector<U> byRounds(R), byBits(R), kth(R);
-  std::vector<uint32_t> nonFinite(R);
+  std::vector<uint32_t> mask(R * W, 0xdeadbeefu), counts(R), nonFinite(R);
+  std::vector<Kth<U>> byRounds(R), bySorted(R), byBits(R);
   Warp warp;
   std::vector<std::thread> lanes;
   for (unsigned l = 0; l < 32; l++)
@@ -120,10 +119,13 @@ void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
           s[i] = j < D ? U(rowKey(rows[r * D + j])) + 1 : U(0);
         }
         const WarpCut<U> cut = warpRowCut(s, uint32_t(k), U(kInfKey<T>), h);
-        const uint32_t kept = warpMarkTopK(s, cut.cut, uint32_t(k), W, mask.data() + r * W, h);
-        const U rounds = kthByRounds(s, uint32_t(k), h);
-        const U bits = kthByBits(s, uint32_t(k), shiftedKeyBits(U(kInfKey<T>)), h);
-        if (l == 0) counts[r] = kept, nonFinite[r] = cut.nonFinite, byRounds[r] = rounds, byBits[r] = bits;
+        const uint32_t kept = warpMarkTopK(s, cut, uint32_t(k), W, mask.data() + r * W, h);
+        const Kth<U> rounds = kthByRounds(s, uint32_t(k), h), sorted = kthBySortedRounds(s, uint32_t(k), h);
+        const Kth<U> bits = kthByBits(s, uint32_t(k), shiftedKeyBits(U(kInfKey<T>)), h);
+        if (l == 0) {
+          counts[r] = kept, nonFinite[r] = cut.nonFinite;
+          byRounds[r] = rounds, bySorted[r] = sorted, byBits[r] = bits;
+        }
       }
     });
   for (auto& t : lanes) t.join();
@@ -133,9 +135,14 @@ void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   for (size_t r = 0; r < R; r++) {
     CAPTURE(r);
     for (size_t j = 0; j < D; j++) keys[j] = rowKey(rows[r * D + j]);
-    const U expected = U(kthLargest(keys.data(), D, k, scratch)) + 1;
-    CHECK(byRounds[r] == expected);
-    CHECK(byBits[r] == expected);
+    const RowKey<T> kth = kthLargest(keys.data(), D, k, scratch);
+    uint32_t above = 0, ties = 0;
+    for (size_t j = 0; j < D; j++) above += keys[j] > kth, ties += keys[j] == kth;
+    for (const Kth<U>& found : {byRounds[r], bySorted[r], byBits[r]}) {
+      CHECK(found.key == U(kth) + 1);
+      CHECK(found.above == above);
+      CHECK(found.ties == ties);
+    }
     nfTotal += nonFinite[r];
   }
   CHECK(mask == cpuMask);
