@@ -3,6 +3,8 @@
 //
 //   entry    rowSelect: type and row-length dispatch, the non-finite count
 //            back to the host
+//   kernel   selectLaneRows (rows up to kLaneRowMax entries): one thread
+//            per row, cuda_rows_select_lane.cuh
 //   kernel   selectWarpRows (rows up to kWarpRowMax entries): one warp per
 //            row, cuda_rows_select_warp.cuh
 //   kernel   selectRows (longer rows): one block per row
@@ -25,6 +27,7 @@
 #include <cstdint>
 
 #include "cuda_rows.cuh"
+#include "cuda_rows_select_lane.cuh"
 #include "cuda_rows_select_warp.cuh"
 #include "cuda_values.cuh"
 #include "kernels/row_keys.h"
@@ -168,7 +171,15 @@ dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream) {
     const size_t k = a.k < a.rowLength ? a.k : a.rowLength;
     const AccOf<T> tau = static_cast<AccOf<T>>(a.tau);  // rounded as on the CPU
     CUDACHECK(resetCounters(c, s));
-    if (a.rowLength <= rows::kWarpRowMax) {
+    if (a.rowLength <= rows::kLaneRowMax) {
+      DCTCHECK(rows::dispatchLaneRow(a.rowLength, [&]<int N>() -> dctResult_t {
+        rows::selectLaneRows<T, N><<<gridFor(a.rowCount), kThreads, 0, s>>>(
+            static_cast<const T*>(a.rows), a.rowCount, a.rowLength, a.k == 0 ? 0 : k, tau, a.mask, a.counts,
+            &c->device->nonFinite);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      }));
+    } else if (a.rowLength <= rows::kWarpRowMax) {
       DCTCHECK(rows::dispatchItems(a.rowLength, [&]<int ITEMS>() -> dctResult_t {
         rows::selectWarpRows<T, ITEMS><<<rows::warpRowGrid(a.rowCount), rows::kRowWarpThreads, 0, s>>>(
             static_cast<const T*>(a.rows), a.rowCount, a.rowLength, a.k == 0 ? 0 : k, tau, a.mask, a.counts,

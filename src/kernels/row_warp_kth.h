@@ -40,21 +40,21 @@ DCT_HOST_DEVICE int shiftedKeyBits(U infKey) {
 
 // This lane's keys equal to x, above x, and at least x.
 template <typename U, int ITEMS>
-DCT_HOST_DEVICE uint32_t countEqual(const U (&s)[ITEMS], U x) {
+DCT_HOST_DEVICE uint32_t laneEqual(const U (&s)[ITEMS], U x) {
   uint32_t c = 0;
   DCT_UNROLL
   for (int i = 0; i < ITEMS; i++) c += s[i] == x;
   return c;
 }
 template <typename U, int ITEMS>
-DCT_HOST_DEVICE uint32_t countAbove(const U (&s)[ITEMS], U x) {
+DCT_HOST_DEVICE uint32_t laneAbove(const U (&s)[ITEMS], U x) {
   uint32_t c = 0;
   DCT_UNROLL
   for (int i = 0; i < ITEMS; i++) c += s[i] > x;
   return c;
 }
 template <typename U, int ITEMS>
-DCT_HOST_DEVICE uint32_t countAtLeast(const U (&s)[ITEMS], U x) {
+DCT_HOST_DEVICE uint32_t laneAtLeast(const U (&s)[ITEMS], U x) {
   uint32_t c = 0;
   DCT_UNROLL
   for (int i = 0; i < ITEMS; i++) c += s[i] >= x;
@@ -80,7 +80,7 @@ DCT_HOST_DEVICE Kth<U> kthByRounds(const U (&s)[ITEMS], uint32_t k, Lanes& lanes
     DCT_UNROLL
     for (int i = 0; i < ITEMS; i++) mine = s[i] < bound && s[i] > mine ? s[i] : mine;
     const U m = lanes.max(mine);
-    const uint32_t c = lanes.sum(countEqual(s, m));
+    const uint32_t c = lanes.sum(laneEqual(s, m));
     if (taken + c >= k || m == 0) return {m, taken, c};  // m == 0 (past every column): unreachable
     taken += c;
     bound = m;
@@ -143,9 +143,9 @@ DCT_HOST_DEVICE Kth<U> kthByBits(const U (&s)[ITEMS], uint32_t k, int bits, Lane
   U v = 0;
   for (int b = bits - 1; b >= 0; b--) {
     const U t = v | (U(1) << b);
-    if (lanes.sum(countAtLeast(s, t)) >= k) v = t;
+    if (lanes.sum(laneAtLeast(s, t)) >= k) v = t;
   }
-  return {v, lanes.sum(countAbove(s, v)), lanes.sum(countEqual(s, v))};
+  return {v, lanes.sum(laneAbove(s, v)), lanes.sum(laneEqual(s, v))};
 }
 
 // The cheapest of the three by a count of instructions per lane (rounds

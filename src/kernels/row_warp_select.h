@@ -34,7 +34,7 @@ struct WarpCut {
 template <typename U, int ITEMS, typename Lanes>
 DCT_HOST_DEVICE WarpCut<U> warpRowCut(const U (&s)[ITEMS], uint32_t k, U infKey, Lanes& lanes) {
   const U inf = infKey + 1;
-  const uint32_t nonFinite = lanes.sum(countEqual(s, inf));
+  const uint32_t nonFinite = lanes.sum(laneEqual(s, inf));
   if (nonFinite >= k) return {inf - 1, nonFinite, ~0u, nonFinite};  // the non-finite alone
   const Kth<U> kth = kthLargestKey(s, k, shiftedKeyBits(infKey), lanes);
   return {kth.key, kth.above, kth.ties, nonFinite};

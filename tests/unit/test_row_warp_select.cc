@@ -1,5 +1,6 @@
 // The CUDA twin's warp-per-row top-K (kernels/row_warp_select.h) run on the
-// host: 32 threads play a warp's lanes (a barrier per reduction or ballot),
+// host, and its one-thread-per-row top-K of short rows
+// (kernels/row_lane_select.h): 32 threads play a warp's lanes (a barrier per reduction or ballot),
 // each holding columns 32 i + lane as the kernel does, against the CPU
 // twin's rowSelect (masks, counts, non-finite) and kthLargest (every cut
 // search), for every row length class the kernels dispatch, odd ones,
@@ -16,6 +17,7 @@
 #include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "kernels/row_keys.h"
+#include "kernels/row_lane_select.h"
 #include "kernels/row_select_scalar.h"
 #include "kernels/row_warp_select.h"
 
@@ -150,6 +152,34 @@ void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   CHECK(nfTotal == a.nonFinite);
 }
 
+// Each row through the one-thread-per-row code (D <= N <= 32, 1 <= k < D).
+template <typename T, int N>
+void compareLaneRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
+  using U = Shifted<T>;
+  CAPTURE(D);
+  CAPTURE(k);
+  CAPTURE(N);
+  CAPTURE(sizeof(T));
+  std::vector<uint32_t> cpuMask(R), cpuCounts(R);
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  RowSelectArgs a{rows.data(), R, D, dtypeOf(T{}), k, 0, cpuMask.data(), cpuCounts.data()};
+  REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
+  ops.destroyContext(ctx);
+  size_t nfTotal = 0;
+  for (size_t r = 0; r < R; r++) {
+    CAPTURE(r);
+    U s[N];
+    for (int j = 0; j < N; j++) s[j] = size_t(j) < D ? U(rowKey(rows[r * D + j])) + 1 : U(0);
+    uint32_t kept = 0, nf = 0;
+    CHECK(laneTopKWord(s, uint32_t(k), U(kInfKey<T>), &kept, &nf) == cpuMask[r]);
+    CHECK(kept == cpuCounts[r]);
+    nfTotal += nf;
+  }
+  CHECK(nfTotal == a.nonFinite);
+}
+
 // The ITEMS the kernels pick for D, and 32 (any D up to 1024).
 template <typename T>
 void compareBoth(size_t R, size_t D, size_t k, uint64_t seed) {
@@ -176,4 +206,23 @@ TEST_CASE("The warp-per-row top-K on host lanes matches the CPU twin bit for bit
       compareBoth<BFloat16>(4, D, k, seed++);
     }
   }
+}
+
+TEST_CASE("The one-thread-per-row top-K of short rows matches the CPU twin bit for bit") {
+  uint64_t seed = 991;
+  for (size_t D = 2; D <= 32; D++)
+    for (size_t k = 1; k < D; k++) {
+      const auto f = warpTestRows<float>(16, D, seed++);
+      const auto d = warpTestRows<double>(8, D, seed++);
+      const auto h = warpTestRows<Half>(8, D, seed++);
+      const auto b = warpTestRows<BFloat16>(8, D, seed++);
+      // The N the kernel picks for D, and 32.
+      if (D <= 4) compareLaneRows<float, 4>(f, 16, D, k), compareLaneRows<Half, 4>(h, 8, D, k);
+      else if (D <= 8) compareLaneRows<float, 8>(f, 16, D, k), compareLaneRows<double, 8>(d, 8, D, k);
+      else if (D <= 16) compareLaneRows<float, 16>(f, 16, D, k), compareLaneRows<BFloat16, 16>(b, 8, D, k);
+      compareLaneRows<float, 32>(f, 16, D, k);
+      compareLaneRows<double, 32>(d, 8, D, k);
+      compareLaneRows<Half, 32>(h, 8, D, k);
+      compareLaneRows<BFloat16, 32>(b, 8, D, k);
+    }
 }
