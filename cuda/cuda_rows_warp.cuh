@@ -26,10 +26,10 @@ inline unsigned warpRowGrid(size_t rows) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks < kMaxBlocks * 4 ? blocks : kMaxBlocks * 4);
 }
 
-// fn.template operator()<ITEMS>() with 32 * ITEMS >= D, ITEMS a power of two.
+// fn.template operator()<ITEMS>() with 32 * ITEMS >= D, ITEMS a power of
+// two (at least 2: rows of up to 32 entries take a thread each).
 template <typename Fn>
 dctResult_t dispatchItems(size_t D, Fn&& fn) {
-  if (D <= 32) return fn.template operator()<1>();
   if (D <= 64) return fn.template operator()<2>();
   if (D <= 128) return fn.template operator()<4>();
   if (D <= 256) return fn.template operator()<8>();

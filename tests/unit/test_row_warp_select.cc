@@ -180,7 +180,8 @@ void compareLaneRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   CHECK(nfTotal == a.nonFinite);
 }
 
-// The ITEMS the kernels pick for D, and 32 (any D up to 1024).
+// The ITEMS the kernels pick for D (rows of D <= 32 take a thread each
+// there, but the warp code is tested on them too), and 32.
 template <typename T>
 void compareBoth(size_t R, size_t D, size_t k, uint64_t seed) {
   const auto rows = warpTestRows<T>(R, D, seed);
