@@ -4,13 +4,16 @@
 //               transform iterator, cub::DeviceScan::ExclusiveSum over
 //               rowCount + 1 items (the last one 0, so offsets[rowCount] is
 //               the total), the total back to the host
-//   rowPack     one block per row: wire counts, bitmap bytes, and a block
-//               scan of the mask bits placing each kept value (and index)
+//   rowPack     rows up to kWarpRowMax entries: one warp per row
+//               (cuda_rows_wire_warp.cuh); longer rows one block per row:
+//               wire counts, bitmap bytes, and a block scan of the mask
+//               bits placing each kept value (and index)
 //   rowUnpack   decodeRows validates every wire mask into the internal
 //               bitmap and counts malformed rows; the count comes back (one
 //               stream synchronisation) and only then does expandRows write
 //               the dense rows, zeros off the mask - so a malformed block
-//               writes no row, as on the CPU twin
+//               writes no row, as on the CPU twin (warp per row up to
+//               kWarpRowMax entries, as rowPack)
 //
 // A null mask (format -1) means whole rows: plain copies at the offsets.
 // Wire layouts and the validation rules are the CPU twin's (cpu_rows.cc).
@@ -23,6 +26,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "cuda_rows.cuh"
+#include "cuda_rows_wire_warp.cuh"
 #include "cuda_values.cuh"
 
 namespace dct::gpu {
@@ -199,6 +203,11 @@ dctResult_t rowPack(KernelContext*, const RowWireArgs* args, void* stream) {
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
+    if (a.rowLength <= rows::kWarpRowMax) {
+      rows::packWarpRows<T, W><<<rows::warpRowGrid(a.rowCount), rows::kRowWarpThreads, 0, s>>>(a);
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    }
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       packRows<T, W, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(a);
       CUDACHECK_LAUNCH();
@@ -215,6 +224,19 @@ dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream)
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
+    if (a.rowLength <= rows::kWarpRowMax) {
+      const unsigned grid = rows::warpRowGrid(a.rowCount);
+      if (a.maskFormat >= 0) {
+        CUDACHECK(resetCounters(c, s));
+        rows::decodeWarpRows<<<grid, rows::kRowWarpThreads, 0, s>>>(a, &c->device->malformed);
+        CUDACHECK_LAUNCH();
+        CUDACHECK(fetchCounters(c, s));
+        if (c->host->malformed != 0) return dctInternalError;
+      }
+      rows::expandWarpRows<T, W><<<grid, rows::kRowWarpThreads, 0, s>>>(a);
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    }
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       const unsigned grid = rows::rowGrid(a.rowCount);
       if (a.maskFormat >= 0) {

@@ -1,7 +1,8 @@
-// Shared by the CUDA twin's DCT-MP row kernels (cuda_rows_select.cu,
-// cuda_rows.cu): one block per row, looping over the row in tiles of
-// THREADS columns (thread t at column tile + t), so any row length works;
-// short rows get small blocks. Grids loop over rows.
+// Shared by the CUDA twin's DCT-MP row kernels for rows longer than
+// kWarpRowMax (cuda_rows_select.cu, cuda_rows.cu; shorter rows run a warp
+// or a thread per row, cuda_rows_warp.cuh): one block per row, looping
+// over the row in tiles of THREADS columns (thread t at column tile + t),
+// so any row length works. Grids loop over rows.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -12,13 +13,12 @@
 
 namespace dct::gpu::rows {
 
-// Rows up to this length run 64-thread blocks (typical DLRM rows are 16..256
-// entries, and a 256-bin radix histogram is 4 bins per thread), longer rows
-// 256-thread blocks. fn.template operator()<THREADS>().
-constexpr size_t kShortRow = 256;
+// 256-thread blocks (a 256-bin radix histogram is one bin per thread):
+// fn.template operator()<256>(). Rows of up to kWarpRowMax entries never
+// come here.
 template <typename Fn>
-dctResult_t dispatchBlock(size_t rowLength, Fn&& fn) {
-  return rowLength <= kShortRow ? fn.template operator()<64>() : fn.template operator()<256>();
+dctResult_t dispatchBlock(size_t, Fn&& fn) {
+  return fn.template operator()<256>();
 }
 
 // One block per row, up to this many blocks (each loops over its rows).

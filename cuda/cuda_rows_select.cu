@@ -1,9 +1,13 @@
 // CUDA twin of the DCT-MP per-row selection (RowSelectArgs): each row's
 // bitmap and count.
 //
-//   entry    rowSelect: type and block-size dispatch, the non-finite count
+//   entry    rowSelect: type and row-length dispatch, the non-finite count
 //            back to the host
-//   kernel   selectRows: one block per row
+//   kernel   selectLaneRows (rows up to kLaneRowMax entries): one thread
+//            per row, cuda_rows_select_lane.cuh
+//   kernel   selectWarpRows (rows up to kWarpRowMax entries): one warp per
+//            row, cuda_rows_select_warp.cuh
+//   kernel   selectRows (longer rows): one block per row
 //              findCut  radix select of the k-th largest key (row_keys.h,
 //                       the CPU twin's keys) over 8-bit digits, high to low:
 //                       a shared 256-bin histogram of the keys matching the
@@ -23,6 +27,8 @@
 #include <cstdint>
 
 #include "cuda_rows.cuh"
+#include "cuda_rows_select_lane.cuh"
+#include "cuda_rows_select_warp.cuh"
 #include "cuda_values.cuh"
 #include "kernels/row_keys.h"
 
@@ -165,13 +171,31 @@ dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream) {
     const size_t k = a.k < a.rowLength ? a.k : a.rowLength;
     const AccOf<T> tau = static_cast<AccOf<T>>(a.tau);  // rounded as on the CPU
     CUDACHECK(resetCounters(c, s));
-    DCTCHECK(rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
-      selectRows<T, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(
-          static_cast<const T*>(a.rows), a.rowCount, a.rowLength, k, a.k == 0, tau, a.mask, a.counts,
-          &c->device->nonFinite);
-      CUDACHECK_LAUNCH();
-      return dctSuccess;
-    }));
+    if (a.rowLength <= rows::kLaneRowMax) {
+      DCTCHECK(rows::dispatchLaneRow(a.rowLength, [&]<int N>() -> dctResult_t {
+        rows::selectLaneRows<T, N><<<gridFor(a.rowCount), kThreads, 0, s>>>(
+            static_cast<const T*>(a.rows), a.rowCount, a.rowLength, a.k == 0 ? 0 : k, tau, a.mask, a.counts,
+            &c->device->nonFinite);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      }));
+    } else if (a.rowLength <= rows::kWarpRowMax) {
+      DCTCHECK(rows::dispatchItems(a.rowLength, [&]<int ITEMS>() -> dctResult_t {
+        rows::selectWarpRows<T, ITEMS><<<rows::warpRowGrid(a.rowCount), rows::kRowWarpThreads, 0, s>>>(
+            static_cast<const T*>(a.rows), a.rowCount, a.rowLength, a.k == 0 ? 0 : k, tau, a.mask, a.counts,
+            &c->device->nonFinite);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      }));
+    } else {
+      DCTCHECK(rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
+        selectRows<T, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(
+            static_cast<const T*>(a.rows), a.rowCount, a.rowLength, k, a.k == 0, tau, a.mask, a.counts,
+            &c->device->nonFinite);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      }));
+    }
     CUDACHECK(fetchCounters(c, s));
     a.nonFinite = static_cast<size_t>(c->host->nonFinite);
     return dctSuccess;

@@ -2,13 +2,15 @@
 // seeded rows: masks, counts and non-finite totals of top-K and threshold
 // selection, offsets, the packed wire bytes of every mask format (also at a
 // block whose offsets do not start at 0), values in a narrower wire type,
-// the unpacked rows and decoded masks, all bit for bit; malformed wire
-// masks rejected by both twins with no row written.
+// the unpacked rows and decoded masks, all bit for bit (malformed wire
+// masks: test_cuda_rows_reject.cc).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <type_traits>
 
+#include "cuda_rows_util.h"
 #include "cuda_util.h"
 
 using namespace dct;
@@ -46,18 +48,6 @@ std::vector<T> testRows(size_t R, size_t D, uint64_t seed) {
   return v;
 }
 
-std::vector<int> formatsFor(size_t D) {
-  std::vector<int> f = {-1, 0, 4};
-  if (D <= 256) f.push_back(1);
-  if (D <= 65536) f.push_back(2);
-  return f;
-}
-
-template <typename V>
-void requireSameBytes(const std::vector<V>& gpu, const std::vector<V>& cpu) {
-  REQUIRE(gpu.size() == cpu.size());
-  CHECK(std::memcmp(gpu.data(), cpu.data(), gpu.size() * sizeof(V)) == 0);
-}
 
 struct Selection {
   std::vector<uint32_t> mask, counts;
@@ -251,15 +241,25 @@ void compareAll(Twins& tw, size_t R, size_t D, size_t k, double tau, uint64_t se
   }
 }
 
+// The top-K sizes to try, once each (k = 0 is the threshold mode, tried apart).
+std::vector<size_t> distinctKs(std::vector<size_t> ks) {
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  if (!ks.empty() && ks.front() == 0) ks.erase(ks.begin());
+  return ks;
+}
+
 }  // namespace
 
 TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin") {
   Twins tw;
   uint64_t seed = 900;
-  for (size_t D : {1, 3, 7, 64, 129, 256, 257, 1000})
+  // Select: a thread per row up to 32 entries; select and wire: a warp per
+  // row up to 1024 (tiles of 32 columns), a block per row past it.
+  for (size_t D : {1, 3, 7, 31, 32, 33, 64, 65, 129, 256, 257, 1000, 1024, 1025})
     for (size_t R : {0, 1, 5, 33}) {
       const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
-      for (size_t k : {size_t(1), k5, D, D + 3}) {
+      for (size_t k : distinctKs({1, 2, k5, D / 2, D - 1, D, D + 3})) {
         compareAll<float>(tw, R, D, k, 0, seed++);
         compareAll<double>(tw, R, D, k, 0, seed++);
       }
@@ -270,10 +270,12 @@ TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin") {
     }
 }
 
-TEST_CASE("CUDA row kernels on long rows (a block loops over the row) and many rows (over rows)") {
+TEST_CASE("CUDA row kernels on long rows (a block loops over the row) and many rows (warps and blocks loop over rows)") {
   Twins tw;
   compareAll<float>(tw, (size_t(1) << 20) + 5, 3, 1, 0, 4000);  // more rows than blocks
   compareAll<double>(tw, (size_t(1) << 20) + 5, 2, 0, 0.5, 4001);
+  compareAll<float>(tw, 131109, 64, 4, 0, 4002);  // more rows than warps at the bench's row length
+  compareAll<float>(tw, 20011, 256, 13, 0, 4003);
   const size_t D = 100000;
   for (size_t k : {size_t(1), size_t(5000), size_t(99999)}) {
     compareAll<float>(tw, 6, D, k, 0, 1000 + k);
@@ -282,109 +284,13 @@ TEST_CASE("CUDA row kernels on long rows (a block loops over the row) and many r
   compareAll<float>(tw, 4, D, 0, 1.5, 3000);
 }
 
-namespace {
-
-// Corrupts a good wire mask of the last row (so a rejected block must not
-// have written even its earlier rows), unpacks it with both twins: both
-// refuse, and the CUDA twin's rows keep their old contents.
-void compareRejection(Twins& tw, const std::vector<float>& values, const std::vector<uint64_t>& offsets,
-                      size_t R, size_t D, int format, std::vector<uint8_t> wire, const char* what) {
-  CAPTURE(what);
-  CAPTURE(format);
-  CAPTURE(D);
-  const size_t W = maskWords(D);
-  std::vector<float> out(R * D, 9.0f);
-  std::vector<uint32_t> mask(R * W);
-  RowWireArgs ca{out.data(), R, D, dctFloat32, mask.data(), offsets.data(), 0, format, wire.data(), nullptr, 0,
-                 const_cast<float*>(values.data())};
-  CHECK(tw.cpu.rowUnpack(tw.cpuCtx, &ca, nullptr) == dctInternalError);
-  DeviceArray<float> dOut(out), dValues(values);
-  DeviceArray<uint32_t> dMask(R * W);
-  DeviceArray<uint64_t> dOffsets(offsets);
-  DeviceArray<uint8_t> dWire(wire);
-  RowWireArgs ga{dOut.get(), R, D, dctFloat32, dMask.get(), dOffsets.get(), 0, format, dWire.get(), nullptr, 0,
-                 dValues.get()};
-  CHECK(tw.gpu.rowUnpack(tw.gpuCtx, &ga, tw.stream) == dctInternalError);
-  requireSameBytes(dOut.download(), out);
-}
-
-void setIndex(std::vector<uint8_t>& wire, int width, size_t e, uint32_t v) {
-  std::memcpy(wire.data() + e * width, &v, width);  // little-endian: the low bytes
-}
-uint32_t getIndex(const std::vector<uint8_t>& wire, int width, size_t e) {
-  uint32_t v = 0;
-  std::memcpy(&v, wire.data() + e * width, width);
-  return v;
-}
-
-}  // namespace
-
-TEST_CASE("CUDA row unpack rejects the malformed wire masks the CPU twin rejects, writing no row") {
-  Twins tw;
-  for (size_t D : {7, 64, 203, 1001}) {  // D % 8 != 0 but for 64: bits past D in the last byte
-    const size_t R = 5, k = D / 4 + 2, W = maskWords(D);
-    const auto rows = randomVector<float>(R * D, 40 + D, false);
-    std::vector<uint32_t> mask(R * W), counts(R);
-    std::vector<uint64_t> offsets(R + 1);
-    RowSelectArgs sel{rows.data(), R, D, dctFloat32, k, 0, mask.data(), counts.data()};
-    REQUIRE(tw.cpu.rowSelect(tw.cpuCtx, &sel, nullptr) == dctSuccess);
-    RowOffsetsArgs off{counts.data(), 4, 0, R, offsets.data()};
-    REQUIRE(tw.cpu.rowOffsets(tw.cpuCtx, &off, nullptr) == dctSuccess);
-    const size_t E = off.total, last = offsets[R - 1];  // the last row's first entry
-    for (int format : formatsFor(D)) {
-      if (format < 0) continue;
-      const size_t bytes = format == 0 ? R * ((D + 7) / 8) : E * format;
-      std::vector<uint8_t> wire(bytes);
-      std::vector<float> values(E);
-      RowWireArgs pack{const_cast<float*>(rows.data()), R, D, dctFloat32, mask.data(), offsets.data(), 0, format,
-                       wire.data(), nullptr, 0, values.data()};
-      REQUIRE(tw.cpu.rowPack(tw.cpuCtx, &pack, nullptr) == dctSuccess);
-      if (format > 0) {
-        auto descending = wire, repeated = wire, outside = wire;
-        const uint32_t a = getIndex(wire, format, last), b = getIndex(wire, format, last + 1);
-        setIndex(descending, format, last, b);
-        setIndex(descending, format, last + 1, a);
-        compareRejection(tw, values, offsets, R, D, format, descending, "descending");
-        setIndex(repeated, format, last + 1, a);
-        compareRejection(tw, values, offsets, R, D, format, repeated, "repeated");
-        if (format == 4 || D < (size_t(1) << (8 * format))) {
-          setIndex(outside, format, E - 1, static_cast<uint32_t>(D));
-          compareRejection(tw, values, offsets, R, D, format, outside, "index >= D");
-        }
-      } else {
-        const size_t rowBytes = (D + 7) / 8, at = (R - 1) * rowBytes;
-        auto extra = wire, tail = wire;
-        for (size_t j = 0; j < D; j++) {  // one more bit than the count
-          if (!(extra[at + j / 8] >> (j % 8) & 1)) {
-            extra[at + j / 8] |= uint8_t(1u << (j % 8));
-            break;
-          }
-        }
-        compareRejection(tw, values, offsets, R, D, 0, extra, "popcount above the count");
-        auto fewer = wire;
-        for (size_t b = 0; b < rowBytes; b++)
-          if (fewer[at + b]) {
-            fewer[at + b] &= uint8_t(fewer[at + b] - 1);  // clears the lowest set bit
-            break;
-          }
-        compareRejection(tw, values, offsets, R, D, 0, fewer, "popcount below the count");
-        if (D % 8) {  // a bit past D, the count kept right by clearing a kept one
-          tail = fewer;
-          tail[at + D / 8] |= uint8_t(1u << (D % 8));
-          compareRejection(tw, values, offsets, R, D, 0, tail, "bit >= D");
-        }
-      }
-    }
-  }
-}
-
 TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin on fp16/bf16 rows") {
   Twins tw;
   uint64_t seed = 5000;
-  for (size_t D : {1, 3, 7, 64, 129, 257, 1000})
+  for (size_t D : {1, 3, 7, 31, 33, 64, 65, 129, 257, 1000, 1024, 1025})
     for (size_t R : {0, 1, 5, 33}) {
       const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
-      for (size_t k : {size_t(1), k5, D}) {
+      for (size_t k : distinctKs({1, k5, D - 1, D})) {
         compareAll<Half>(tw, R, D, k, 0, seed++);
         compareAll<BFloat16>(tw, R, D, k, 0, seed++);
       }
