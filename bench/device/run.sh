@@ -8,6 +8,7 @@
 #   rows       cuda_kernel_perf -R at D = 64 and 256
 #   hook       tests/python/gpu_hook_check.py (torch, 1 rank, NCCL and gloo)
 #   overlap    bench/hook_overlap.py on NCCL, variable and fixed capacity
+#   trace      its torch.profiler timeline of a few steps (trace.json)
 # Output goes to $OUT (log.txt, tests.log, one .txt per bench step).
 set -u
 G=$PWD/.gpu
@@ -57,8 +58,10 @@ for s in ${*:-tests multirank step kernels rows hook overlap}; do
           tail -8 | tee -a "$OUT/hook.txt" ;;
   overlap) for c in 0 1.25; do
       PORT=$((29520 + ${c%%.*})) DCT_CAPACITY_FACTOR=$c pyenv timeout 200 python3 bench/hook_overlap.py \
-        --backend nccl --steps 10 --repeats 5 --out "$OUT/overlap_c$c.json" 2>&1 | tail -12
+        --backend nccl --steps 10 --repeats 5 --out "/tmp/overlap_c$c.json" 2>&1 | tail -12
     done | tee "$OUT/overlap.txt" ;;
+  trace) PORT=29530 pyenv timeout 200 python3 bench/hook_overlap.py --backend nccl --steps 5 --repeats 1 \
+           --trace "$OUT/trace.json" 2>&1 | tail -5 ;;
   esac
 done
 stamp done
