@@ -204,9 +204,11 @@ dctResult_t rowPack(KernelContext*, const RowWireArgs* args, void* stream) {
   return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
     if (a.rowLength <= rows::kWarpRowMax) {
-      rows::packWarpRows<T, W><<<rows::warpRowGrid(a.rowCount), rows::kRowWarpThreads, 0, s>>>(a);
-      CUDACHECK_LAUNCH();
-      return dctSuccess;
+      return rows::dispatchItems(a.rowLength, [&]<int ITEMS>() -> dctResult_t {
+        rows::packWarpRows<T, W, ITEMS><<<rows::warpRowGrid(a.rowCount), rows::kRowWarpThreads, 0, s>>>(a);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      });
     }
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       packRows<T, W, THREADS><<<rows::rowGrid(a.rowCount), THREADS, 0, s>>>(a);
@@ -233,9 +235,11 @@ dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream)
         CUDACHECK(fetchCounters(c, s));
         if (c->host->malformed != 0) return dctInternalError;
       }
-      rows::expandWarpRows<T, W><<<grid, rows::kRowWarpThreads, 0, s>>>(a);
-      CUDACHECK_LAUNCH();
-      return dctSuccess;
+      return rows::dispatchItems(a.rowLength, [&]<int ITEMS>() -> dctResult_t {
+        rows::expandWarpRows<T, W, ITEMS><<<grid, rows::kRowWarpThreads, 0, s>>>(a);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      });
     }
     return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
       const unsigned grid = rows::rowGrid(a.rowCount);

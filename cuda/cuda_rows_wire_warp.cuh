@@ -29,7 +29,10 @@ __device__ __forceinline__ LaneWord laneWord(const uint32_t* words, size_t W, Wo
   return {word, keptBefore(scan, word)};
 }
 
-template <typename T, typename W>
+// The whole row is read up front, with the mask words: one round of loads
+// per row, where reading each word's kept entries after its store would
+// wait on memory once per word (the stores may alias the row).
+template <typename T, typename W, int ITEMS>
 __global__ void __launch_bounds__(kRowWarpThreads) packWarpRows(RowWireArgs a) {
   __shared__ WordScan::TempStorage scan[kRowWarps];
   const unsigned lane = laneId(), warp = threadIdx.x / 32;
@@ -39,29 +42,42 @@ __global__ void __launch_bounds__(kRowWarpThreads) packWarpRows(RowWireArgs a) {
   DCT_WARP_STRIDE(r, a.rowCount) {
     const size_t at = a.offsets[r] - a.base;
     const T* row = in + r * D;
+    T x[ITEMS];
+    #pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+      const size_t j = static_cast<size_t>(i) * 32 + lane;
+      x[i] = j < D ? row[j] : T{};
+    }
+    if (a.mask == nullptr) {  // uniform across the warp
+      #pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        const size_t j = static_cast<size_t>(i) * 32 + lane;
+        if (j < D) values[at + j] = wireValueOf<W>(x[i]);
+      }
+    } else {
+      const uint32_t* words = a.mask + r * wordsPerRow;
+      if (a.maskFormat == 0) {  // the words' bytes, little-endian (the CPU twin's memcpy)
+        uint8_t* out = static_cast<uint8_t*>(a.wireMask) + r * bitmapBytes;
+        for (size_t b = lane; b < bitmapBytes; b += 32)
+          out[b] = static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4)));
+      }
+      const LaneWord mine = laneWord(words, wordsPerRow, scan[warp]);
+      #pragma unroll
+      for (int i = 0; i < ITEMS; i++) {  // tiles past the row have j >= D
+        const uint32_t word = __shfl_sync(kFullWarp, mine.word, i);
+        const uint32_t before = __shfl_sync(kFullWarp, mine.before, i);
+        const size_t j = static_cast<size_t>(i) * 32 + lane;
+        if (j < D && (word >> lane) & 1u) {
+          const size_t m = at + before + __popc(word & ((1u << lane) - 1u));
+          if (a.maskFormat > 0) writeWidth(a.wireMask, m, a.maskFormat, static_cast<uint32_t>(j));
+          values[m] = wireValueOf<W>(x[i]);
+        }
+      }
+      __syncwarp();  // scan[warp] is reused by the next row
+    }
+    // Last: a store waiting on offsets[r + 1] would hold back the loads after it.
     if (a.wireCounts && lane == 0)
       writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
-    if (a.mask == nullptr) {  // uniform across the warp
-      for (size_t j = lane; j < D; j += 32) values[at + j] = wireValueOf<W>(row[j]);
-      continue;
-    }
-    const uint32_t* words = a.mask + r * wordsPerRow;
-    if (a.maskFormat == 0) {  // the words' bytes, little-endian (the CPU twin's memcpy)
-      uint8_t* out = static_cast<uint8_t*>(a.wireMask) + r * bitmapBytes;
-      for (size_t b = lane; b < bitmapBytes; b += 32) out[b] = static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4)));
-    }
-    const LaneWord mine = laneWord(words, wordsPerRow, scan[warp]);
-    for (size_t w = 0; w < wordsPerRow; w++) {
-      const uint32_t word = __shfl_sync(kFullWarp, mine.word, static_cast<int>(w));
-      const uint32_t before = __shfl_sync(kFullWarp, mine.before, static_cast<int>(w));
-      const size_t j = w * 32 + lane;
-      if (j < D && (word >> lane) & 1u) {
-        const size_t m = at + before + __popc(word & ((1u << lane) - 1u));
-        if (a.maskFormat > 0) writeWidth(a.wireMask, m, a.maskFormat, static_cast<uint32_t>(j));
-        values[m] = wireValueOf<W>(row[j]);
-      }
-    }
-    __syncwarp();  // scan[warp] is reused by the next row
   }
 }
 
@@ -111,8 +127,10 @@ __global__ void __launch_bounds__(kRowWarpThreads) decodeWarpRows(RowWireArgs a,
 }
 
 // Dense rows from the values: whole rows (null mask), else zeros off the
-// mask and the row's values in column order on it.
-template <typename T, typename W>
+// mask and the row's values in column order on it. Every value of the row
+// is loaded before any entry is stored (as in packWarpRows: one wait on
+// memory per row, not one per mask word).
+template <typename T, typename W, int ITEMS>
 __global__ void __launch_bounds__(kRowWarpThreads) expandWarpRows(RowWireArgs a) {
   __shared__ WordScan::TempStorage scan[kRowWarps];
   const unsigned lane = laneId(), warp = threadIdx.x / 32;
@@ -127,15 +145,20 @@ __global__ void __launch_bounds__(kRowWarpThreads) expandWarpRows(RowWireArgs a)
       continue;
     }
     const LaneWord mine = laneWord(a.mask + r * wordsPerRow, wordsPerRow, scan[warp]);
-    for (size_t w = 0; w < wordsPerRow; w++) {
-      const uint32_t word = __shfl_sync(kFullWarp, mine.word, static_cast<int>(w));
-      const uint32_t before = __shfl_sync(kFullWarp, mine.before, static_cast<int>(w));
-      const size_t j = w * 32 + lane;
-      if (j < D) {
-        const bool kept = (word >> lane) & 1u;
-        row[j] = kept ? wireValueOf<T>(values[at + before + __popc(word & ((1u << lane) - 1u))])
-                      : T{};  // all-zero bits: +0 in every type
-      }
+    T x[ITEMS];
+    #pragma unroll
+    for (int i = 0; i < ITEMS; i++) {  // tiles past the row have j >= D
+      const uint32_t word = __shfl_sync(kFullWarp, mine.word, i);
+      const uint32_t before = __shfl_sync(kFullWarp, mine.before, i);
+      const size_t j = static_cast<size_t>(i) * 32 + lane;
+      const bool kept = j < D && ((word >> lane) & 1u);
+      x[i] = kept ? wireValueOf<T>(values[at + before + __popc(word & ((1u << lane) - 1u))])
+                  : T{};  // all-zero bits: +0 in every type
+    }
+    #pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+      const size_t j = static_cast<size_t>(i) * 32 + lane;
+      if (j < D) row[j] = x[i];
     }
     __syncwarp();  // scan[warp] is reused by the next row
   }

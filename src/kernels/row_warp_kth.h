@@ -121,17 +121,18 @@ DCT_HOST_DEVICE Kth<U> kthBySortedRounds(const U (&s)[ITEMS], uint32_t k, Lanes&
   for (;;) {
     const U m = lanes.max(t[0]);
     if (m == 0) return {m, taken, 0};  // past every column: unreachable for k <= columns
-    uint32_t mine = 0;
-    bool again;
+    // Each pass pops one key from every lane leading with m, so the
+    // ballots' popcounts add up to m's count (no separate warp sum).
+    uint32_t c = 0;
+    uint32_t leading = lanes.ballot(t[0] == m);  // m's own lane at least
     do {  // a lane may hold m more than once
+      c += popcount32(leading);
       const bool pop = t[0] == m;
-      mine += pop;
       DCT_UNROLL
       for (int i = 0; i + 1 < ITEMS; i++) t[i] = pop ? t[i + 1] : t[i];
       t[ITEMS - 1] = pop ? U(0) : t[ITEMS - 1];
-      again = lanes.ballot(t[0] == m) != 0;
-    } while (again);
-    const uint32_t c = lanes.sum(mine);
+      leading = lanes.ballot(t[0] == m);
+    } while (leading != 0);
     if (taken + c >= k) return {m, taken, c};
     taken += c;
   }
