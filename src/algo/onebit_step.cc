@@ -30,8 +30,8 @@
 namespace dct {
 
 bool onebitQueues(dctCompressor_t c) {
-  return c->ops != nullptr && asynchronous(c) && c->stream.agreed && c->count > 0 && !inWarmup(c) &&
-         c->onebit.readyFor(c->ops, c->kernels);
+  return c->ops != nullptr && c->ops->onebitStepCompress != nullptr && asynchronous(c) && c->stream.agreed &&
+         c->count > 0 && !inWarmup(c) && c->onebit.readyFor(c->ops, c->kernels);
 }
 
 void onebitAgreed(dctCompressor_t c, size_t sent, size_t received) {
