@@ -163,6 +163,9 @@ dctResult_t rowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void* st
 // 1-bit compressed allreduce: cuda_onebit.cu.
 dctResult_t onebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
 dctResult_t onebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
+dctResult_t onebitStepCompress(KernelContext* ctx, const OnebitStepArgs* args, int server, void* stream);
+dctResult_t onebitStepCheck(KernelContext* ctx, const OnebitStepArgs* args, void* stream);
+dctResult_t onebitStepDecode(KernelContext* ctx, const OnebitStepArgs* args, void* stream);
 // The fixed-capacity step: cuda_stream_step.cu, cuda_stream_merge.cu (merge).
 dctResult_t streamEstimate(KernelContext* ctx, const StreamStepArgs* args, void* stream);
 dctResult_t streamSelect(KernelContext* ctx, const StreamStepArgs* args, void* stream);

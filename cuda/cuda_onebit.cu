@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "cuda_device.cuh"
+#include "cuda_stream.cuh"
 #include "kernels/onebit_math.h"
 
 namespace dct::gpu {
@@ -51,9 +52,9 @@ __device__ __forceinline__ uint32_t* signWord(unsigned char* slots, size_t slotB
 // by the same thread. ranks > 0: x is the mean over `mean`'s slots + the
 // error; pending: errIn holds a kept x sent with scale p (onebitErrorIn).
 template <typename T, typename A>
-__global__ void compressGroups(const T* in, const A* errIn, bool pending, A p, A* errOut, size_t n,
-                               OnebitSlotsOf<A> mean, int ranks, unsigned char* __restrict__ slots, size_t slotBytes,
-                               size_t chunkWords, double* __restrict__ partials) {
+__device__ __forceinline__ void compressBody(const T* in, const A* errIn, bool pending, A p, A* errOut, size_t n,
+                                             OnebitSlotsOf<A> mean, int ranks, unsigned char* __restrict__ slots,
+                                             size_t slotBytes, size_t chunkWords, double* __restrict__ partials) {
   const unsigned lane = threadIdx.x & 31u;
   const size_t words = onebitWords(n), groups = (words + 31) / 32;
   for (size_t g = warpIndex(); g < groups; g += warpCount()) {  // uniform per warp
@@ -77,6 +78,26 @@ __global__ void compressGroups(const T* in, const A* errIn, bool pending, A p, A
     const double group = warpTree32(mine);
     if (lane == 0) partials[g] = group;
   }
+}
+
+template <typename T, typename A>
+__global__ void compressGroups(const T* in, const A* errIn, bool pending, A p, A* errOut, size_t n,
+                               OnebitSlotsOf<A> mean, int ranks, unsigned char* __restrict__ slots, size_t slotBytes,
+                               size_t chunkWords, double* __restrict__ partials) {
+  compressBody<T, A>(in, errIn, pending, p, errOut, n, mean, ranks, slots, slotBytes, chunkWords, partials);
+}
+
+// The queued step's compression (onebit_step_args.h): which error buffer is
+// committed, and the scale its kept x left with, read from the state.
+template <typename T, typename A>
+__global__ void compressFromState(const T* in, const StreamState* state, bool server, A* e0, A* e1, size_t n,
+                                  OnebitSlotsOf<A> mean, int ranks, unsigned char* __restrict__ slots,
+                                  size_t slotBytes, size_t chunkWords, double* __restrict__ partials) {
+  const int which = server ? state->serverCommitted : state->committed;
+  const bool pending = (server ? state->serverPending : state->pending) != 0;
+  const A p = static_cast<A>(server ? state->serverPendingScale : state->pendingScale);
+  compressBody<T, A>(in, which ? e1 : e0, pending, p, which ? e0 : e1, n, mean, ranks, slots, slotBytes, chunkWords,
+                     partials);
 }
 
 // One level: out[g] = tree of in[32g .. 32g + 31] (zeros past count).
@@ -107,9 +128,10 @@ __global__ void decodeKernel(OnebitSlotsOf<A> slots, size_t chunkWords, size_t n
 // Warps enough for `items` warp-sized work items.
 unsigned gridForWarps(size_t items) { return gridFor(items * 32); }
 
-// The sum of squares from the level-1 partials in scratch, on the host.
-dctResult_t finishSum(double* scratch, size_t groups, cudaStream_t s, double* sum) {
-  *sum = 0.0;
+// The level-1 partials in scratch reduced to one value, on the device
+// (*sum: where it lands; null for no groups, a sum of 0).
+dctResult_t reduceSum(double* scratch, size_t groups, cudaStream_t s, const double** sum) {
+  *sum = nullptr;
   if (groups == 0) return dctSuccess;
   double* a = scratch;
   double* b = scratch + groups;  // room for ceil(groups / 32) (onebitScratchBytes)
@@ -123,7 +145,17 @@ dctResult_t finishSum(double* scratch, size_t groups, cudaStream_t s, double* su
     b = t;
     count = next;
   }
-  CUDACHECK(cudaMemcpyAsync(sum, a, sizeof(double), cudaMemcpyDeviceToHost, s));
+  *sum = a;
+  return dctSuccess;
+}
+
+// The sum of squares from the level-1 partials in scratch, on the host.
+dctResult_t finishSum(double* scratch, size_t groups, cudaStream_t s, double* sum) {
+  *sum = 0.0;
+  const double* at = nullptr;
+  DCTCHECK(reduceSum(scratch, groups, s, &at));
+  if (at == nullptr) return dctSuccess;
+  CUDACHECK(cudaMemcpyAsync(sum, at, sizeof(double), cudaMemcpyDeviceToHost, s));
   CUDACHECK(cudaStreamSynchronize(s));
   return dctSuccess;
 }
@@ -170,6 +202,105 @@ dctResult_t onebitDecode(KernelContext*, const OnebitDecodeArgs* args, void* str
     const OnebitSlotsOf<A> slots{static_cast<const unsigned char*>(a.slots), a.slotBytes};
     decodeKernel<T, A><<<gridFor(a.n), kThreads, 0, cudaStreamOf(stream)>>>(
         slots, a.chunkWords, a.n, static_cast<A>(nanFactor ? 1.0 : a.factor), nanFactor, static_cast<T*>(a.out));
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+}  // namespace dct::gpu
+
+// --- the queued step's ops (onebit_step_args.h) ---------------------------
+
+namespace dct::gpu {
+namespace {
+
+// onebitScale (onebit_kernels.h) on the device, the same bits: correctly
+// rounded division and square root, one rounding to A, the canonical NaN.
+template <typename A>
+__device__ double scaleOf(double sumOfSquares, size_t len) {
+  if (len == 0) return 0.0;
+  double s = __dsqrt_rn(__ddiv_rn(sumOfSquares, static_cast<double>(len)));
+  if (sizeof(A) == 4) s = static_cast<double>(__double2float_rn(s));
+  return isfinite(s) ? s : onebitNaN<double>();
+}
+
+// The scale into the draft and into the first slotCount slots.
+template <typename A>
+__global__ void stepScaleKernel(const double* sum, size_t len, unsigned char* slots, size_t slotBytes, int slotCount,
+                                double* draft) {
+  const double scale = scaleOf<A>(sum ? *sum : 0.0, len);
+  *draft = scale;
+  // A NaN scale as the host's conversion writes it (the CPU twin's bits).
+  const A stored = isnan(scale) ? onebitNaN<A>() : static_cast<A>(scale);
+  for (int q = 0; q < slotCount; q++) *reinterpret_cast<A*>(slots + q * slotBytes) = stored;
+}
+
+// The verdict's start (the sticky error: a halted rank votes it) and
+// whether some gathered server scale is not finite.
+template <typename A>
+__global__ void checkKernel(const int32_t* failed, StreamState* state, const unsigned char* gathered,
+                            size_t slotBytes, int ranks) {
+  state->vote = readFailed(failed);
+  int32_t nonFinite = 0;
+  for (int j = 0; j < ranks; j++)
+    if (!isfinite(static_cast<double>(*reinterpret_cast<const A*>(gathered + j * slotBytes)))) nonFinite = 1;
+  state->draftNonFinite = nonFinite;
+}
+
+template <typename T, typename A>
+__global__ void decodeStepKernel(const StreamState* state, OnebitSlotsOf<A> slots, size_t chunkWords, size_t n,
+                                 A factor, T* __restrict__ out) {
+  if (!state->lastOk) return;
+  const bool nanFactor = state->draftNonFinite != 0;
+  DCT_GRID_STRIDE(i, n) out[i] = onebitDecoded<T>(slots, chunkWords, i, nanFactor ? A(1) : factor, nanFactor);
+}
+
+}  // namespace
+
+dctResult_t onebitStepCompress(KernelContext*, const OnebitStepArgs* args, int server, void* stream) {
+  const OnebitStepArgs& a = *args;
+  if (a.chunkWords == 0) return dctInternalError;
+  const cudaStream_t s = cudaStreamOf(stream);
+  return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
+    using A = typename Value<T>::Acc;
+    const size_t n = server ? a.serverN : a.n, groups = (onebitWords(n) + 31) / 32;
+    void* const* errors = server ? a.serverErrors : a.errors;
+    unsigned char* slots = static_cast<unsigned char*>(server ? a.serverSlot : a.workerSlots);
+    const OnebitSlotsOf<A> mean{static_cast<const unsigned char*>(a.receivedSlots), a.slotBytes};
+    if (groups) {
+      compressFromState<T, A><<<gridForWarps(groups), kThreads, 0, s>>>(
+          server ? nullptr : static_cast<const T*>(a.input), a.state, server != 0, static_cast<A*>(errors[0]),
+          static_cast<A*>(errors[1]), n, mean, server ? a.ranks : 0, slots, a.slotBytes, a.chunkWords, a.scratch);
+      CUDACHECK_LAUNCH();
+    }
+    const double* sum = nullptr;
+    DCTCHECK(reduceSum(a.scratch, groups, s, &sum));
+    double* draft = server ? &a.state->draftServerScale : &a.state->draftTau;
+    stepScaleKernel<A><<<1, 1, 0, s>>>(sum, n, slots, a.slotBytes, server ? 1 : a.ranks, draft);
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+dctResult_t onebitStepCheck(KernelContext*, const OnebitStepArgs* args, void* stream) {
+  const OnebitStepArgs& a = *args;
+  return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
+    checkKernel<typename Value<T>::Acc><<<1, 1, 0, cudaStreamOf(stream)>>>(
+        a.failed, a.state, static_cast<const unsigned char*>(a.gatheredSlots), a.slotBytes, a.ranks);
+    CUDACHECK_LAUNCH();
+    return dctSuccess;
+  });
+}
+
+dctResult_t onebitStepDecode(KernelContext*, const OnebitStepArgs* args, void* stream) {
+  const OnebitStepArgs& a = *args;
+  if (a.chunkWords == 0) return dctInternalError;
+  return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
+    using A = typename Value<T>::Acc;
+    if (a.n == 0) return dctSuccess;
+    const OnebitSlotsOf<A> slots{static_cast<const unsigned char*>(a.gatheredSlots), a.slotBytes};
+    decodeStepKernel<T, A><<<gridFor(a.n), kThreads, 0, cudaStreamOf(stream)>>>(
+        a.state, slots, a.chunkWords, a.n, static_cast<A>(a.factor), static_cast<T*>(a.result));
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

@@ -290,7 +290,7 @@ __global__ void postKernel(StreamState* state, int32_t code) {
 // drops it and, on a device (sticky), becomes the comm's asynchronous error
 // (the first one stays). The vote alone decides, so every rank commits or
 // drops alike (a rank halted before the vote voted its error).
-__global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, int errorFeedback) {
+__global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, int errorFeedback, bool onebit) {
   StreamState& s = *state;
   s.lastOk = 0;
   if (s.vote != dctSuccess) {
@@ -300,7 +300,8 @@ __global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, i
     }
     return;
   }
-  streamAdvance(s, errorFeedback);
+  if (onebit) onebitAdvance(s);
+  else streamAdvance(s, errorFeedback);
 }
 
 // convert's element (cuda_convert.cu), only after a committed step.
@@ -319,7 +320,8 @@ dctResult_t streamPost(KernelContext*, const StreamStepArgs* args, int32_t code,
 }
 
 dctResult_t streamCommit(KernelContext*, const StreamStepArgs* args, void* stream) {
-  commitKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, args->sticky, args->errorFeedback);
+  commitKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, args->sticky, args->errorFeedback,
+                                                    args->onebit);
   CUDACHECK_LAUNCH();
   return dctSuccess;
 }

@@ -378,7 +378,16 @@ DCT_EXPORT dctResult_t dctCompressorLoadState(dctCompressor_t compressor, const 
  * first. Stats: nnz = count, threshold = this rank's worker scale (0 in
  * warm-up), nonFinite = 1 when its input was not finite, algorithm =
  * dctAlgoDense in warm-up else dctNumAlgorithms, bytes = sign words and
- * scales this rank sent to / received from the others.
+ * scales this rank sent to / received from the others. With device
+ * buffers its sizes are fixed, so after its first 1-bit step (synchronous:
+ * it agrees the call across ranks and sets up the buffers) each step is
+ * queued on `stream` and the call returns without waiting, as the
+ * fixed-capacity step below (its asynchronous outcome, the comm's
+ * asynchronous error, CUDA graph capture and replay, lazily read stats;
+ * no phase times); recvbuf is written only by a committed step. Warm-up
+ * steps and host buffers stay synchronous. After the first step every
+ * rank must pass the same count and op: a device step does not compare
+ * the ranks' calls.
  *
  * The fixed-capacity mode (config.capacityFactor c >= 1, top-K
  * compressors): every rank's message is a slot of ceil(c * k) entries, the

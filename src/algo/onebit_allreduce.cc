@@ -32,9 +32,12 @@
 
 #include "algo/agree.h"
 #include "algo/algorithms.h"
+#include "algo/onebit_step.h"
+#include "algo/stream_step.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "base/phase_timer.h"
+#include "core/stream_setup.h"
 #include "transport/comm.h"
 
 namespace dct {
@@ -107,6 +110,10 @@ dctResult_t localWork(Step& s) {
     return s.comm->transport->prepare(s.comm, s.target, bytes, s.stream);
   }
   DCTCHECK(onebitSetUp(c, s.stream));  // first 1-bit step (or first after a re-bind)
+  if (asynchronous(c)) {  // the queued steps' state and error word, before they may start
+    DCTCHECK(c->stream.state.reserve(sizeof(StreamState)));
+    if (c->ops->device) DCTCHECK(s.comm->asyncError.mapForDevice());
+  }
   DCTCHECK(s.comm->transport->prepare(s.comm, c->onebit.arena.as(), P * s.arena.slotBytes, s.stream));
   OnebitCompressArgs w{s.send, c->residual(), c->spareResidual(), c->count, c->dtype, s.at(s.arena.workerSlots),
                        s.arena.slotBytes, s.chunks.chunkWords, s.comm->size,
@@ -166,25 +173,14 @@ dctResult_t exchange(Step& s) {
   dctComm_t comm = s.comm;
   const Transport* t = comm->transport;
   if (s.warm) return t->allreduce(comm, s.send, s.target, s.c->count, s.c->dtype, s.stream);
-  const int P = comm->size, me = comm->rank;
-  RankArrays& a = s.c->rankArrays;  // reserved by localWork
-  std::vector<size_t>&sendBytes = a.sizes, &recvBytes = a.recvBytes, &offsets = a.offsets;
-  sendBytes.assign(P, 0);
-  recvBytes.assign(P, 0);
-  offsets.assign(P, 0);
-  size_t total = 0;  // what all ranks send together
-  for (int q = 0; q < P; q++) {
-    sendBytes[q] = workerBytes(s, q);
-    recvBytes[q] = workerBytes(s, me);
-    offsets[q] = q * s.arena.slotBytes;
-    total += static_cast<size_t>(P) * sendBytes[q];
-  }
+  const RankArrays& a = s.c->rankArrays;  // reserved by localWork
+  const size_t total = onebitExchangeSizes(s.c, comm, s.chunks, s.arena.slotBytes, s.scaleBytes);
   dctResult_t res = dctSuccess;
   auto keep = [&](dctResult_t r) {
     if (res == dctSuccess) res = r;
   };
-  keep(t->alltoallv(comm, s.at(s.arena.workerSlots), sendBytes.data(), offsets.data(), s.at(s.arena.receivedSlots),
-                    recvBytes.data(), offsets.data(), total, s.stream));
+  keep(t->alltoallv(comm, s.at(s.arena.workerSlots), a.sizes.data(), a.offsets.data(), s.at(s.arena.receivedSlots),
+                    a.recvBytes.data(), a.offsets.data(), total, s.stream));
   s.clock.lap(dctPhaseExchange);
   if (res == dctSuccess) res = serverWork(s);
   s.clock.lap(dctPhaseReduce);
@@ -230,6 +226,8 @@ dctResult_t finish(Step& s) {
   return c->ops->onebitDecode(c->kernels, &out, s.stream);
 }
 
+bool validQueue(dctCompressor_t c) { return c != nullptr && onebitQueues(c); }
+
 }  // namespace
 
 dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream) {
@@ -249,6 +247,13 @@ dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream) {
 dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,
                             dctResult_t localError, const char* fn) {
+  if (validQueue(c)) return onebitQueuedStep(sendbuf, recvbuf, count, op, c, comm, stream, localError, fn);
+  // A twin that queues and went back to the host path (a re-bind) first
+  // takes its host fields back.
+  if (localError == dctSuccess && c->stream.live) {
+    localError = settleStream(c);
+    c->stream.live = false;
+  }
   CallHeader mine = allreduceHeader(localError, count, dtype, op);
   mine.algorithm = kOnebitHeader;
   std::vector<CallHeader> all;
@@ -282,6 +287,7 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   s.clock.lap(dctPhaseAgree);
 
   commit(s);
+  if (!s.warm && asynchronous(c)) onebitAgreed(c, s.sent, s.received);  // later steps queue
   if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.result, c->count * dtypeSize(c->dtype), stream);
   s.clock.lap(dctPhaseOther);
   s.clock.record(c->stats.phaseUs, c->stats.totalPhaseUs);

@@ -71,6 +71,9 @@ dctResult_t reserveSlots(dctCompressor_t c, dctComm_t comm, void* stream) {
   if (!checkedMul(st.slotBytes, static_cast<size_t>(comm->size), all))
     return fail(comm, dctInvalidArgument, "dctSparseAllreduce: %d slots of %zu bytes do not fit in memory",
                 comm->size, st.slotBytes);
+  st.sentBytes = st.slotBytes;
+  st.receivedBytes = st.slotBytes * static_cast<uint64_t>(comm->size - 1);
+  st.algorithm = dctAlgoAllgather;
   DCTCHECK(c->wire.reserve(st.slotBytes));
   DCTCHECK(c->gathered.reserve(all));
   DCTCHECK(c->ops->zero(c->kernels, c->wire.as(), st.slotBytes, stream));
@@ -117,9 +120,6 @@ struct Call {
   void* stream;
 };
 
-// A device twin's outcome arrives after the call returns (tests may ask a
-// host twin to behave so: StreamSetup::asyncForTesting).
-bool asynchronous(dctCompressor_t c) { return c->ops->device || c->stream.asyncForTesting; }
 
 StreamStepArgs stepArgs(const Call& k, void* target) {
   dctCompressor_t c = k.c;
@@ -155,28 +155,6 @@ StreamStepArgs stepArgs(const Call& k, void* target) {
   return a;
 }
 
-// The vote in place where the transport has one for the twin's memory;
-// else through the host (the state read back: host twins, staged MPI).
-dctResult_t voteStep(const Call& k, const StreamStepArgs& a) {
-  dctCompressor_t c = k.c;
-  const Transport* t = k.comm->transport;
-  if (k.comm->size == 1) return dctSuccess;
-  if (t->voteInPlace && c->ops->device) return t->voteInPlace(k.comm, &a.state->vote, k.stream);
-  // A rank that cannot read its verdict still votes (that failure): every
-  // peer waits in the vote, and the worst verdict drops the step everywhere.
-  int32_t mine = 0, worst = 0;
-  dctResult_t read = c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, k.stream);
-  if (read == dctSuccess) read = c->ops->synchronize(c->kernels, k.stream);
-  if (read != dctSuccess) mine = read;
-  const dctResult_t res = t->vote(k.comm, mine, &worst, k.stream);
-  if (res != dctSuccess) worst = res;
-  // The worst verdict into the state, which the commit reads: by the post
-  // (max with this rank's own, itself part of the worst) if the copy fails.
-  dctResult_t back = c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, k.stream);
-  if (back != dctSuccess) back = c->ops->streamPost(c->kernels, &a, worst, k.stream);
-  return read != dctSuccess ? read : back;
-}
-
 // The step's ops and collectives in order. A failure this rank sees here
 // (a launch, a transport call) is posted into the vote; the collectives
 // run regardless, so every rank's sequence matches.
@@ -192,7 +170,7 @@ dctResult_t queueStep(const Call& k, const StreamStepArgs& a, dctResult_t local)
   keep(k.comm->transport->allgather(k.comm, a.slot, const_cast<void*>(a.slots), a.slotBytes, k.stream));
   if (local == dctSuccess) keep(ops.streamMerge(c->kernels, &a, k.stream));
   if (local != dctSuccess) (void)ops.streamPost(c->kernels, &a, local, k.stream);
-  keep(voteStep(k, a));
+  keep(voteOnTwin(c, k.comm, a, k.stream));
   keep(ops.streamCommit(c->kernels, &a, k.stream));
   keep(ops.streamFinish(c->kernels, &a, k.stream));
   keep(ops.streamEnd(c->kernels, k.stream));
@@ -268,16 +246,41 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
   const StreamStepArgs a = stepArgs(k, target);
   const int32_t asyncBefore = comm->asyncError.read();
   local = queueStep(k, a, local);
-  if (asynchronous(c)) {
-    if (local != dctSuccess) return local;
-    if (asyncBefore != dctSuccess)
-      return fail(comm, static_cast<dctResult_t>(asyncBefore),
-                  "%s: an earlier fixed-capacity step failed after its call returned (%s); this step changed "
-                  "nothing: see dctCommGetAsyncError",
-                  fn, dctGetErrorString(static_cast<dctResult_t>(asyncBefore)));
-    return dctSuccess;
-  }
+  if (asynchronous(c)) return queuedOutcome(comm, local, asyncBefore, fn);
   return outcome(k, a, local, fn);
+}
+
+bool asynchronous(dctCompressor_t c) { return c->ops->device || c->stream.asyncForTesting; }
+
+// The vote in place where the transport has one for the twin's memory;
+// else through the host (the state read back: host twins, staged MPI).
+dctResult_t voteOnTwin(dctCompressor_t c, dctComm_t comm, const StreamStepArgs& a, void* stream) {
+  const Transport* t = comm->transport;
+  if (comm->size == 1) return dctSuccess;
+  if (t->voteInPlace && c->ops->device) return t->voteInPlace(comm, &a.state->vote, stream);
+  // A rank that cannot read its verdict still votes (that failure): every
+  // peer waits in the vote, and the worst verdict drops the step everywhere.
+  int32_t mine = 0, worst = 0;
+  dctResult_t read = c->ops->copy(c->kernels, &mine, &a.state->vote, sizeof mine, stream);
+  if (read == dctSuccess) read = c->ops->synchronize(c->kernels, stream);
+  if (read != dctSuccess) mine = read;
+  const dctResult_t res = t->vote(comm, mine, &worst, stream);
+  if (res != dctSuccess) worst = res;
+  // The worst verdict into the state, which the commit reads: by the post
+  // (max with this rank's own, itself part of the worst) if the copy fails.
+  dctResult_t back = c->ops->copy(c->kernels, &a.state->vote, &worst, sizeof worst, stream);
+  if (back != dctSuccess) back = c->ops->streamPost(c->kernels, &a, worst, stream);
+  return read != dctSuccess ? read : back;
+}
+
+dctResult_t queuedOutcome(dctComm_t comm, dctResult_t local, int32_t asyncBefore, const char* fn) {
+  if (local != dctSuccess) return local;
+  if (asyncBefore != dctSuccess)
+    return fail(comm, static_cast<dctResult_t>(asyncBefore),
+                "%s: an earlier step failed after its call returned (%s); this step changed nothing: see "
+                "dctCommGetAsyncError",
+                fn, dctGetErrorString(static_cast<dctResult_t>(asyncBefore)));
+  return dctSuccess;
 }
 
 }  // namespace dct

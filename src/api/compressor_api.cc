@@ -76,6 +76,7 @@ dctResult_t copyResidual(dctCompressor_t c, const void* buffer, bool restore, vo
                     : c->onebit.pending ? onebitResidual(c, const_cast<void*>(buffer), stream)
                                         : c->ops->copy(c->kernels, const_cast<void*>(buffer), mine, bytes, stream);
   if (res == dctSuccess && restore) {
+    c->stream.live = false;  // the next queued step publishes the restored state
     c->onebit.pending = false;
     c->owner.zero = true;
     c->owner.length = 0;

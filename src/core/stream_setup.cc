@@ -23,6 +23,44 @@ bool stepCapturable(dctCompressor_t c) {
          !inWarmup(c);
 }
 
+namespace {
+
+bool onebit(dctCompressor_t c) { return c->config.compressor == dctCompressorOnebit; }
+
+// The byte counters of `steps` steps since the state went live.
+void countSteps(dctCompressor_t c, uint64_t steps) {
+  const dctStats_t& base = c->stream.base;
+  dctStats_t& st = c->stats;
+  st.bytesSent = c->stream.sentBytes;
+  st.bytesReceived = c->stream.receivedBytes;
+  st.denseBytes = c->count * dtypeSize(c->dtype);
+  st.algorithm = c->stream.algorithm;
+  st.totalBytesSent = base.totalBytesSent + steps * st.bytesSent;
+  st.totalBytesReceived = base.totalBytesReceived + steps * st.bytesReceived;
+  st.totalDenseBytes = base.totalDenseBytes + steps * st.denseBytes;
+}
+
+// A 1-bit compressor's host fields from its state (commitStep's, step by step).
+dctResult_t settleOnebit(dctCompressor_t c, const StreamState& s) {
+  OnebitState& ob = c->onebit;
+  ob.serverCommitted = s.serverCommitted;
+  ob.pending = s.pending != 0;
+  ob.pendingScale = s.pendingScale;
+  ob.serverPending = s.serverPending != 0;
+  ob.serverPendingScale = s.serverPendingScale;
+  if (ob.pending) c->residualZero = false;
+  const uint64_t steps = s.step - c->stream.base.step;
+  c->stats.step = s.step;
+  if (steps == 0) return dctSuccess;
+  c->stats.threshold = s.tau;
+  c->stats.nnz = c->count;
+  c->stats.nonFinite = s.nonFinite;
+  countSteps(c, steps);
+  return dctSuccess;
+}
+
+}  // namespace
+
 dctResult_t publishStream(dctCompressor_t c, void* stream) {
   StreamState s{};
   s.step = c->stats.step;
@@ -33,6 +71,14 @@ dctResult_t publishStream(dctCompressor_t c, void* stream) {
   s.estimates = c->stats.thresholdEstimates;
   s.nnz = c->stats.nnz;
   s.nonFinite = c->stats.nonFinite;
+  if (onebit(c)) {
+    s.tau = c->stats.threshold;
+    s.serverCommitted = c->onebit.serverCommitted;
+    s.pending = c->onebit.pending ? 1 : 0;
+    s.pendingScale = c->onebit.pendingScale;
+    s.serverPending = c->onebit.serverPending ? 1 : 0;
+    s.serverPendingScale = c->onebit.serverPendingScale;
+  }
   DCTCHECK(c->stream.state.reserve(sizeof s));
   DCTCHECK(c->ops->copy(c->kernels, c->stream.state.as(), &s, sizeof s, stream));
   DCTCHECK(c->ops->synchronize(c->kernels, stream));
@@ -48,6 +94,7 @@ dctResult_t settleStream(dctCompressor_t c) {
   DCTCHECK(c->ops->copy(c->kernels, &s, c->stream.state.as(), sizeof s, c->stream.lastStream));
   DCTCHECK(c->ops->synchronize(c->kernels, c->stream.lastStream));
   c->committed = s.committed;
+  if (onebit(c)) return settleOnebit(c, s);
   c->tau.tau = s.tau;
   c->tau.have = s.tau > 0;
   c->tau.lastEstimateStep = s.lastEstimateStep;
@@ -65,13 +112,7 @@ dctResult_t settleStream(dctCompressor_t c) {
   st.threshold = s.tau;
   st.nnz = s.nnz;
   st.nonFinite = s.nonFinite;
-  st.bytesSent = c->stream.slotBytes;
-  st.bytesReceived = c->stream.slotBytes * static_cast<uint64_t>(c->ranks - 1);
-  st.denseBytes = c->count * dtypeSize(c->dtype);
-  st.algorithm = dctAlgoAllgather;
-  st.totalBytesSent = base.totalBytesSent + steps * st.bytesSent;
-  st.totalBytesReceived = base.totalBytesReceived + steps * st.bytesReceived;
-  st.totalDenseBytes = base.totalDenseBytes + steps * st.denseBytes;
+  countSteps(c, steps);
   return dctSuccess;
 }
 

@@ -21,6 +21,9 @@ struct StreamSetup {
   void* lastStream = nullptr;  // the last step's stream: reads of the state wait for it
   size_t capacity = 0;       // entries per slot
   size_t slotBytes = 0;
+  // A step's statistics, fixed by the agreed sizes (settleStream).
+  uint64_t sentBytes = 0, receivedBytes = 0;
+  dctAlgorithm_t algorithm = dctAlgoAllgather;
   // Host stats when the state went live: the counters since come from it.
   dctStats_t base{};
   // Tests: a host twin's steps report as a device's do (asynchronously,
@@ -28,6 +31,9 @@ struct StreamSetup {
   bool asyncForTesting = false;
 };
 
+// The 1-bit allreduce's queued step (algo/onebit_step.cc) uses the same
+// state (StreamState's 1-bit fields), published and settled here too.
+//
 // The fixed-capacity mode is on for this compressor (config.capacityFactor,
 // a top-K compressor).
 bool fixedCapacity(dctCompressor_t c);

@@ -148,6 +148,9 @@ dctResult_t cpuRowAccumulate(KernelContext* ctx, const RowBlockArgs* args, void*
 // 1-bit compressed allreduce: cpu_onebit.cc.
 dctResult_t cpuOnebitCompress(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
 dctResult_t cpuOnebitDecode(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
+dctResult_t cpuOnebitStepCompress(KernelContext* ctx, const OnebitStepArgs* args, int server, void* stream);
+dctResult_t cpuOnebitStepCheck(KernelContext* ctx, const OnebitStepArgs* args, void* stream);
+dctResult_t cpuOnebitStepDecode(KernelContext* ctx, const OnebitStepArgs* args, void* stream);
 // The fixed-capacity step: cpu_stream_step.cc.
 dctResult_t cpuStreamEstimate(KernelContext* ctx, const StreamStepArgs* args, void* stream);
 dctResult_t cpuStreamSelect(KernelContext* ctx, const StreamStepArgs* args, void* stream);

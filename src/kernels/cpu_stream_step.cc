@@ -124,7 +124,8 @@ dctResult_t cpuStreamCommit(KernelContext*, const StreamStepArgs* a, void*) {
     if (a->sticky && !halted(a)) *a->failed = s.vote;  // the first failure stays
     return dctSuccess;
   }
-  streamAdvance(s, a->errorFeedback);
+  if (a->onebit) onebitAdvance(s);
+  else streamAdvance(s, a->errorFeedback);
   return dctSuccess;
 }
 

@@ -11,6 +11,7 @@
 #include "dct_config.h"
 #include "kernels/message_args.h"
 #include "kernels/onebit_kernels.h"
+#include "kernels/onebit_step_args.h"
 #include "kernels/row_args.h"
 #include "kernels/select_args.h"
 #include "kernels/stream_args.h"
@@ -107,6 +108,11 @@ struct KernelOps {
   // sum-of-squares order, the NaN rule) ---
   dctResult_t (*onebitCompress)(KernelContext* ctx, OnebitCompressArgs* args, void* stream);
   dctResult_t (*onebitDecode)(KernelContext* ctx, const OnebitDecodeArgs* args, void* stream);
+  // The queued step's ops (onebit_step_args.h); server: the server's
+  // compression, else the worker's.
+  dctResult_t (*onebitStepCompress)(KernelContext* ctx, const OnebitStepArgs* args, int server, void* stream);
+  dctResult_t (*onebitStepCheck)(KernelContext* ctx, const OnebitStepArgs* args, void* stream);
+  dctResult_t (*onebitStepDecode)(KernelContext* ctx, const OnebitStepArgs* args, void* stream);
   // --- end 1-bit ---
   // --- the fixed-capacity step (stream_args.h), each op a no-op while
   // *args->failed is set (but merge then votes it, post still raises the

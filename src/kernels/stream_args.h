@@ -58,6 +58,17 @@ struct StreamState {
   // (streamPost), the transport takes its max over ranks in place.
   int32_t vote;
   int32_t lastOk;             // streamCommit: this step committed
+  // The 1-bit allreduce's queued step (onebit_step_args.h): draftTau holds
+  // the worker's scale, tau the last committed one; committed indexes the
+  // worker error (the residuals), serverCommitted the server error. Both
+  // hold the x of their last compression (keepX), sent with these scales.
+  int32_t serverCommitted;
+  int32_t pending;
+  int32_t serverPending;
+  int32_t draftNonFinite;     // some server scale of this step is NaN: output NaN, keep the errors
+  double pendingScale;
+  double serverPendingScale;
+  double draftServerScale;
 };
 
 // A slot: this header, then `capacity` indices (indexBytes each), then
@@ -111,6 +122,7 @@ struct StreamStepArgs {
   void* result;  // dtype
   dctDataType_t resultType;
   double factor;  // dctAvg: 1 / ranks
+  bool onebit;    // streamCommit commits a 1-bit step (onebitAdvance); only state, failed, sticky are read
 };
 
 // --- the schedule, the drift verdict and the commit, shared by both twins ---
@@ -128,6 +140,24 @@ DCT_HOST_DEVICE void streamAdvance(StreamState& s, int errorFeedback) {
   s.nnz = s.written;
   s.nonFinite = s.writtenNonFinite;
   s.overflow = s.selected - s.written;
+  s.step++;
+  s.lastOk = 1;
+}
+
+// A 1-bit step every rank voted for: counted; its errors (and the scales
+// their kept x left with) swap in unless a server scale was NaN (the
+// output is NaN then, and the errors stay).
+DCT_HOST_DEVICE void onebitAdvance(StreamState& s) {
+  s.tau = s.draftTau;
+  s.nonFinite = s.draftTau != s.draftTau ? 1 : 0;
+  if (!s.draftNonFinite) {
+    s.committed = 1 - s.committed;
+    s.serverCommitted = 1 - s.serverCommitted;
+    s.pending = 1;
+    s.pendingScale = s.draftTau;
+    s.serverPending = 1;
+    s.serverPendingScale = s.draftServerScale;
+  }
   s.step++;
   s.lastOk = 1;
 }
