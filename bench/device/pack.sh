@@ -3,12 +3,13 @@
 # the CUDA build's test and bench binaries and libraries, stripped, and
 # Debian's Open MPI packages (the lent machine has no MPI).
 # Usage: bench/device/pack.sh [build-dir]   (a CUDA build: DCT_ENABLE_CUDA=ON)
+# PACK_TESTS='test_cuda_rows*' packs only the suites matching that name.
 set -eu
 B=${1:-build}
 G=.gpu
 rm -rf "$G/stage" && mkdir -p "$G/stage/bin" "$G/stage/lib" "$G/debs"
 cp -a "$B"/src/libdct*.so* "$G/stage/lib/"
-find "$B/tests/cuda" -maxdepth 1 -type f -executable -name 'test_*' -exec cp {} "$G/stage/bin/" \;
+find "$B/tests/cuda" -maxdepth 1 -type f -executable -name "${PACK_TESTS:-test_*}" -exec cp {} "$G/stage/bin/" \;
 for t in cuda_kernel_perf cuda_step_perf dct_perf kernel_perf; do
   [ -x "$B/bench/$t" ] && cp "$B/bench/$t" "$G/stage/bin/"
 done

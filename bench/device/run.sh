@@ -3,7 +3,7 @@
 # over what bench/device/pack.sh put in .gpu/. Steps (default: all):
 #   tests      every CUDA suite (test_cuda_*, test_nccl_*, test_device_collectives)
 #   multirank  test_device_multirank at 2 ranks (staged MPI; NCCL needs a GPU per rank)
-#   step       cuda_step_perf: a whole step at 1-rank NCCL, variable vs fixed capacity
+#   step       cuda_step_perf: a whole step at 1-rank NCCL, variable vs fixed capacity, and 1-bit
 #   kernels    cuda_kernel_perf: select, pack, thresholds vs the D2D copy
 #   rows       cuda_kernel_perf -R at D = 64 and 256
 #   hook       tests/python/gpu_hook_check.py (torch, 1 rank, NCCL and gloo)
@@ -50,7 +50,8 @@ for s in ${*:-tests multirank step kernels rows hook overlap}; do
       rc=$?; echo "test_device_multirank np$np rc=$rc"; tail -3 /tmp/mr.log
       { echo "##### multirank np$np rc=$rc"; head -c 30000 /tmp/mr.log; } >>"$OUT/tests.log"
     done ;;
-  step) for c in 1.25 2; do timeout 120 $B/cuda_step_perf -b 1M -e 16M -c $c -n 20; done | tee "$OUT/step.txt" ;;
+  step) { for c in 1.25 2; do timeout 120 $B/cuda_step_perf -b 1M -e 16M -c $c -n 20; done
+          timeout 120 $B/cuda_step_perf -b 1M -e 16M -1 -n 20; } | tee "$OUT/step.txt" ;;
   kernels) timeout 120 $B/cuda_kernel_perf -b 1M -e 64M -f 4 -n 10 | tee "$OUT/kernel.txt" ;;
   rows) for L in 64 256; do timeout 60 $B/cuda_kernel_perf -R -L $L -b 16M -e 64M -n 10; done | tee "$OUT/rows.txt" ;;
   hook) pyenv timeout 200 python3 tests/python/gpu_hook_check.py 2>&1 | tail -20 | tee "$OUT/hook.txt"

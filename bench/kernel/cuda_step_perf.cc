@@ -9,8 +9,10 @@
 //   graph      one replay of the fixed step captured in a CUDA graph;
 //   bound      12 bytes per element (read gradient and residual, write the
 //              residual) at the copy's measured rate: the select's traffic.
-// One rank exchanges nothing on a wire: these are the compression's device
-// costs and the host's part in them. Exits 77 where no GPU is usable.
+// -1: the 1-bit allreduce instead (queued on the stream after its first
+// step; no variable column). One rank exchanges nothing on a wire: these
+// are the compression's device costs and the host's part in them. Exits 77
+// where no GPU is usable.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -53,11 +55,14 @@ struct Setup {
   dctComm_t comm = nullptr;
 };
 
+bool onebit = false;
+
 dctCompressor_t compressor(const Setup& s, double density, double capacity) {
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
   cfg.density = density;
   cfg.algorithm = dctAlgoAllgather;
-  cfg.capacityFactor = capacity;
+  cfg.capacityFactor = onebit ? 0 : capacity;
+  if (onebit) cfg.compressor = dctCompressorOnebit;
   dctCompressor_t c = nullptr;
   OK(dctCompressorCreate(s.comm, s.n, dctFloat32, &cfg, &c) == dctSuccess);
   return c;
@@ -86,7 +91,7 @@ void row(Setup& s, double density, double capacity, int reps) {
     return cudaMemcpyAsync(s.out, s.grad, bytes, cudaMemcpyDeviceToDevice, s.stream) == cudaSuccess;
   });
   dctCompressor_t variable = compressor(s, density, 0), fixed = compressor(s, density, capacity);
-  const double varUs = timed(s, reps, [&] { return step(s, variable); });
+  const double varUs = onebit ? 0 : timed(s, reps, [&] { return step(s, variable); });
   const double fixUs = timed(s, reps, [&] { return step(s, fixed); });
   std::vector<double> blocked;
   for (int i = 0; i < reps; i++) {
@@ -121,14 +126,15 @@ int main(int argc, char** argv) {
   size_t minN = size_t(1) << 20, maxN = size_t(1) << 24;
   double density = 0.01, capacity = 1.25;
   int reps = 10, opt;
-  while ((opt = getopt(argc, argv, "b:e:D:c:n:h")) != -1) {
+  while ((opt = getopt(argc, argv, "b:e:D:c:n:1h")) != -1) {
     if ((opt == 'b' && dctbench::parseCount(optarg, minN)) || (opt == 'e' && dctbench::parseCount(optarg, maxN)))
       continue;
     if (opt == 'D') density = std::atof(optarg);
     else if (opt == 'c') capacity = std::atof(optarg);
     else if (opt == 'n') reps = std::max(1, std::atoi(optarg));
+    else if (opt == '1') onebit = true;
     else {
-      std::fputs("usage: cuda_step_perf [-b minN] [-e maxN] [-D density] [-c capacity] [-n reps] (N by 4)\n",
+      std::fputs("usage: cuda_step_perf [-b minN] [-e maxN] [-D density] [-c capacity] [-n reps] [-1] (N by 4)\n",
                  opt == 'h' ? stdout : stderr);
       return opt == 'h' ? 0 : 2;
     }
@@ -144,7 +150,8 @@ int main(int argc, char** argv) {
   OK(ncclCommInitAll(&nccl, 1, &device) == ncclSuccess);
   OK(dctCommInitNccl(nccl, &s.comm) == dctSuccess);
   OK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) == cudaSuccess);
-  std::printf("# 1-rank NCCL, fp32, medians of %d; times in us; x_bound = step / 12-byte bound\n", reps);
+  std::printf("# 1-rank NCCL, fp32, %s, medians of %d; times in us; x_bound = step / 12-byte bound\n",
+              onebit ? "1-bit allreduce (fixed = the queued step)" : "top-K", reps);
   std::printf("%10s %8s %5s %10s %10s %10s %10s %10s %10s %6s %6s\n", "n", "density", "c", "copy", "bound",
               "variable", "fixed", "blocked", "graph", "x_fix", "x_graph");
   for (size_t n = minN; n <= maxN; n *= 4) {
