@@ -19,19 +19,7 @@ namespace dct::gpu::rows {
 template <typename T>
 using ShiftedKey = ::cuda::std::conditional_t<sizeof(RowKey<T>) == 8, uint64_t, uint32_t>;
 
-// Lane l's entries of a row: item i is column 32 i + l (T{} past D).
-template <typename T, int ITEMS>
-__device__ __forceinline__ void loadWarpRow(const T* __restrict__ row, size_t D, unsigned lane, T (&x)[ITEMS]) {
-  DCT_UNROLL
-  for (int i = 0; i < ITEMS; i++) {
-    const size_t j = static_cast<size_t>(i) * 32 + lane;
-    x[i] = j < D ? row[j] : T{};
-  }
-}
-
-// k: min(k, D), 0 for threshold. k == D keeps whole rows. A warp reads
-// its next row before selecting in this one (short rows), so the load's
-// latency overlaps the warp reductions.
+// k: min(k, D), 0 for threshold. k == D keeps whole rows.
 template <typename T, int ITEMS>
 __global__ void __launch_bounds__(kRowWarpThreads)
     selectWarpRows(const T* __restrict__ in, size_t R, size_t D, size_t k, AccOf<T> tau,
@@ -40,47 +28,30 @@ __global__ void __launch_bounds__(kRowWarpThreads)
   const WarpLanes lanes;
   const unsigned lane = laneId();
   const size_t W = dct::maskWords(D);
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x / 32;
   unsigned long long nonFinite = 0;  // lane 0's count of its rows
-  size_t r = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  // A second row's registers only where the kernel stays at about 32 per
-  // thread (a full SM of warps; ptxas -v).
-  constexpr bool kAhead = ITEMS <= 4 && ITEMS * sizeof(T) <= 16;
-  T next[ITEMS];
-  if (kAhead && r < R) loadWarpRow(in + r * D, D, lane, next);
-  for (; r < R; r += stride) {  // warp-uniform
-    T x[ITEMS];
-    if constexpr (kAhead) {
-      DCT_UNROLL
-      for (int i = 0; i < ITEMS; i++) x[i] = next[i];
-      if (r + stride < R) loadWarpRow(in + (r + stride) * D, D, lane, next);
-    }
+  DCT_WARP_STRIDE(r, R) {
     const T* row = in + r * D;
-    const auto value = [&](int i) -> T {  // entry i of this lane (T{} past D)
-      if constexpr (kAhead) {
-        return x[i];
-      } else {
-        const size_t j = static_cast<size_t>(i) * 32 + lane;
-        return j < D ? row[j] : T{};
-      }
-    };
     uint32_t* words = mask + r * W;
     uint32_t kept = 0, nf = 0;
     if (k == 0 || k == D) {  // threshold, or whole rows: no cut
       DCT_UNROLL
       for (int i = 0; i < ITEMS; i++) {
-        const bool valid = static_cast<size_t>(i) * 32 + lane < D;
-        const T xi = value(i);
-        const bool keep = valid && (k != 0 || taken(loadValue(xi), tau));
+        const size_t j = static_cast<size_t>(i) * 32 + lane;
+        const bool valid = j < D;
+        const T x = valid ? row[j] : T{};
+        const bool keep = valid && (k != 0 || taken(loadValue(x), tau));
         const uint32_t word = __ballot_sync(kFullWarp, keep);
-        nf += __popc(__ballot_sync(kFullWarp, keep && !finiteValue(xi)));
+        nf += __popc(__ballot_sync(kFullWarp, keep && !finiteValue(x)));
         kept += __popc(word);
         if (lane == 0 && static_cast<size_t>(i) < W) words[i] = word;
       }
     } else {
       U s[ITEMS];
       DCT_UNROLL
-      for (int i = 0; i < ITEMS; i++) s[i] = static_cast<size_t>(i) * 32 + lane < D ? U(rowKey(value(i))) + 1 : U(0);
+      for (int i = 0; i < ITEMS; i++) {
+        const size_t j = static_cast<size_t>(i) * 32 + lane;
+        s[i] = j < D ? U(rowKey(row[j])) + 1 : U(0);
+      }
       const WarpCut<U> cut = warpRowCut(s, static_cast<uint32_t>(k), U(kInfKey<T>), lanes);
       kept = warpMarkTopK(s, cut, static_cast<uint32_t>(k), W, words, lanes);
       nf = cut.nonFinite;  // every non-finite entry is kept (they rank first)
