@@ -26,6 +26,7 @@ from .hook_agree import settings_of, vote
 from .hook_step import BucketJob, StepRunner
 from .hook_thread import Worker
 from .hook_units import Units
+from .onebit_adam import OnebitAdam, onebit_adam_hook  # noqa: F401 (libdct.torch's API)
 
 
 class _Owned:

@@ -1,0 +1,401 @@
+"""1-bit Adam (Tang et al., ICML 2021) as a torch.optim.Optimizer over
+libdct's 1-bit compressed allreduce (docs/onebit_adam.md):
+
+    opt = OnebitAdam(model.parameters(), lr=1e-3, freeze_step=1000)
+    loss.backward(); opt.step()
+
+Warm-up (the first freeze_step steps): exact Adam on the gradients averaged
+densely (torch's own Adam arithmetic, parameter by parameter). Compression
+stage: each rank folds its local gradient into the momentum, the momentum is
+averaged by one 1-bit compressed allreduce (worker and server errors in the
+compressor), and the variance frozen at the end of the warm-up preconditions
+the update. Every parameter is a slice of one flat fp32 buffer (fp64 when
+all are fp64), so a step is one exchange."""
+import math
+import warnings
+import weakref
+
+import torch
+
+from .comm import Comm
+from .config import Config
+from .onebit_support import Layout, _MpiChannel, _TorchChannel, vote
+
+FORMAT = 1
+
+
+def _functional_adam(decoupled):
+    """torch's functional Adam (AdamW), the arithmetic torch.optim.Adam runs."""
+    if decoupled:
+        from torch.optim.adamw import adamw
+        return adamw
+    from torch.optim.adam import adam
+    return adam
+
+
+class _Owned:
+    def __init__(self):
+        self.compressor, self.comm, self.groups = None, None, []
+
+    def free(self):
+        if self.compressor is not None:
+            self.compressor.close()
+        if self.comm is not None:
+            self.comm.close()
+        for g in self.groups:
+            g.close()
+        self.compressor, self.comm, self.groups = None, None, []
+
+
+class OnebitAdam(torch.optim.Optimizer):
+    """1-bit Adam. Construction is collective over the group (every rank, in
+    the same order as its other libdct objects over that group).
+
+    freeze_step: exact-Adam warm-up steps; the variance freezes after them.
+    weight_decay, decoupled_weight_decay: AdamW's decay (p *= 1 - lr * wd)
+        when decoupled (default), else Adam's L2 term added to the gradient.
+    bias_correction: Adam's 1 - beta^t corrections (torch.optim.Adam's in
+        the warm-up); in the compression stage the variance's correction is
+        frozen with the variance, the momentum's keeps counting. False: none
+        (DeepSpeed's OnebitAdam).
+    process_group: a torch.distributed group (None: the default one); or
+    mpi_comm: an mpi4py communicator (CPU parameters).
+    average_gradients: the warm-up averages the gradients itself (dense
+        allreduce). onebit_adam_hook under DDP does it instead (the hook
+        turns this off); with plain DDP pass False.
+    nonfinite: a NaN/Inf gradient on any rank skips the step on every rank,
+        nothing changed, with a RuntimeWarning ("skip", default; counted in
+        skipped_steps), or raises a RuntimeError on every rank ("raise").
+    config: a libdct.Config for the compressor's remaining fields.
+    Settings that decide the collectives (freeze_step, the stage and step,
+    the flat layout, the hyperparameters) are agreed at construction and at
+    every step: a rank that differs fails every rank with a RuntimeError."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, freeze_step,
+                 decoupled_weight_decay=True, bias_correction=True, process_group=None, mpi_comm=None,
+                 average_gradients=True, nonfinite="skip", config=None):
+        if not isinstance(freeze_step, int) or freeze_step < 1:
+            raise ValueError(f"freeze_step must be an int >= 1 (exact-Adam warm-up steps), not {freeze_step!r}")
+        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"betas must be in [0, 1), not {betas}")
+        if nonfinite not in ("skip", "raise"):
+            raise ValueError(f"nonfinite must be 'skip' or 'raise', not {nonfinite!r}")
+        if process_group is not None and mpi_comm is not None:
+            raise ValueError("pass process_group or mpi_comm, not both")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, defaults)
+        for g in self.param_groups:
+            if not g["params"]:
+                raise ValueError("OnebitAdam: an empty parameter group")
+        self.freeze_step, self.bias_correction = freeze_step, bool(bias_correction)
+        self.decoupled_weight_decay, self.nonfinite = bool(decoupled_weight_decay), nonfinite
+        self.average_gradients = bool(average_gradients)
+        self.layout = Layout(self.param_groups)
+        self._first = [0]  # group i's parameters start at layout.params[_first[i]]
+        for g in self.param_groups:
+            self._first.append(self._first[-1] + len(g["params"]))
+        self.step_count = 0      # steps taken (skipped ones not counted)
+        self.skipped_steps = 0
+        self.exp_avg, self.exp_avg_sq = self.layout.zeros(), self.layout.zeros()
+        self._grad, self._send = self.layout.zeros(), self.layout.zeros()
+        self._denom = None       # the frozen preconditioner, made at the first compressed step
+        self._owned = _Owned()
+        self._finalizer = weakref.finalize(self, self._owned.free)
+        self.compressor_config = Config(**{**{k: v for k, v in vars(config or Config()).items() if v is not None},
+                                           "compressor": "onebit", "warmup_steps": 0, "error_feedback": True})
+        try:
+            self._connect(process_group, mpi_comm)
+            vote(self._channel, self._fields(construction=True))
+        except BaseException:
+            self.close()
+            raise
+
+    # --- set-up ---
+
+    def _connect(self, process_group, mpi_comm):
+        owned = self._owned
+        if mpi_comm is not None:
+            if self.layout.device.type != "cpu":
+                raise ValueError("OnebitAdam over an mpi4py communicator takes CPU parameters")
+            self._channel = _MpiChannel(mpi_comm)
+            owned.comm = Comm.from_mpi(mpi_comm)
+        else:
+            from .groups import PrivateGroup, backend_of, group_ranks, group_timeout
+            import torch.distributed as dist
+            ranks, backend = group_ranks(process_group), backend_of(process_group)
+            if dist.get_rank() not in ranks:
+                raise ValueError(f"global rank {dist.get_rank()} is not in the process group {ranks}")
+            timeout = group_timeout(process_group)
+            control = PrivateGroup(ranks, "gloo", timeout, "adam-control")
+            owned.groups.append(control)
+            data = control
+            if backend == "nccl" and self.layout.device.type == "cuda":
+                data = PrivateGroup(ranks, "nccl", timeout, "adam-data")
+                owned.groups.append(data)
+                owned.comm = Comm.from_torch(data, device=self.layout.device, control=control)
+            elif self.layout.device.type == "cuda":
+                raise ValueError(f"OnebitAdam: CUDA parameters need an NCCL process group, not {backend}")
+            else:
+                owned.comm = Comm.from_torch(control)
+            self._channel = _TorchChannel(control, data)
+        self.process_group = process_group
+        owned.compressor = owned.comm.compressor(self.layout.count, self.layout.dtype, self.compressor_config)
+
+    @property
+    def compressor(self):
+        """The libdct Compressor of the momentum exchange (its residual is
+        the worker error; save_state() holds both errors)."""
+        if self._owned.compressor is None:
+            raise RuntimeError("OnebitAdam: closed")
+        return self._owned.compressor
+
+    @property
+    def world_size(self):
+        return self._channel.size
+
+    @property
+    def compressing(self):
+        """True when the next step is a compression-stage step."""
+        return self.step_count >= self.freeze_step
+
+    def _averages_here(self):
+        return self.average_gradients and self._channel.size > 1
+
+    def _fields(self, construction=False):
+        fields = {"freeze_step": self.freeze_step, "layout": self.layout.describe(),
+                  "settings": (self.bias_correction, self.decoupled_weight_decay, self.nonfinite,
+                               repr(sorted(vars(self.compressor_config).items())))}
+        if not construction:
+            fields["step and stage"] = (self.step_count, self.compressing)
+            fields["average_gradients"] = self._averages_here()
+            fields["hyperparameters"] = tuple((g["lr"], tuple(g["betas"]), g["eps"], g["weight_decay"])
+                                              for g in self.param_groups)
+        return fields
+
+    # --- the step ---
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One step, collective over the group. A NaN/Inf gradient on any
+        rank: see nonfinite. Returns closure's loss."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        compressor = self.compressor
+        failed = None
+        try:
+            failed = self.layout.gather_grads(self._grad)
+            nonfinite = failed is None and not bool(torch.isfinite(self._grad).all())
+        except Exception as e:  # carried into the vote: every rank fails together
+            failed, nonfinite = f"OnebitAdam: {type(e).__name__}: {e}", False
+        [any_nonfinite] = vote(self._channel, self._fields(), failed, [nonfinite])
+        if any_nonfinite:
+            return self._skip("a gradient", loss)
+        if not self.compressing:
+            self._warmup_step()
+            return loss
+        send = self._momentum_into(self._send)
+        compressor.allreduce(send, op="avg")  # the average of compressed momenta, same bits everywhere
+        if not bool(torch.isfinite(send).all()):  # the compressor kept its errors; skip on every rank alike
+            return self._skip("the exchanged momentum", loss)
+        self.exp_avg.copy_(send)
+        self._compressed_update()
+        return loss
+
+    def _skip(self, what, loss):
+        self.skipped_steps += 1
+        message = (f"OnebitAdam: {what} is not finite on some rank: step {self.step_count + 1} skipped on "
+                   f"every rank, nothing changed")
+        if self.nonfinite == "raise":
+            raise RuntimeError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return loss
+
+    def _warmup_step(self):
+        grad = self._grad
+        if self._averages_here():
+            self._channel.sum_(grad)
+            grad.div_(self._channel.size)
+        if self.bias_correction:
+            self._torch_adam(grad)
+        else:
+            self._plain_adam(grad)
+        self.step_count += 1
+
+    def _torch_adam(self, grad):
+        """torch.optim.Adam's (AdamW's) own arithmetic, parameter by parameter."""
+        adam = _functional_adam(self.decoupled_weight_decay)
+        grads, ms, vs = self.layout.views(grad), self.layout.views(self.exp_avg), self.layout.views(self.exp_avg_sq)
+        at = 0
+        for g in self.param_groups:
+            n = len(g["params"])
+            params = [self._working(p) for p in g["params"]]
+            steps = [torch.tensor(float(self.step_count)) for _ in range(n)]
+            adam(params, grads[at:at + n], ms[at:at + n], vs[at:at + n], [], steps, foreach=None, capturable=False,
+                 amsgrad=False, beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"],
+                 weight_decay=g["weight_decay"], eps=g["eps"], maximize=False)
+            self._write_back(g["params"], params)
+            at += n
+
+    def _plain_adam(self, grad):
+        """Adam without bias correction (DeepSpeed's OnebitAdam), group by group."""
+        for i, g in enumerate(self.param_groups):
+            beta1, beta2 = g["betas"]
+            m, v = self.layout.group_views(self.exp_avg)[i], self.layout.group_views(self.exp_avg_sq)[i]
+            gr = self._l2(i, self.layout.group_views(grad)[i])
+            m.mul_(beta1).add_(gr, alpha=1 - beta1)
+            v.mul_(beta2).addcmul_(gr, gr, value=1 - beta2)
+            self._apply(i, m, v.sqrt().add_(g["eps"]), g["lr"])
+
+    def _working(self, p):
+        """p itself when it has the state's type, else a copy in that type."""
+        return p if p.dtype == self.layout.dtype else p.to(self.layout.dtype)
+
+    @staticmethod
+    def _write_back(params, working):
+        for p, q in zip(params, working):
+            if q is not p:
+                p.copy_(q)
+
+    def _group_params(self, i):
+        """Group i's parameters as one flat tensor of the state's type (a copy)."""
+        return torch.cat([p.detach().reshape(-1).to(self.layout.dtype) for p in self.param_groups[i]["params"]])
+
+    def _l2(self, i, grad):
+        """grad + weight_decay * p for Adam's (not decoupled) decay, else grad."""
+        g = self.param_groups[i]
+        if g["weight_decay"] and not self.decoupled_weight_decay:
+            return grad.add(self._group_params(i), alpha=g["weight_decay"])
+        return grad
+
+    def _apply(self, i, m, denom, step_size):
+        """Group i: p -= step_size * m / denom (after AdamW's decay), each
+        parameter computed in the state's type and rounded once to its own."""
+        g = self.param_groups[i]
+        a = self.layout.group_ranges[i][0]
+        for p, o in zip(g["params"], self.layout.offsets[self._first[i]:]):
+            q = self._working(p)
+            if g["weight_decay"] and self.decoupled_weight_decay:
+                q.mul_(1 - g["lr"] * g["weight_decay"])
+            n = p.numel()
+            q.addcdiv_(m[o - a:o - a + n].view_as(p), denom[o - a:o - a + n].view_as(p), value=-step_size)
+            if q is not p:
+                p.copy_(q)
+
+    def _momentum_into(self, out):
+        """out = beta1 * m + (1 - beta1) * g, this rank's gradient (plus the
+        L2 term when the decay is not decoupled), group by group."""
+        grads, ms, outs = (self.layout.group_views(x) for x in (self._grad, self.exp_avg, out))
+        for i, (g, grad, m, o) in enumerate(zip(self.param_groups, grads, ms, outs)):
+            beta1 = g["betas"][0]
+            grad = self._l2(i, grad)
+            torch.mul(m, beta1, out=o)
+            o.add_(grad, alpha=1 - beta1)
+        return out
+
+    def _frozen_denominator(self):
+        """sqrt(v / (1 - beta2^freeze_step)) + eps, per group: fixed from the
+        first compressed step on (not saved: rebuilt from the saved v)."""
+        if self._denom is None:
+            denom = self.exp_avg_sq.sqrt()
+            for g, d in zip(self.param_groups, self.layout.group_views(denom)):
+                if self.bias_correction:
+                    d.div_(math.sqrt(1 - g["betas"][1] ** self.freeze_step))
+                d.add_(g["eps"])
+            self._denom = denom
+        return self._denom
+
+    def _compressed_update(self):
+        self.step_count += 1
+        t = self.step_count
+        denom = self._frozen_denominator()
+        for i, (g, m, d) in enumerate(zip(self.param_groups, self.layout.group_views(self.exp_avg),
+                                          self.layout.group_views(denom))):
+            beta1 = g["betas"][0]
+            self._apply(i, m, d, g["lr"] / (1 - beta1 ** t) if self.bias_correction else g["lr"])
+
+    # --- checkpoints ---
+
+    def state_dict(self):
+        """param_groups as torch's, plus the flat state under "onebit": step,
+        stage, the momentum, the (frozen) variance and the compressor's
+        state (worker and server errors). Restores into a fresh process with
+        the same group size, rank and parameters, continuing bit for bit."""
+        out = super().state_dict()
+        blob = self.compressor.save_state()
+        out["onebit"] = {"format": FORMAT, "step": self.step_count, "skipped": self.skipped_steps,
+                         "freeze_step": self.freeze_step, "layout": repr(self.layout.describe()),
+                         "group": (self._channel.rank, self._channel.size),
+                         "exp_avg": self.exp_avg.detach().cpu().clone(),
+                         "exp_avg_sq": self.exp_avg_sq.detach().cpu().clone(),
+                         "compressor": torch.tensor(list(blob), dtype=torch.uint8)}
+        return out
+
+    def load_state_dict(self, state_dict):
+        """Collective: a state that does not fit (another freeze_step, layout,
+        group size or rank, a corrupt compressor state) fails on every rank
+        with nothing changed."""
+        failed, saved = None, state_dict.get("onebit") if isinstance(state_dict, dict) else None
+        compressor, before = self.compressor, None
+        try:
+            failed = self._check_saved(saved)
+            if failed is None:
+                before = compressor.save_state()
+                compressor.load_state(bytes(saved["compressor"].tolist()))
+        except Exception as e:
+            failed = f"OnebitAdam.load_state_dict: {type(e).__name__}: {e}"
+        try:
+            vote(self._channel, {"freeze_step": self.freeze_step, "layout": self.layout.describe()}, failed)
+        except BaseException:
+            if before is not None:
+                compressor.load_state(before)
+            raise
+        base = {k: v for k, v in state_dict.items() if k != "onebit"}
+        super().load_state_dict(base)
+        self.step_count, self.skipped_steps = int(saved["step"]), int(saved["skipped"])
+        self.exp_avg.copy_(saved["exp_avg"])
+        self.exp_avg_sq.copy_(saved["exp_avg_sq"])
+        self._denom = None
+
+    def _check_saved(self, saved):
+        if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+            return "OnebitAdam.load_state_dict: not an OnebitAdam state_dict (no 'onebit' entry of format 1)"
+        if saved["freeze_step"] != self.freeze_step:
+            return (f"OnebitAdam.load_state_dict: the state's freeze_step is {saved['freeze_step']}, "
+                    f"this optimizer's {self.freeze_step}")
+        if saved["layout"] != repr(self.layout.describe()):
+            return "OnebitAdam.load_state_dict: the state's parameters (sizes, types, groups) are not this optimizer's"
+        here = (self._channel.rank, self._channel.size)
+        if tuple(saved["group"]) != here:
+            return f"OnebitAdam.load_state_dict: saved by rank {saved['group'][0]} of {saved['group'][1]}, here {here}"
+        for name in ("exp_avg", "exp_avg_sq"):
+            t = saved[name]
+            if t.shape != (self.layout.count,) or t.dtype != self.layout.dtype or not bool(torch.isfinite(t).all()):
+                return f"OnebitAdam.load_state_dict: the state's {name} is not {self.layout.count} finite values"
+        return None
+
+    def close(self):
+        """Frees the compressor, the comm and the groups. Idempotent."""
+        self._finalizer()
+
+
+def onebit_adam_hook(optimizer, bucket):
+    """A DDP communication hook for OnebitAdam:
+
+        ddp.register_comm_hook(optimizer, onebit_adam_hook)
+
+    In the warm-up it averages the bucket like DDP's own allreduce; in the
+    compression stage it returns the local gradient untouched, since the
+    optimizer's momentum exchange replaces the gradient exchange."""
+    import torch.distributed as dist
+    optimizer.average_gradients = False
+    buf = bucket.buffer()
+    if optimizer.compressing:
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+    group = optimizer.process_group
+    buf.div_(dist.get_world_size(group))
+    work = dist.all_reduce(buf, group=group, async_op=True)
+    return work.get_future().then(lambda f: f.value()[0])
