@@ -25,6 +25,9 @@ for np in 1 2 3 4; do
   echo "== test_hook_checkpoint at $np ranks"
   timeout 600 bash checkpoint_roundtrip.sh "$np" mpirun "$venv/bin/python" --oversubscribe \
     -x LIBDCT_LIBRARY -x PYTHONPATH -x MASTER_PORT
+  echo "== test_onebit_adam_checkpoint at $np ranks"
+  CHECKPOINT_SCRIPT=test_onebit_adam_checkpoint.py timeout 600 bash checkpoint_roundtrip.sh "$np" mpirun \
+    "$venv/bin/python" --oversubscribe -x LIBDCT_LIBRARY -x PYTHONPATH -x MASTER_PORT
 done
 timeout 600 "$venv/bin/python" test_hook.py --spawn 2 | tail -1
 echo "python tests passed on torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
