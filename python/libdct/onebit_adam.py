@@ -17,11 +17,10 @@ import weakref
 
 import torch
 
+from . import onebit_checkpoint
 from .comm import Comm
 from .config import Config
 from .onebit_support import Layout, _MpiChannel, _TorchChannel, vote
-
-FORMAT = 1
 
 
 def _functional_adam(decoupled):
@@ -74,71 +73,90 @@ class OnebitAdam(torch.optim.Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, freeze_step,
                  decoupled_weight_decay=True, bias_correction=True, process_group=None, mpi_comm=None,
                  average_gradients=True, nonfinite="skip", config=None):
-        if not isinstance(freeze_step, int) or freeze_step < 1:
-            raise ValueError(f"freeze_step must be an int >= 1 (exact-Adam warm-up steps), not {freeze_step!r}")
-        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"betas must be in [0, 1), not {betas}")
-        if nonfinite not in ("skip", "raise"):
-            raise ValueError(f"nonfinite must be 'skip' or 'raise', not {nonfinite!r}")
         if process_group is not None and mpi_comm is not None:
             raise ValueError("pass process_group or mpi_comm, not both")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
         super().__init__(params, defaults)
-        for g in self.param_groups:
-            if not g["params"]:
-                raise ValueError("OnebitAdam: an empty parameter group")
         self.freeze_step, self.bias_correction = freeze_step, bool(bias_correction)
         self.decoupled_weight_decay, self.nonfinite = bool(decoupled_weight_decay), nonfinite
         self.average_gradients = bool(average_gradients)
-        self.layout = Layout(self.param_groups)
-        self._first = [0]  # group i's parameters start at layout.params[_first[i]]
-        for g in self.param_groups:
-            self._first.append(self._first[-1] + len(g["params"]))
         self.step_count = 0      # steps taken (skipped ones not counted)
         self.skipped_steps = 0
-        self.exp_avg, self.exp_avg_sq = self.layout.zeros(), self.layout.zeros()
-        self._grad, self._send = self.layout.zeros(), self.layout.zeros()
         self._denom = None       # the frozen preconditioner, made at the first compressed step
         self._owned = _Owned()
         self._finalizer = weakref.finalize(self, self._owned.free)
         self.compressor_config = Config(**{**{k: v for k, v in vars(config or Config()).items() if v is not None},
                                            "compressor": "onebit", "warmup_steps": 0, "error_feedback": True})
+        # What is wrong here is carried into the first vote, so that a rank
+        # whose arguments differ fails every rank instead of leaving them waiting.
+        failed, self.layout = None, None
         try:
-            self._connect(process_group, mpi_comm)
-            vote(self._channel, self._fields(construction=True))
+            self._check_arguments()
+            self.layout = Layout(self.param_groups)
+            self.compressor_config.to_native()
+        except (ValueError, TypeError) as e:
+            failed = e
+        try:
+            self._open_channel(process_group, mpi_comm)
+            if failed is None and mpi_comm is not None and self.layout.device.type != "cpu":
+                failed = ValueError("OnebitAdam over an mpi4py communicator takes CPU parameters")
+            if failed is None and mpi_comm is None and self.layout.device.type == "cuda" and self._backend != "nccl":
+                failed = ValueError(f"OnebitAdam: CUDA parameters need an NCCL process group, not {self._backend}")
+            vote(self._channel, self._fields(construction=True), failed)
+            self._open_data(process_group, mpi_comm)
         except BaseException:
             self.close()
             raise
+        self._first = [0]  # group i's parameters start at layout.params[_first[i]]
+        for g in self.param_groups:
+            self._first.append(self._first[-1] + len(g["params"]))
+        self.exp_avg, self.exp_avg_sq = self.layout.zeros(), self.layout.zeros()
+        self._grad, self._send = self.layout.zeros(), self.layout.zeros()
+
+    def _check_arguments(self):
+        if not isinstance(self.freeze_step, int) or self.freeze_step < 1:
+            raise ValueError(f"freeze_step must be an int >= 1 (exact-Adam warm-up steps), not {self.freeze_step!r}")
+        if self.nonfinite not in ("skip", "raise"):
+            raise ValueError(f"nonfinite must be 'skip' or 'raise', not {self.nonfinite!r}")
+        for g in self.param_groups:
+            if not g["params"]:
+                raise ValueError("OnebitAdam: an empty parameter group")
+            if not all(0.0 <= b < 1.0 for b in g["betas"]):
+                raise ValueError(f"betas must be in [0, 1), not {g['betas']}")
 
     # --- set-up ---
 
-    def _connect(self, process_group, mpi_comm):
+    def _open_channel(self, process_group, mpi_comm):
+        """The control channel (votes): mpi4py's communicator, or a private
+        gloo group over the process group's ranks."""
+        self.process_group = process_group
+        if mpi_comm is not None:
+            self._channel, self._backend = _MpiChannel(mpi_comm), "mpi"
+            return
+        from .groups import PrivateGroup, backend_of, group_ranks, group_timeout
+        import torch.distributed as dist
+        ranks, self._backend = group_ranks(process_group), backend_of(process_group)
+        if dist.get_rank() not in ranks:
+            raise ValueError(f"global rank {dist.get_rank()} is not in the process group {ranks}")
+        control = PrivateGroup(ranks, "gloo", group_timeout(process_group), "adam-control")
+        self._owned.groups.append(control)
+        self._channel = _TorchChannel(control, control)
+
+    def _open_data(self, process_group, mpi_comm):
+        """The libdct comm of the momentum exchange (and, for CUDA parameters
+        on NCCL, a private NCCL group for the warm-up's averages)."""
         owned = self._owned
         if mpi_comm is not None:
-            if self.layout.device.type != "cpu":
-                raise ValueError("OnebitAdam over an mpi4py communicator takes CPU parameters")
-            self._channel = _MpiChannel(mpi_comm)
             owned.comm = Comm.from_mpi(mpi_comm)
+        elif self.layout.device.type == "cuda":
+            from .groups import PrivateGroup, group_timeout
+            control = self._channel.control
+            data = PrivateGroup(control.ranks, "nccl", group_timeout(process_group), "adam-data")
+            owned.groups.append(data)
+            self._channel.data = data
+            owned.comm = Comm.from_torch(data, device=self.layout.device, control=control)
         else:
-            from .groups import PrivateGroup, backend_of, group_ranks, group_timeout
-            import torch.distributed as dist
-            ranks, backend = group_ranks(process_group), backend_of(process_group)
-            if dist.get_rank() not in ranks:
-                raise ValueError(f"global rank {dist.get_rank()} is not in the process group {ranks}")
-            timeout = group_timeout(process_group)
-            control = PrivateGroup(ranks, "gloo", timeout, "adam-control")
-            owned.groups.append(control)
-            data = control
-            if backend == "nccl" and self.layout.device.type == "cuda":
-                data = PrivateGroup(ranks, "nccl", timeout, "adam-data")
-                owned.groups.append(data)
-                owned.comm = Comm.from_torch(data, device=self.layout.device, control=control)
-            elif self.layout.device.type == "cuda":
-                raise ValueError(f"OnebitAdam: CUDA parameters need an NCCL process group, not {backend}")
-            else:
-                owned.comm = Comm.from_torch(control)
-            self._channel = _TorchChannel(control, data)
-        self.process_group = process_group
+            owned.comm = Comm.from_torch(self._channel.control)
         owned.compressor = owned.comm.compressor(self.layout.count, self.layout.dtype, self.compressor_config)
 
     @property
@@ -162,7 +180,7 @@ class OnebitAdam(torch.optim.Optimizer):
         return self.average_gradients and self._channel.size > 1
 
     def _fields(self, construction=False):
-        fields = {"freeze_step": self.freeze_step, "layout": self.layout.describe(),
+        fields = {"freeze_step": self.freeze_step, "layout": self.layout.describe() if self.layout else None,
                   "settings": (self.bias_correction, self.decoupled_weight_decay, self.nonfinite,
                                repr(sorted(vars(self.compressor_config).items())))}
         if not construction:
@@ -315,87 +333,21 @@ class OnebitAdam(torch.optim.Optimizer):
             beta1 = g["betas"][0]
             self._apply(i, m, d, g["lr"] / (1 - beta1 ** t) if self.bias_correction else g["lr"])
 
-    # --- checkpoints ---
+    # --- checkpoints (onebit_checkpoint.py) ---
 
     def state_dict(self):
         """param_groups as torch's, plus the flat state under "onebit": step,
-        stage, the momentum, the (frozen) variance and the compressor's
-        state (worker and server errors). Restores into a fresh process with
-        the same group size, rank and parameters, continuing bit for bit."""
-        out = super().state_dict()
-        blob = self.compressor.save_state()
-        out["onebit"] = {"format": FORMAT, "step": self.step_count, "skipped": self.skipped_steps,
-                         "freeze_step": self.freeze_step, "layout": repr(self.layout.describe()),
-                         "group": (self._channel.rank, self._channel.size),
-                         "exp_avg": self.exp_avg.detach().cpu().clone(),
-                         "exp_avg_sq": self.exp_avg_sq.detach().cpu().clone(),
-                         "compressor": torch.tensor(list(blob), dtype=torch.uint8)}
-        return out
+        stage, the momentum, the (frozen) variance and the compressor's state
+        (worker and server errors). Restores into a fresh process with the
+        same group size, rank and parameters, continuing bit for bit."""
+        return onebit_checkpoint.save(self, super().state_dict())
 
     def load_state_dict(self, state_dict):
         """Collective: a state that does not fit (another freeze_step, layout,
         group size or rank, a corrupt compressor state) fails on every rank
         with nothing changed."""
-        failed, saved = None, state_dict.get("onebit") if isinstance(state_dict, dict) else None
-        compressor, before = self.compressor, None
-        try:
-            failed = self._check_saved(saved)
-            if failed is None:
-                before = compressor.save_state()
-                compressor.load_state(bytes(saved["compressor"].tolist()))
-        except Exception as e:
-            failed = f"OnebitAdam.load_state_dict: {type(e).__name__}: {e}"
-        try:
-            vote(self._channel, {"freeze_step": self.freeze_step, "layout": self.layout.describe()}, failed)
-        except BaseException:
-            if before is not None:
-                compressor.load_state(before)
-            raise
-        base = {k: v for k, v in state_dict.items() if k != "onebit"}
-        super().load_state_dict(base)
-        self.step_count, self.skipped_steps = int(saved["step"]), int(saved["skipped"])
-        self.exp_avg.copy_(saved["exp_avg"])
-        self.exp_avg_sq.copy_(saved["exp_avg_sq"])
-        self._denom = None
-
-    def _check_saved(self, saved):
-        if not isinstance(saved, dict) or saved.get("format") != FORMAT:
-            return "OnebitAdam.load_state_dict: not an OnebitAdam state_dict (no 'onebit' entry of format 1)"
-        if saved["freeze_step"] != self.freeze_step:
-            return (f"OnebitAdam.load_state_dict: the state's freeze_step is {saved['freeze_step']}, "
-                    f"this optimizer's {self.freeze_step}")
-        if saved["layout"] != repr(self.layout.describe()):
-            return "OnebitAdam.load_state_dict: the state's parameters (sizes, types, groups) are not this optimizer's"
-        here = (self._channel.rank, self._channel.size)
-        if tuple(saved["group"]) != here:
-            return f"OnebitAdam.load_state_dict: saved by rank {saved['group'][0]} of {saved['group'][1]}, here {here}"
-        for name in ("exp_avg", "exp_avg_sq"):
-            t = saved[name]
-            if t.shape != (self.layout.count,) or t.dtype != self.layout.dtype or not bool(torch.isfinite(t).all()):
-                return f"OnebitAdam.load_state_dict: the state's {name} is not {self.layout.count} finite values"
-        return None
+        onebit_checkpoint.load(self, state_dict, super().load_state_dict)
 
     def close(self):
         """Frees the compressor, the comm and the groups. Idempotent."""
         self._finalizer()
-
-
-def onebit_adam_hook(optimizer, bucket):
-    """A DDP communication hook for OnebitAdam:
-
-        ddp.register_comm_hook(optimizer, onebit_adam_hook)
-
-    In the warm-up it averages the bucket like DDP's own allreduce; in the
-    compression stage it returns the local gradient untouched, since the
-    optimizer's momentum exchange replaces the gradient exchange."""
-    import torch.distributed as dist
-    optimizer.average_gradients = False
-    buf = bucket.buffer()
-    if optimizer.compressing:
-        fut = torch.futures.Future()
-        fut.set_result(buf)
-        return fut
-    group = optimizer.process_group
-    buf.div_(dist.get_world_size(group))
-    work = dist.all_reduce(buf, group=group, async_op=True)
-    return work.get_future().then(lambda f: f.value()[0])

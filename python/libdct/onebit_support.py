@@ -138,21 +138,23 @@ class _MpiChannel:
 
 def vote(channel, fields, failed=None, flags=()):
     """Collective: raises Disagreement on every rank when some field of
-    `fields` ({name: value}) differs across ranks, RuntimeError on every rank
-    when some rank failed (`failed`: its message), else returns the OR of
-    `flags` over the ranks."""
+    `fields` ({name: value}) differs across ranks; when some rank failed
+    (`failed`: its exception, raised there, or message), a RuntimeError on
+    the others; else returns the OR of `flags` over the ranks."""
     mine = [digest(v) for v in fields.values()]
     d = digest(tuple(mine))
     t = torch.tensor([channel.rank + 1 if failed else 0, d, -d] + [int(bool(f)) for f in flags], dtype=torch.int64)
     channel.max_(t)
     v = t.tolist()
-    if v[1] != -v[2]:
-        raise Disagreement(_name_difference(channel, fields, mine))
-    if v[0]:
+    if v[0]:  # before the digests: a rank that failed may not have had them all
+        if isinstance(failed, BaseException):
+            raise failed
         if failed:
             raise RuntimeError(failed)
-        raise RuntimeError(f"OnebitAdam: the step failed on group rank {v[0] - 1} (its exception says why); "
-                           f"nothing changed on any rank")
+        raise RuntimeError(f"OnebitAdam: group rank {v[0] - 1} failed (its exception says why); nothing changed "
+                           f"on any rank")
+    if v[1] != -v[2]:
+        raise Disagreement(_name_difference(channel, fields, mine))
     return [bool(f) for f in v[3:]]
 
 

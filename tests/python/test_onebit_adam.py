@@ -176,6 +176,15 @@ def case_settings_that_differ_fail_every_rank():
     err = raises(lambda: OnebitAdam(params(), freeze_step=4 if RANK == SIZE - 1 else 3), RuntimeError)
     assert err is not None and "freeze_step differs" in str(err), err
     assert f"[{SIZE - 1}]" in str(err), err
+    # arguments refused on one rank only: that rank's error there, every rank fails
+    bad = [({"freeze_step": 0 if RANK == SIZE - 1 else 3}, "freeze_step must be"),
+           ({"freeze_step": 3, "params": [torch.nn.Parameter(torch.zeros(3, device="meta"))] + params()
+             if RANK == SIZE - 1 else params()}, "one device")]
+    for kwargs, why in bad:
+        kwargs.setdefault("params", params())
+        err = raises(lambda: OnebitAdam(**kwargs), Exception)
+        assert err is not None, why
+        assert (why if RANK == SIZE - 1 else f"group rank {SIZE - 1} failed") in str(err), err
     ps = params()
     opt = OnebitAdam(ps, freeze_step=2)
     opt.param_groups[0]["lr"] = 0.5 if RANK == 0 else 1e-3  # a scheduler run on one rank only
