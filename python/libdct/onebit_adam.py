@@ -65,6 +65,13 @@ class OnebitAdam(torch.optim.Optimizer):
     nonfinite: a NaN/Inf gradient on any rank skips the step on every rank,
         nothing changed, with a RuntimeWarning ("skip", default; counted in
         skipped_steps), or raises a RuntimeError on every rank ("raise").
+    exchange: "momentum" (the paper's: the momentum goes through the 1-bit
+        allreduce) or "preconditioned" (m / (sqrt(v_hat) + eps) does, so
+        the compression error is in the update's units; docs/onebit_adam.md).
+        Either way, entries whose frozen variance is zero are masked.
+    eps: the compression stage's error per entry is about lr * scale /
+        (sqrt(v_hat) + eps); eps = 1e-8 lets entries with a tiny variance
+        blow up: see "Choosing eps" in docs/onebit_adam.md.
     config: a libdct.Config for the compressor's remaining fields.
     Settings that decide the collectives (freeze_step, the stage and step,
     the flat layout, the hyperparameters) are agreed at construction and at
@@ -72,7 +79,7 @@ class OnebitAdam(torch.optim.Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, freeze_step,
                  decoupled_weight_decay=True, bias_correction=True, process_group=None, mpi_comm=None,
-                 average_gradients=True, nonfinite="skip", config=None):
+                 average_gradients=True, nonfinite="skip", exchange="momentum", config=None):
         if process_group is not None and mpi_comm is not None:
             raise ValueError("pass process_group or mpi_comm, not both")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
@@ -80,9 +87,11 @@ class OnebitAdam(torch.optim.Optimizer):
         self.freeze_step, self.bias_correction = freeze_step, bool(bias_correction)
         self.decoupled_weight_decay, self.nonfinite = bool(decoupled_weight_decay), nonfinite
         self.average_gradients = bool(average_gradients)
+        self.exchange = exchange
         self.step_count = 0      # steps taken (skipped ones not counted)
         self.skipped_steps = 0
         self._denom = None       # the frozen preconditioner, made at the first compressed step
+        self._mask = False       # the momentum mask, likewise (False: not made yet)
         self._owned = _Owned()
         self._finalizer = weakref.finalize(self, self._owned.free)
         self.compressor_config = Config(**{**{k: v for k, v in vars(config or Config()).items() if v is not None},
@@ -116,6 +125,8 @@ class OnebitAdam(torch.optim.Optimizer):
     def _check_arguments(self):
         if not isinstance(self.freeze_step, int) or self.freeze_step < 1:
             raise ValueError(f"freeze_step must be an int >= 1 (exact-Adam warm-up steps), not {self.freeze_step!r}")
+        if self.exchange not in ("momentum", "preconditioned"):
+            raise ValueError(f"exchange must be 'momentum' or 'preconditioned', not {self.exchange!r}")
         if self.nonfinite not in ("skip", "raise"):
             raise ValueError(f"nonfinite must be 'skip' or 'raise', not {self.nonfinite!r}")
         for g in self.param_groups:
@@ -181,7 +192,7 @@ class OnebitAdam(torch.optim.Optimizer):
 
     def _fields(self, construction=False):
         fields = {"freeze_step": self.freeze_step, "layout": self.layout.describe() if self.layout else None,
-                  "settings": (self.bias_correction, self.decoupled_weight_decay, self.nonfinite,
+                  "settings": (self.bias_correction, self.decoupled_weight_decay, self.nonfinite, self.exchange,
                                repr(sorted(vars(self.compressor_config).items())))}
         if not construction:
             fields["step and stage"] = (self.step_count, self.compressing)
@@ -213,12 +224,21 @@ class OnebitAdam(torch.optim.Optimizer):
         if not self.compressing:
             self._warmup_step()
             return loss
+        preconditioned = self.exchange == "preconditioned"
         send = self._momentum_into(self._send)
+        if preconditioned:
+            send.div_(self._frozen_denominator())
         compressor.allreduce(send, op="avg")  # the average of compressed momenta, same bits everywhere
         if not bool(torch.isfinite(send).all()):  # the compressor kept its errors; skip on every rank alike
             return self._skip("the exchanged momentum", loss)
-        self.exp_avg.copy_(send)
-        self._compressed_update()
+        mask = self._momentum_mask()
+        if mask is not None:
+            send.mul_(mask)
+        if preconditioned:
+            torch.mul(send, self._frozen_denominator(), out=self.exp_avg)
+        else:
+            self.exp_avg.copy_(send)
+        self._compressed_update(send if preconditioned else None)
         return loss
 
     def _skip(self, what, loss):
@@ -297,7 +317,10 @@ class OnebitAdam(torch.optim.Optimizer):
             if g["weight_decay"] and self.decoupled_weight_decay:
                 q.mul_(1 - g["lr"] * g["weight_decay"])
             n = p.numel()
-            q.addcdiv_(m[o - a:o - a + n].view_as(p), denom[o - a:o - a + n].view_as(p), value=-step_size)
+            if denom is None:
+                q.add_(m[o - a:o - a + n].view_as(p), alpha=-step_size)
+            else:
+                q.addcdiv_(m[o - a:o - a + n].view_as(p), denom[o - a:o - a + n].view_as(p), value=-step_size)
             if q is not p:
                 p.copy_(q)
 
@@ -312,6 +335,17 @@ class OnebitAdam(torch.optim.Optimizer):
             o.add_(grad, alpha=1 - beta1)
         return out
 
+    def _momentum_mask(self):
+        """1 where the frozen variance is positive, 0 where every warm-up
+        gradient was exactly zero (None when there is no such entry). Signs
+        cannot send a zero: unmasked, such an entry would move by lr * scale
+        / eps each step (DeepSpeed asks its users for this mask; here it
+        comes from the variance, the same on every rank)."""
+        if self._mask is False:
+            zero = self.exp_avg_sq == 0
+            self._mask = (~zero).to(self.layout.dtype) if bool(zero.any()) else None
+        return self._mask
+
     def _frozen_denominator(self):
         """sqrt(v / (1 - beta2^freeze_step)) + eps, per group: fixed from the
         first compressed step on (not saved: rebuilt from the saved v)."""
@@ -324,14 +358,17 @@ class OnebitAdam(torch.optim.Optimizer):
             self._denom = denom
         return self._denom
 
-    def _compressed_update(self):
+    def _compressed_update(self, direction=None):
+        """p -= lr / (1 - beta1^t) * m / denom; direction: m / denom as
+        exchanged (exchange="preconditioned")."""
         self.step_count += 1
         t = self.step_count
         denom = self._frozen_denominator()
-        for i, (g, m, d) in enumerate(zip(self.param_groups, self.layout.group_views(self.exp_avg),
-                                          self.layout.group_views(denom))):
+        ms = self.layout.group_views(self.exp_avg if direction is None else direction)
+        for i, (g, m, d) in enumerate(zip(self.param_groups, ms, self.layout.group_views(denom))):
             beta1 = g["betas"][0]
-            self._apply(i, m, d, g["lr"] / (1 - beta1 ** t) if self.bias_correction else g["lr"])
+            self._apply(i, m, None if direction is not None else d,
+                        g["lr"] / (1 - beta1 ** t) if self.bias_correction else g["lr"])
 
     # --- checkpoints (onebit_checkpoint.py) ---
 

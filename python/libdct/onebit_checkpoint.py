@@ -45,7 +45,7 @@ def load(opt, state_dict, load_base):
     opt.step_count, opt.skipped_steps = int(saved["step"]), int(saved["skipped"])
     opt.exp_avg.copy_(saved["exp_avg"])
     opt.exp_avg_sq.copy_(saved["exp_avg_sq"])
-    opt._denom = None
+    opt._denom, opt._mask = None, False
 
 
 def _misfit(opt, saved):

@@ -94,9 +94,14 @@ def case_warmup_on_real_gradients_is_close():
 
 
 def case_stage_switch_and_identical_replicas():
+    for exchange in ("momentum", "preconditioned"):
+        stage_switch(exchange)
+
+
+def stage_switch(exchange):
     ps = params()
     lr, betas, eps, freeze = 1e-2, (0.9, 0.999), 1e-8, 3
-    opt = OnebitAdam(ps, lr=lr, betas=betas, eps=eps, freeze_step=freeze)
+    opt = OnebitAdam(ps, lr=lr, betas=betas, eps=eps, freeze_step=freeze, exchange=exchange)
     for step in range(freeze + 4):
         assert opt.compressing == (step >= freeze), step
         set_grads(ps, step, RANK, noisy)
@@ -108,15 +113,24 @@ def case_stage_switch_and_identical_replicas():
             assert torch.equal(opt.exp_avg_sq, v_before), step
             t = step + 1
             denom = (v_before.sqrt() / (1 - betas[1] ** freeze) ** 0.5).add_(eps)
-            want = before.clone().addcdiv_(opt.exp_avg, denom, value=-lr / (1 - betas[0] ** t))
-            assert torch.equal(flat(ps), want), step
+            if exchange == "momentum":
+                want = before.clone().addcdiv_(opt.exp_avg, denom, value=-lr / (1 - betas[0] ** t))
+            else:  # the exchanged m / denom is the direction; the momentum is kept as direction * denom
+                want = before.clone().add_(opt._send, alpha=-lr / (1 - betas[0] ** t))
+                assert torch.equal(opt.exp_avg, opt._send * denom)
+            assert torch.equal(flat(ps), want), (exchange, step)
     opt.close()
 
 
 def case_nothing_lost_in_the_exchange():
+    for exchange in ("momentum", "preconditioned"):
+        nothing_lost(exchange)
+
+
+def nothing_lost(exchange):
     ps = params()
     beta1, steps = 0.9, 5
-    opt = OnebitAdam(ps, lr=1e-3, betas=(beta1, 0.999), freeze_step=1)
+    opt = OnebitAdam(ps, lr=1e-3, betas=(beta1, 0.999), freeze_step=1, exchange=exchange)
     set_grads(ps, 0, RANK, noisy)
     opt.step()  # warm-up
     inputs = torch.zeros(opt.layout.count, dtype=torch.float64)
@@ -124,9 +138,11 @@ def case_nothing_lost_in_the_exchange():
     for step in range(1, 1 + steps):
         set_grads(ps, step, RANK, noisy)
         local = torch.mul(opt.exp_avg, beta1).add_(flat([p.grad for p in ps]), alpha=1 - beta1)
+        if exchange == "preconditioned":
+            local.div_(opt._frozen_denominator())
         inputs += sum(x.double() for x in gathered(local))
         opt.step()
-        outputs += SIZE * opt.exp_avg.double()
+        outputs += SIZE * opt._send.double()  # what the exchange delivered
     worker = opt.compressor.get_residual(torch.zeros(opt.layout.count))
     begin, server = opt.compressor.server_error()
     servers = torch.zeros(opt.layout.count)
@@ -135,7 +151,7 @@ def case_nothing_lost_in_the_exchange():
     scale = inputs.abs().max().item()
     assert errors.abs().max() > 0 or SIZE == 1, "no error feedback at all?"
     gap = (outputs + errors - inputs).abs().max().item()
-    assert gap <= 2e-6 * scale * steps, (gap, scale)
+    assert gap <= 2e-6 * scale * steps, (exchange, gap, scale)
     opt.close()
 
 
@@ -238,6 +254,24 @@ def case_half_parameters_keep_fp32_state():
         assert torch.allclose(flat(ps).float(), flat(ref), atol=tol, rtol=tol), (flat(ps).float() - flat(ref)).abs().max()
         opt.close()
         ref_opt.close()
+
+
+def case_entries_without_gradient_keep_still():
+    # A parameter whose warm-up gradients were all exactly zero has zero
+    # variance: signs cannot send its zero momentum, so the mask holds it still
+    # (unmasked it would move by lr * scale / eps in a step).
+    for exchange in ("momentum", "preconditioned"):
+        ps = params()
+        opt = OnebitAdam(ps, lr=1e-3, freeze_step=2, exchange=exchange)
+        for step in range(5):
+            set_grads(ps, step, RANK, noisy)
+            ps[1].grad.zero_()
+            ps[1].grad[0, 0] = 0.0 if step < 2 else 1.0  # a gradient only once frozen: masked all the same
+            kept = ps[1].detach().clone()
+            opt.step()
+            assert torch.equal(ps[1].detach(), kept), (exchange, step)
+        assert same_on_all_ranks(flat(ps))
+        opt.close()
 
 
 def case_a_scheduler_sets_the_rate():
