@@ -76,6 +76,28 @@ def case_warmup_is_torch_adam_bit_for_bit():
         opt.close()
 
 
+def case_without_bias_correction():
+    # DeepSpeed's update: no 1 - beta^t anywhere, warm-up and compression stage.
+    ps, ref = params(), params()
+    lr, (b1, b2), eps = 1e-2, (0.9, 0.99), 1e-8
+    opt = OnebitAdam(ps, lr=lr, betas=(b1, b2), eps=eps, freeze_step=2, bias_correction=False)
+    m, v = torch.zeros(opt.layout.count), torch.zeros(opt.layout.count)
+    for step in range(4):
+        set_grads(ps, step, RANK)
+        before = flat(ps)
+        opt.step()
+        if step < 2:
+            g = averaged(flat([p.grad for p in ps]))
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            assert torch.equal(opt.exp_avg, m) and torch.equal(opt.exp_avg_sq, v), step
+        else:
+            assert torch.equal(opt.exp_avg_sq, v), step  # frozen
+        want = before.clone().addcdiv_(opt.exp_avg, v.sqrt().add_(eps), value=-lr)
+        assert torch.equal(flat(ps), want), step
+    opt.close()
+
+
 def case_warmup_on_real_gradients_is_close():
     # The group's sum adds each element's rank values in an order of its own
     # choosing (at 3+ ranks, not rank order): one rounding's difference.
@@ -94,14 +116,14 @@ def case_warmup_on_real_gradients_is_close():
 
 
 def case_stage_switch_and_identical_replicas():
-    for exchange in ("momentum", "preconditioned"):
-        stage_switch(exchange)
+    for exchange, wd in (("momentum", 0.0), ("preconditioned", 0.0), ("momentum", 0.1)):
+        stage_switch(exchange, wd)
 
 
-def stage_switch(exchange):
+def stage_switch(exchange, wd):
     ps = params()
     lr, betas, eps, freeze = 1e-2, (0.9, 0.999), 1e-8, 3
-    opt = OnebitAdam(ps, lr=lr, betas=betas, eps=eps, freeze_step=freeze, exchange=exchange)
+    opt = OnebitAdam(ps, lr=lr, betas=betas, eps=eps, weight_decay=wd, freeze_step=freeze, exchange=exchange)
     for step in range(freeze + 4):
         assert opt.compressing == (step >= freeze), step
         set_grads(ps, step, RANK, noisy)
@@ -113,8 +135,8 @@ def stage_switch(exchange):
             assert torch.equal(opt.exp_avg_sq, v_before), step
             t = step + 1
             denom = (v_before.sqrt() / (1 - betas[1] ** freeze) ** 0.5).add_(eps)
-            if exchange == "momentum":
-                want = before.clone().addcdiv_(opt.exp_avg, denom, value=-lr / (1 - betas[0] ** t))
+            if exchange == "momentum":  # AdamW's decay first, as in the warm-up
+                want = before.clone().mul_(1 - lr * wd).addcdiv_(opt.exp_avg, denom, value=-lr / (1 - betas[0] ** t))
             else:  # the exchanged m / denom is the direction; the momentum is kept as direction * denom
                 want = before.clone().add_(opt._send, alpha=-lr / (1 - betas[0] ** t))
                 assert torch.equal(opt.exp_avg, opt._send * denom)
@@ -123,21 +145,24 @@ def stage_switch(exchange):
 
 
 def case_nothing_lost_in_the_exchange():
-    for exchange in ("momentum", "preconditioned"):
-        nothing_lost(exchange)
+    for exchange, l2 in (("momentum", 0.0), ("preconditioned", 0.0), ("momentum", 0.1)):
+        nothing_lost(exchange, l2)
 
 
-def nothing_lost(exchange):
+def nothing_lost(exchange, l2):
+    """l2: Adam's (not decoupled) weight decay, which goes into the local momentum."""
     ps = params()
     beta1, steps = 0.9, 5
-    opt = OnebitAdam(ps, lr=1e-3, betas=(beta1, 0.999), freeze_step=1, exchange=exchange)
+    opt = OnebitAdam(ps, lr=1e-3, betas=(beta1, 0.999), freeze_step=1, exchange=exchange, weight_decay=l2,
+                     decoupled_weight_decay=False)
     set_grads(ps, 0, RANK, noisy)
     opt.step()  # warm-up
     inputs = torch.zeros(opt.layout.count, dtype=torch.float64)
     outputs = torch.zeros_like(inputs)
     for step in range(1, 1 + steps):
         set_grads(ps, step, RANK, noisy)
-        local = torch.mul(opt.exp_avg, beta1).add_(flat([p.grad for p in ps]), alpha=1 - beta1)
+        grad = flat([p.grad for p in ps]).add(flat(ps), alpha=l2) if l2 else flat([p.grad for p in ps])
+        local = torch.mul(opt.exp_avg, beta1).add_(grad, alpha=1 - beta1)
         if exchange == "preconditioned":
             local.div_(opt._frozen_denominator())
         inputs += sum(x.double() for x in gathered(local))
