@@ -318,7 +318,7 @@ def main():
         if rank == 0:
             print(f"epoch {epoch:2d}  loss {row['train_loss']:.4f}  test acc {100 * acc:.2f}%  "
                   f"{seconds:6.1f} s  {per_rank / 1e3:9.1f} KB/step/rank sent  "
-                  f"({row['reduction_vs_allreduce']:.1f}x less than allreduce)"
+                  f"({row['reduction_vs_allreduce'] or 0:.1f}x less than allreduce)"
                   + (f"  plans {plans}" if plans else ""), flush=True)
 
     if args.stop_at is not None:
