@@ -17,7 +17,7 @@ lib="$DCT_ROOT/build/src/libdct.so"
 cd "$DCT_ROOT/tests/python"
 export LIBDCT_LIBRARY="$lib" PYTHONPATH=. MASTER_PORT=29900
 for np in 1 2 3 4; do
-  for t in test_comm test_hook test_hook_groups test_hook_lifecycle test_hook_mass test_fixed_capacity; do
+  for t in test_comm test_hook test_hook_groups test_hook_lifecycle test_hook_mass test_fixed_capacity test_onebit_adam; do
     echo "== $t at $np ranks"
     timeout 600 mpirun -n "$np" --oversubscribe -x LIBDCT_LIBRARY -x PYTHONPATH -x MASTER_PORT \
       "$venv/bin/python" "$t.py" | tail -1
@@ -25,6 +25,9 @@ for np in 1 2 3 4; do
   echo "== test_hook_checkpoint at $np ranks"
   timeout 600 bash checkpoint_roundtrip.sh "$np" mpirun "$venv/bin/python" --oversubscribe \
     -x LIBDCT_LIBRARY -x PYTHONPATH -x MASTER_PORT
+  echo "== test_onebit_adam_checkpoint at $np ranks"
+  CHECKPOINT_SCRIPT=test_onebit_adam_checkpoint.py timeout 600 bash checkpoint_roundtrip.sh "$np" mpirun \
+    "$venv/bin/python" --oversubscribe -x LIBDCT_LIBRARY -x PYTHONPATH -x MASTER_PORT
 done
 timeout 600 "$venv/bin/python" test_hook.py --spawn 2 | tail -1
 echo "python tests passed on torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"

@@ -1,6 +1,7 @@
 """Fashion-MNIST CNN under PyTorch DDP (gloo), one run per gradient hook:
 PyTorch's allreduce / fp16 / PowerSGD hooks against libdct's dct_hook
-(top-K with error feedback, or 1-bit). See README.md.
+(top-K with error feedback, or 1-bit); and the optimizer: SGD, Adam, or
+libdct's OnebitAdam (1-bit Adam, with its own DDP hook). See README.md.
 
     mpirun -np 4 --oversubscribe -x LIBDCT_LIBRARY=build/src/libdct.so -x PYTHONPATH=python \\
         /usr/bin/python3 examples/torch_ddp/train.py --hook dct --density 0.01 --out r.json
@@ -32,7 +33,15 @@ DATA = "/usr/share/datasets/fashion-mnist"
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hook", choices=["allreduce", "fp16", "powersgd", "dct", "onebit"], default="dct")
+    p.add_argument("--hook", choices=["allreduce", "fp16", "powersgd", "dct", "onebit"], default="dct",
+                   help="(--optimizer onebit_adam brings its own: onebit_adam_hook)")
+    p.add_argument("--optimizer", choices=["sgd", "adam", "onebit_adam"], default="sgd",
+                   help="sgd (--lr, --momentum), adam (--lr, betas 0.9/0.999), or libdct.torch.OnebitAdam")
+    p.add_argument("--freeze-step", type=int, default=None,
+                   help="onebit_adam: exact-Adam warm-up steps (default: 15%% of the run's steps)")
+    p.add_argument("--eps", type=float, default=1e-8, help="adam, onebit_adam: Adam's epsilon")
+    p.add_argument("--exchange", default="momentum", choices=["momentum", "preconditioned"],
+                   help="onebit_adam: what the 1-bit allreduce carries (docs/onebit_adam.md)")
     p.add_argument("--density", type=float, default=0.01, help="dct: fraction of each bucket sent")
     p.add_argument("--start-iter", type=int, default=0,
                    help="dct/onebit: dense allreduce steps before compression")
@@ -141,6 +150,8 @@ class Counted:
         return counted_hook
 
     def bytes_sent(self):
+        if type(self.state).__name__ == "OnebitAdam":  # the hook's dense warm-up + the momentum exchange
+            return self.sent + self.state.compressor.stats.total_bytes_sent
         return self.state.bytes_sent if self.libdct else self.sent
 
 
@@ -199,7 +210,8 @@ def replicas_identical(model):
 def save(args, rank, model, opt, sched, state, step):
     """One file per rank: what the run needs to go on as if never stopped."""
     torch.save({"step": step, "model": model.module.state_dict(), "opt": opt.state_dict(),
-                "sched": sched.state_dict(), "hook": state.state_dict() if hasattr(state, "load_state_dict") else None},
+                "sched": sched.state_dict(),
+                "hook": state.state_dict() if hasattr(state, "load_state_dict") and state is not opt else None},
                f"{args.checkpoint}.rank{rank}")
 
 
@@ -239,10 +251,20 @@ def main():
         sys.exit("--per-tensor-buckets is for --hook dct or onebit")
     dist._DEFAULT_FIRST_BUCKET_BYTES = 1 if args.per_tensor_buckets else 25 * 1024 * 1024  # = bucket_cap_mb's default
     model = DDP(Net(), bucket_cap_mb=1e-6 if args.per_tensor_buckets else 25)
-    state, hook, described = make_hook(args, total_steps, model)
+    if args.optimizer == "onebit_adam":
+        from libdct.torch import OnebitAdam, onebit_adam_hook
+        if args.freeze_step is None:
+            args.freeze_step = max(1, round(0.15 * total_steps))
+        opt = OnebitAdam(model.parameters(), lr=args.lr, eps=args.eps, freeze_step=args.freeze_step,
+                         exchange=args.exchange)
+        args.hook, state, hook = "onebit_adam", opt, onebit_adam_hook
+        described = f"onebit_adam_hook (OnebitAdam, freeze_step {args.freeze_step}, exchange {args.exchange})"
+    else:
+        state, hook, described = make_hook(args, total_steps, model)
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum) if args.optimizer == "sgd" \
+            else torch.optim.Adam(model.parameters(), lr=args.lr, eps=args.eps)
     counter = Counted(hook, state, args.hook in ("dct", "onebit"))
     model.register_comm_hook(state, counter.as_hook())
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     # Cosine decay over the planned steps, the same for every hook.
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / total_steps)))
     params = sum(p.numel() for p in model.parameters())
@@ -296,7 +318,7 @@ def main():
         if rank == 0:
             print(f"epoch {epoch:2d}  loss {row['train_loss']:.4f}  test acc {100 * acc:.2f}%  "
                   f"{seconds:6.1f} s  {per_rank / 1e3:9.1f} KB/step/rank sent  "
-                  f"({row['reduction_vs_allreduce']:.1f}x less than allreduce)"
+                  f"({row['reduction_vs_allreduce'] or 0:.1f}x less than allreduce)"
                   + (f"  plans {plans}" if plans else ""), flush=True)
 
     if args.stop_at is not None:
@@ -307,6 +329,8 @@ def main():
     identical = replicas_identical(model)
     result = {"hook": args.hook, "described": described, "ranks": size, "parameters": params,
               "batch_per_rank": args.batch, "steps_per_epoch": steps_per_epoch, "steps": step,
+              "optimizer": args.optimizer, "freeze_step": args.freeze_step, "eps": args.eps,
+              "exchange": args.exchange,
               "lr": args.lr, "momentum": args.momentum, "seed": args.seed, "threads": args.threads,
               "density": args.density, "start_iter": args.start_iter, "algorithm": args.algorithm,
               "wire_type": args.wire_type, "per_tensor_buckets": args.per_tensor_buckets,

@@ -320,6 +320,18 @@ DCT_EXPORT dctResult_t dctCompressorSetResidual(dctCompressor_t compressor, cons
 DCT_EXPORT dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t compressor, void* residual, size_t* begin,
                                                      size_t* length, void* stream);
 
+/* dctCompressorOnebit: the server error this rank holds, for the chunk of
+ * the tensor it serves: entries [*begin, *begin + *length) in the
+ * accumulation type, copied into error (host memory; NULL: the range only).
+ * Zeros before the first 1-bit step. Nothing is lost: with P ranks, a
+ * step's P x (dctAvg result) = the sum of the ranks' inputs minus what it
+ * added to E = (the ranks' worker errors summed) + P x (the server errors,
+ * chunks side by side), up to the accumulation type's rounding. Another
+ * compressor kind: dctInvalidUsage. Not collective; not while a step on
+ * this compressor runs. */
+DCT_EXPORT dctResult_t dctCompressorGetServerError(dctCompressor_t compressor, void* error, size_t* begin,
+                                                   size_t* length, void* stream);
+
 /* A compressor's whole state as a host byte string, for checkpoints that
  * continue training bit for bit in a fresh process: the statistics (step
  * counter and totals), the threshold schedule (tau, the step the sampled

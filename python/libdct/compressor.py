@@ -61,6 +61,20 @@ class Compressor:
         self._expect_residual(residual, n)
         check(_native.lib().dctCompressorSetResidual(self._live(), ptr, stream), self.comm.handle)
 
+    def server_error(self):
+        """A 1-bit compressor's server error: (begin, values), the chunk of
+        the tensor this rank serves, as a host array of the accumulation type
+        (numpy; fp64 for fp64 tensors, else fp32)."""
+        import numpy
+        lib, begin, length = _native.lib(), ctypes.c_size_t(0), ctypes.c_size_t(0)
+        check(lib.dctCompressorGetServerError(self._live(), None, ctypes.byref(begin), ctypes.byref(length), None),
+              self.comm.handle)
+        out = numpy.zeros(length.value, dtype=numpy.float64 if self.dtype == 1 else numpy.float32)
+        if length.value:
+            check(lib.dctCompressorGetServerError(self._live(), out.ctypes.data, ctypes.byref(begin),
+                                                  ctypes.byref(length), None), self.comm.handle)
+        return begin.value, out
+
     def save_state(self):
         """The compressor's whole state (residual, threshold schedule, 1-bit
         server error, ...) as bytes, for a checkpoint (dctCompressorSaveState)."""

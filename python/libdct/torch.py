@@ -26,6 +26,8 @@ from .hook_agree import settings_of, vote
 from .hook_step import BucketJob, StepRunner
 from .hook_thread import Worker
 from .hook_units import Units
+from .onebit_adam import OnebitAdam  # noqa: F401 (libdct.torch's API)
+from .onebit_hook import onebit_adam_hook  # noqa: F401
 
 
 class _Owned:

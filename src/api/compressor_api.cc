@@ -1,5 +1,6 @@
 // Compressor entry points and the local (non-collective) kernels API.
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "algo/algorithms.h"
@@ -8,6 +9,8 @@
 #include "api/guard.h"
 #include "api/local_context.h"
 #include "base/dtype.h"
+#include "kernels/onebit_kernels.h"
+#include "kernels/onebit_math.h"
 #include "transport/comm.h"
 #include "core/compressor.h"
 
@@ -135,6 +138,46 @@ extern "C" dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t c, void* re
     dctResult_t res = c->ops->copy(c->kernels, residual, o.residual(), bytes, stream);
     if (res == dctSuccess) res = c->ops->synchronize(c->kernels, stream);
     return res == dctSuccess ? res : fail(c->comm, res, "%s: copying the owner residual failed", fn);
+  });
+}
+
+namespace {
+// The server error as the kernels keep it (possibly the x that formed it,
+// with its scale) into host memory, as the error itself.
+template <typename A>
+dctResult_t copyServerError(dctCompressor_t c, A* out, size_t length, void* stream) {
+  const OnebitState& ob = c->onebit;
+  DCTCHECK(c->ops->copy(c->kernels, out, ob.serverErrors[ob.serverCommitted].as(), length * sizeof(A), stream));
+  DCTCHECK(c->ops->synchronize(c->kernels, stream));
+  if (ob.serverPending)
+    for (size_t i = 0; i < length; i++) out[i] = onebitError(out[i], static_cast<A>(ob.serverPendingScale));
+  return dctSuccess;
+}
+}  // namespace
+
+extern "C" dctResult_t dctCompressorGetServerError(dctCompressor_t c, void* error, size_t* begin, size_t* length,
+                                                   void* stream) {
+  const char* fn = "dctCompressorGetServerError";
+  if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
+  if (begin == nullptr || length == nullptr) return fail(c->comm, dctInvalidArgument, "%s: begin or length is NULL", fn);
+  if (c->config.compressor != dctCompressorOnebit)
+    return fail(c->comm, dctInvalidUsage, "%s: not a 1-bit compressor (dctCompressorOnebit)", fn);
+  return guarded(c->comm, fn, [&] {
+    const OnebitChunks chunks(c->count, c->ranks);
+    *begin = chunks.begin(c->rank);
+    *length = chunks.length(c->rank);
+    if (error == nullptr || *length == 0) return dctSuccess;
+    const size_t es = dtypeSize(c->accType);
+    DCTCHECK(checkBuffer(c->comm, error, *length, es, "error", fn));
+    if (twinFor(error).device) return fail(c->comm, dctInvalidArgument, "%s: error must be host memory", fn);
+    const bool present = c->ops != nullptr && c->onebit.readyFor(c->ops, c->kernels);
+    if (!present) {
+      std::memset(error, 0, *length * es);
+      return dctSuccess;
+    }
+    dctResult_t res = c->accType == dctFloat64 ? copyServerError(c, static_cast<double*>(error), *length, stream)
+                                               : copyServerError(c, static_cast<float*>(error), *length, stream);
+    return res == dctSuccess ? res : fail(c->comm, res, "%s: copying the server error failed", fn);
   });
 }
 

@@ -42,6 +42,12 @@ void runAgainstReference(World& w, size_t n, int steps, dctRedOp_t op, bool inPl
     if (!inPlace) CHECK(sameBytes(send, inputs[w.rank]));
     CHECK(sameBytes(workerError<A>(c), ref.workerError[w.rank]));
     CHECK(sameBytes(serverError<A>(c, chunks.length(w.rank)), ref.serverError[w.rank]));
+    size_t begin = 1, length = 0;  // the public accessor: the same error, this rank's chunk
+    std::vector<A> server(chunks.length(w.rank));
+    REQUIRE(dctCompressorGetServerError(c, server.data(), &begin, &length, nullptr) == dctSuccess);
+    CHECK(begin == chunks.begin(w.rank));
+    CHECK(length == chunks.length(w.rank));
+    CHECK(sameBytes(server, ref.serverError[w.rank]));
     dctStats_t st{};
     REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
     CHECK(st.step == static_cast<uint64_t>(step + 1));
@@ -228,6 +234,32 @@ TEST_CASE("the residual API reads and replaces the 1-bit worker error") {
     CHECK(sameBytes(workerError<float>(c), ref.workerError[w.rank]));
     CHECK(sameBytes(workerError<float>(c), ref.workerError[w.rank]));  // reading changes nothing
   }
+  REQUIRE(dctCompressorDestroy(c) == dctSuccess);
+}
+
+// dctCompressorGetServerError before any step (zeros), the range alone
+// (NULL), device-less arguments checked; a top-K compressor has none.
+TEST_CASE("dctCompressorGetServerError: zeros before the first step, the range alone, top-K refused") {
+  World w;
+  const size_t n = 1001;
+  const dct::OnebitChunks chunks(n, w.size);
+  dctConfig_t cfg = onebitConfig();
+  dctCompressor_t c = nullptr;
+  REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+  size_t begin = 7, length = 7;
+  REQUIRE(dctCompressorGetServerError(c, nullptr, &begin, &length, nullptr) == dctSuccess);
+  CHECK(begin == chunks.begin(w.rank));
+  CHECK(length == chunks.length(w.rank));
+  std::vector<float> server(length + 1, 5.0f);
+  REQUIRE(dctCompressorGetServerError(c, server.data(), &begin, &length, nullptr) == dctSuccess);
+  for (size_t i = 0; i < length; i++) CHECK(server[i] == 0.0f);
+  CHECK(server[length] == 5.0f);  // nothing past the chunk
+  CHECK(dctCompressorGetServerError(c, server.data(), nullptr, &length, nullptr) == dctInvalidArgument);
+  REQUIRE(dctCompressorDestroy(c) == dctSuccess);
+  dctConfig_t topk = onebitConfig();
+  topk.compressor = dctCompressorTopk;
+  REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &topk, &c) == dctSuccess);
+  CHECK(dctCompressorGetServerError(c, nullptr, &begin, &length, nullptr) == dctInvalidUsage);
   REQUIRE(dctCompressorDestroy(c) == dctSuccess);
 }
 

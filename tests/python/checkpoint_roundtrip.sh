@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test_hook_checkpoint.py's three phases, each in fresh processes:
-#   checkpoint_roundtrip.sh NP MPIEXEC PYTHON [mpiexec args...]
+# A checkpoint test's three phases (full, save, resume), each in fresh processes:
+#   [CHECKPOINT_SCRIPT=test_onebit_adam_checkpoint.py] checkpoint_roundtrip.sh NP MPIEXEC PYTHON [mpiexec args...]
+# (default: test_hook_checkpoint.py)
 set -euo pipefail
 np=$1 mpiexec=$2 python=$3
 shift 3
@@ -8,5 +9,5 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 for phase in full save resume; do
-  "$mpiexec" -n "$np" "$@" "$python" "$here/test_hook_checkpoint.py" --phase "$phase" "$dir"
+  "$mpiexec" -n "$np" "$@" "$python" "$here/${CHECKPOINT_SCRIPT:-test_hook_checkpoint.py}" --phase "$phase" "$dir"
 done
