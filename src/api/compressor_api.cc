@@ -170,6 +170,7 @@ extern "C" dctResult_t dctCompressorGetServerError(dctCompressor_t c, void* erro
     const size_t es = dtypeSize(c->accType);
     DCTCHECK(checkBuffer(c->comm, error, *length, es, "error", fn));
     if (twinFor(error).device) return fail(c->comm, dctInvalidArgument, "%s: error must be host memory", fn);
+    DCTCHECK(settleStream(c));  // a queued 1-bit step: which error is committed, and its pending scale
     const bool present = c->ops != nullptr && c->onebit.readyFor(c->ops, c->kernels);
     if (!present) {
       std::memset(error, 0, *length * es);
