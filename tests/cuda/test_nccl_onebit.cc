@@ -5,61 +5,15 @@
 // it still runs, a captured call's replays equal eager calls bit for bit
 // and advance the compressor as eager steps do, and a refused call fails
 // the comm asynchronously with nothing committed.
-#include <cuda_runtime.h>
-#include <doctest/doctest.h>
-#include <nccl.h>
-
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <vector>
 
-#include "dct/dct.h"
-#include "dct/dct_nccl.h"
+#include "nccl_one_rank.h"
 
-cudaError_t dctTestSpin(cudaStream_t stream, double milliseconds);  // spin_kernel.cu
+using namespace nccltest;
 
 namespace {
-
-#define CUDA_OK(call) REQUIRE((call) == cudaSuccess)
-
-struct OneRank {
-  ncclComm_t nccl = nullptr;
-  dctComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  OneRank() {
-    int device = 0;
-    REQUIRE(ncclCommInitAll(&nccl, 1, &device) == ncclSuccess);
-    REQUIRE(dctCommInitNccl(nccl, &comm) == dctSuccess);
-    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  }
-  ~OneRank() {
-    dctCommDestroy(comm);
-    ncclCommDestroy(nccl);
-    cudaStreamDestroy(stream);
-  }
-};
-
-struct Tensor {
-  float* p = nullptr;
-  size_t n;
-  explicit Tensor(size_t count) : n(count) { CUDA_OK(cudaMalloc(&p, n * sizeof(float))); }
-  ~Tensor() { cudaFree(p); }
-  void upload(int step) {
-    std::mt19937_64 rng(99 + step);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> h(n);
-    for (auto& x : h) x = normal(rng);
-    CUDA_OK(cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaDeviceSynchronize());
-  }
-  std::vector<float> download() const {
-    std::vector<float> h(n);
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
 
 dctCompressor_t onebitCompressor(dctComm_t comm, size_t n) {
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
@@ -68,12 +22,6 @@ dctCompressor_t onebitCompressor(dctComm_t comm, size_t n) {
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(comm, n, dctFloat32, &cfg, &c) == dctSuccess);
   return c;
-}
-
-uint64_t stepsOf(dctCompressor_t c) {
-  dctStats_t st{};
-  REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);  // waits for the last step
-  return st.step;
 }
 
 std::vector<float> residualOf(dctCompressor_t c, size_t n, cudaStream_t stream) {
