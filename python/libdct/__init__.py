@@ -5,11 +5,17 @@ PyTorch and numpy, over torch.distributed groups or MPI.
     grad = comm.compressor(n, "fp32", density=0.01)
     grad.allreduce(tensor)                   # in place: mean of compressed tensors
 
-libdct.torch has the DDP communication hook (DctState, dct_hook)."""
+libdct.torch has the DDP communication hook (DctState, dct_hook).
+
+Importing the package loads libdct.so (libdct._native: the package's own
+copy unless LIBDCT_LIBRARY names another) and checks its version, so a rank
+without a usable library fails here, before any collective."""
+from . import _native
+from ._version import __version__
 from .comm import Comm
 from .compressor import Compressor
 from .config import Config, Stats
 from .errors import DctError
 
-__version__ = "0.4.0"
+_native.lib()
 __all__ = ["Comm", "Compressor", "Config", "Stats", "DctError", "__version__"]

@@ -4,48 +4,71 @@ import ctypes
 import os
 import sys
 
-# The dct.h this binding was written against (DCT_VERSION_CODE).
-VERSION_CODE = 400
+from ._version import __version__
+
+# The dct.h this binding was written against (DCT_VERSION_CODE): the
+# package's own version, which the library it loads must report.
+VERSION_CODE = (lambda x, y, z: x * 10000 + y * 100 + z)(*map(int, __version__.split(".")[:3]))
 CONFIG_MAGIC = 0xDC7C0F19
 CALLBACKS_MAGIC = 0xDC7CCA11
 UNDEF_INT = -2147483648
 UNDEF_DOUBLE = -1.0e300
 NUM_PHASES = 5
 
-_SONAMES = ("libdct.so.0", "libdct.so")
+_SYSTEM_NAMES = ("libdct.so.0", "libdct.so")
+_PREFIX_LIBS = ("lib", "lib64", "lib/x86_64-linux-gnu")
+
+
+def version_string(code):
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+
+
+def _prefixes():
+    return list(dict.fromkeys((sys.prefix, "/usr/local", "/usr")))
 
 
 def _candidates():
-    """Where users expect the library, in order: an explicit path, next to the
-    package, the loader's own search (LD_LIBRARY_PATH, ld.so.cache), then the
-    usual install prefixes."""
+    """(path, what it is), in the order they are tried: LIBDCT_LIBRARY alone
+    when set (an explicit choice is never silently replaced); else the
+    package's own copy (the wheel's); else the loader's search
+    (LD_LIBRARY_PATH, ld.so.cache) and the usual prefixes, for a package
+    installed without its library."""
     explicit = os.environ.get("LIBDCT_LIBRARY")
     if explicit:
-        yield explicit
+        yield explicit, "LIBDCT_LIBRARY"
         return
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in _SONAMES:
-        yield os.path.join(here, name)
-    yield from _SONAMES
-    for prefix in (sys.prefix, "/usr/local", "/usr"):
-        for lib in ("lib", "lib64", "lib/x86_64-linux-gnu"):
-            for name in _SONAMES:
-                yield os.path.join(prefix, lib, name)
+    yield os.path.join(os.path.dirname(os.path.abspath(__file__)), "libdct.so"), "the package's own copy"
+    for name in _SYSTEM_NAMES:
+        yield name, "the loader's search"
+    for prefix in _prefixes():
+        for lib in _PREFIX_LIBS:
+            for name in _SYSTEM_NAMES:
+                yield os.path.join(prefix, lib, name), None
 
 
 def load():
+    """The CDLL of the first candidate that loads; otherwise an ImportError
+    naming each candidate and why it failed (the loader's message names a
+    missing dependency, such as libmpi.so.40)."""
     tried = []
-    for path in _candidates():
+    for path, what in _candidates():
         if os.sep in path and not os.path.exists(path):
-            tried.append(path)
+            if what:
+                tried.append(f"{path} ({what}): no such file")
             continue
         try:
             # CDLL (not PyDLL): every call releases the GIL while in C.
             return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as e:
-            tried.append(f"{path} ({e})")
-    raise OSError("libdct.so not found; set LIBDCT_LIBRARY to its path or add its folder to "
-                  "LD_LIBRARY_PATH. Tried: " + "; ".join(tried))
+            tried.append(f"{path} ({what or 'a usual prefix'}): {e}")
+    if not os.environ.get("LIBDCT_LIBRARY"):
+        tried.append(f"{'|'.join(_SYSTEM_NAMES)} under {', '.join(_prefixes())} ({', '.join(_PREFIX_LIBS)}): "
+                     "none there")
+    raise ImportError(f"libdct {__version__}: cannot load libdct.so. Tried, in order:\n  " + "\n  ".join(tried)
+                      + "\nInstall the package with its library (pip install <libdct checkout>) or set "
+                        f"LIBDCT_LIBRARY to a libdct.so of version {__version__}. Where a libdct.so exists but "
+                        "another library it needs does not (the loader names it above: libmpi.so.40, ...), "
+                        "install that one.")
 
 
 class Config(ctypes.Structure):
@@ -135,6 +158,8 @@ class Library:
 
     def __init__(self):
         self.dll = load()
+        if not hasattr(self.dll, "dctGetVersion"):
+            raise ImportError(f"libdct {__version__}: {self.dll._name} is not libdct.so (no dctGetVersion)")
         for name, (restype, argtypes) in _PROTOTYPES.items():
             fn = getattr(self.dll, name, None)
             if fn is None:  # a build without NCCL has no dctCommInitNccl
@@ -144,9 +169,9 @@ class Library:
         v = ctypes.c_int(0)
         self.dctGetVersion(ctypes.byref(v))
         self.version_code = v.value
-        if v.value // 100 != VERSION_CODE // 100:
-            raise OSError(f"libdct.so is version {v.value}, this package needs {VERSION_CODE // 10000}."
-                          f"{VERSION_CODE // 100 % 100}.x")
+        if v.value != VERSION_CODE:
+            raise ImportError(f"libdct {__version__}: {self.dll._name} is libdct {version_string(v.value)}; this "
+                              f"package needs the same version (the wheel carries it; LIBDCT_LIBRARY overrides)")
 
 
 _library = None

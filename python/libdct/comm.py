@@ -30,8 +30,11 @@ class Comm:
         collectives run as the group's own all_gather / all_to_all_single /
         all_reduce. nccl: a libdct NCCL comm on `device` (None: the current
         one) whose unique id travels over `control` (a CPU group over the
-        same ranks; None: the nccl group itself, through device memory)."""
+        same ranks; None: the nccl group itself, through device memory).
+        Every rank first checks that all loaded the same libdct version
+        (libdct.library_agree: LibraryMismatch on every rank otherwise)."""
         from .groups import PrivateGroup, backend_of
+        from .library_agree import agree_library
         if isinstance(group, PrivateGroup):
             pg, backend = group.pg, group.backend
         else:
@@ -42,6 +45,7 @@ class Comm:
             control = control.pg if isinstance(control, PrivateGroup) else control
             return nccl_comm(cls, pg if control is None else control, device, on_device=control is None)
         from .torch_transport import TorchTransport
+        agree_library(pg)
         transport = TorchTransport(pg, backend)
         return cls(cls._init_callbacks(transport), transport)
 

@@ -30,8 +30,10 @@ def nccl_comm(comm_class, group, device=None, on_device=True):
     The comm lives on `device` (None: the current CUDA device)."""
     import torch
     from .groups import all_reduce, broadcast
+    from .library_agree import agree_library
     lib = _native.lib()
     device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    agree_library(group, device if on_device else None)
     rank, size = group.rank(), group.size()
     payload = torch.zeros(1 + _UNIQUE_ID_BYTES, dtype=torch.uint8)
     uid, why = _UniqueId(), None

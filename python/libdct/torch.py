@@ -26,6 +26,7 @@ from .hook_agree import settings_of, vote
 from .hook_step import BucketJob, StepRunner
 from .hook_thread import Worker
 from .hook_units import Units
+from .library_agree import agree_library
 from .onebit_adam import OnebitAdam  # noqa: F401 (libdct.torch's API)
 from .onebit_hook import onebit_adam_hook  # noqa: F401
 
@@ -104,12 +105,13 @@ class DctState:
         self.control = PrivateGroup(self.ranks, "gloo", timeout, "control")
         self._owned.groups.append(self.control)
         self.data = self.control
-        if backend == "nccl":
-            self.data = PrivateGroup(self.ranks, "nccl", timeout, "data")
-            self._owned.groups.append(self.data)
-        else:
-            self._owned.comms[None] = Comm.from_torch(self.control)
         try:
+            agree_library(self.control.pg)  # every rank loaded the same libdct, before anything else is made
+            if backend == "nccl":
+                self.data = PrivateGroup(self.ranks, "nccl", timeout, "data")
+                self._owned.groups.append(self.data)
+            else:
+                self._owned.comms[None] = Comm.from_torch(self.control)
             vote(self.control.pg, self.ranks, settings_of(self))  # one digest, before any bucket
         except BaseException:
             self._owned.free()
