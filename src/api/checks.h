@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "api/local_context.h"
@@ -91,7 +92,10 @@ inline dctResult_t checkIndexList(dctComm_t comm, const void* indices, size_t nn
       dctResult_t r = twin.copy(ctx, staged.data(), indices, staged.size(), stream);
       return r == dctSuccess ? twin.synchronize(ctx, stream) : r;
     });
-    if (res != dctSuccess) return fail(comm, res, "%s: cannot read the device indices to check them", fn);
+    if (res != dctSuccess) {
+      const std::string why = threadLastErrorMessage();
+      return fail(comm, res, "%s: cannot read the device indices to check them (%s)", fn, why.c_str());
+    }
     indices = staged.data();
   }
   auto at = [&](size_t j) -> uint64_t {
