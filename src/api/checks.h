@@ -10,6 +10,7 @@
 
 #include "api/local_context.h"
 #include "base/checked_size.h"
+#include "base/components.h"
 #include "base/debug.h"
 #include "core/compressor.h"
 #include "dct/dct.h"
@@ -71,7 +72,10 @@ inline dctResult_t checkRowCounts(dctComm_t comm, const size_t* rows, size_t row
 // The comm's transport must move buffers of this memory space.
 inline dctResult_t checkTransportSpace(dctComm_t comm, const void* buf, const char* fn) {
   if (buf == nullptr) return dctSuccess;  // nothing to move
-  const bool device = twinFor(buf).device;
+  const KernelOps& twin = twinFor(buf);
+  if (&twin == &missingDeviceOps())
+    return fail(comm, dctNotSupported, "%s: the buffers are device memory but %s", fn, deviceComponentError());
+  const bool device = twin.device;
   if (device ? comm->transport->deviceBuffers : comm->transport->hostBuffers) return dctSuccess;
   return fail(comm, dctInvalidArgument, "%s: the %s transport cannot move %s buffers", fn, comm->transport->name,
               device ? "device" : "host");
