@@ -5,10 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "api/local_context.h"
 #include "base/checked_size.h"
+#include "base/components.h"
 #include "base/debug.h"
 #include "core/compressor.h"
 #include "dct/dct.h"
@@ -70,7 +72,10 @@ inline dctResult_t checkRowCounts(dctComm_t comm, const size_t* rows, size_t row
 // The comm's transport must move buffers of this memory space.
 inline dctResult_t checkTransportSpace(dctComm_t comm, const void* buf, const char* fn) {
   if (buf == nullptr) return dctSuccess;  // nothing to move
-  const bool device = twinFor(buf).device;
+  const KernelOps& twin = twinFor(buf);
+  if (&twin == &missingDeviceOps())
+    return fail(comm, dctNotSupported, "%s: the buffers are device memory but %s", fn, deviceComponentError());
+  const bool device = twin.device;
   if (device ? comm->transport->deviceBuffers : comm->transport->hostBuffers) return dctSuccess;
   return fail(comm, dctInvalidArgument, "%s: the %s transport cannot move %s buffers", fn, comm->transport->name,
               device ? "device" : "host");
@@ -91,7 +96,10 @@ inline dctResult_t checkIndexList(dctComm_t comm, const void* indices, size_t nn
       dctResult_t r = twin.copy(ctx, staged.data(), indices, staged.size(), stream);
       return r == dctSuccess ? twin.synchronize(ctx, stream) : r;
     });
-    if (res != dctSuccess) return fail(comm, res, "%s: cannot read the device indices to check them", fn);
+    if (res != dctSuccess) {
+      const std::string why = threadLastErrorMessage();
+      return fail(comm, res, "%s: cannot read the device indices to check them (%s)", fn, why.c_str());
+    }
     indices = staged.data();
   }
   auto at = [&](size_t j) -> uint64_t {

@@ -1,5 +1,6 @@
 // Communicator entry points.
 #include "api/guard.h"
+#include "base/components.h"
 #include "core/compressor.h"
 #include "transport/comm.h"
 #include "transport/hierarchy.h"
@@ -11,7 +12,6 @@
 #endif
 
 namespace dct {
-dctResult_t createMpiComm(MPI_Comm mpiComm, dctComm_t* out);
 dctResult_t createCallbacksComm(const dctCallbacks_t* callbacks, dctComm_t* out);
 
 namespace {
@@ -35,8 +35,10 @@ extern "C" dctResult_t dctCommInitMpi(MPI_Comm mpiComm, dctComm_t* comm) {
   return guarded(nullptr, "dctCommInitMpi", [&] {
     if (comm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitMpi: comm is NULL");
     *comm = nullptr;
+    const MpiComponent* mpi = mpiComponent();
+    if (mpi == nullptr) return fail(nullptr, dctNotSupported, "dctCommInitMpi: %s", mpiComponentError());
     dctComm_t made = nullptr;
-    DCTCHECK(createMpiComm(mpiComm, &made));
+    DCTCHECK(mpi->createComm(&mpiComm, &made));
     return finishComm(made, comm);
   });
 }
@@ -52,17 +54,17 @@ extern "C" dctResult_t dctCommInitCallbacks(const dctCallbacks_t* callbacks, dct
 }
 
 #if DCT_HAVE_NCCL
-namespace dct {
-dctResult_t createNcclComm(ncclComm_t ncclComm, dctComm_t* out);
-}
-
 extern "C" dctResult_t dctCommInitNccl(ncclComm_t ncclComm, dctComm_t* comm) {
   return guarded(nullptr, "dctCommInitNccl", [&] {
     if (comm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: comm is NULL");
     *comm = nullptr;
     if (ncclComm == nullptr) return fail(nullptr, dctInvalidArgument, "dctCommInitNccl: ncclComm is NULL");
+    const DeviceComponent* cuda = deviceComponent();
+    if (cuda == nullptr) return fail(nullptr, dctNotSupported, "dctCommInitNccl: %s", deviceComponentError());
+    if (cuda->createNcclComm == nullptr)
+      return fail(nullptr, dctNotSupported, "dctCommInitNccl: libdct_cuda.so was built without NCCL");
     dctComm_t made = nullptr;
-    DCTCHECK(createNcclComm(ncclComm, &made));
+    DCTCHECK(cuda->createNcclComm(ncclComm, &made));
     return finishComm(made, comm);
   });
 }

@@ -5,13 +5,9 @@
 
 #include <mutex>
 
+#include "base/components.h"
 #include "base/debug.h"
-#include "dct_config.h"
 #include "kernels/kernels.h"
-
-#if DCT_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace dct {
 
@@ -28,10 +24,8 @@ constexpr int kLocalContextDevices = 64;  // more devices: a context per call
 inline LocalContextSlot* localContextSlot(const KernelOps& twin) {
   static LocalContextSlot* const slots = new LocalContextSlot[1 + kLocalContextDevices];
   if (!twin.device) return &slots[0];
-  int device = -1;
-#if DCT_HAVE_CUDA
-  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
-#endif
+  const DeviceComponent* cuda = deviceComponent();
+  const int device = cuda ? cuda->currentDevice() : -1;
   return device >= 0 && device < kLocalContextDevices ? &slots[1 + device] : nullptr;
 }
 

@@ -1,8 +1,10 @@
-// CUDA builds only. The driver is looked up with RTLD_NOLOAD: if nothing in
-// the process has loaded it, nothing can have allocated device memory.
+// The driver is looked up with RTLD_NOLOAD: if nothing in the process has
+// loaded it, nothing can have allocated device memory, and the CUDA
+// component is never loaded. Once a context exists the component's runtime
+// answers; without the component the driver itself does, so a device buffer
+// fails clearly instead of being read as host memory.
 #include "base/memory_space.h"
 
-#include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <link.h>
 
@@ -11,13 +13,16 @@
 
 #include <atomic>
 
+#include "base/components.h"
+
 namespace dct {
 namespace {
 
 // The few driver entry points needed, resolved by name (libdct does not
-// link the driver, so a CUDA build still loads on machines without one).
+// link the driver, so it still loads on machines without one).
 struct Driver {
   int (*ctxGetCurrent)(void** ctx) = nullptr;
+  int (*pointerGetAttribute)(void* data, int attribute, unsigned long long ptr) = nullptr;
   int (*deviceGetCount)(int* count) = nullptr;
   int (*deviceGet)(int* device, int ordinal) = nullptr;
   int (*primaryCtxGetState)(int device, unsigned* flags, int* active) = nullptr;
@@ -32,7 +37,8 @@ struct Driver {
     deviceGetCount = reinterpret_cast<decltype(deviceGetCount)>(dlsym(lib, "cuDeviceGetCount"));
     deviceGet = reinterpret_cast<decltype(deviceGet)>(dlsym(lib, "cuDeviceGet"));
     primaryCtxGetState = reinterpret_cast<decltype(primaryCtxGetState)>(dlsym(lib, "cuDevicePrimaryCtxGetState"));
-    return ctxGetCurrent && deviceGetCount && deviceGet && primaryCtxGetState;
+    pointerGetAttribute = reinterpret_cast<decltype(pointerGetAttribute)>(dlsym(lib, "cuPointerGetAttribute"));
+    return ctxGetCurrent && deviceGetCount && deviceGet && primaryCtxGetState && pointerGetAttribute;
   }
   // dl_iterate_phdr hands every object its loader's running count of loads
   // (dlpi_adds): while it has not moved since a scan that found no driver,
@@ -63,8 +69,9 @@ struct Driver {
   }
 };
 
+Driver driver;
+
 bool anyContext() {
-  static Driver driver;
   static std::atomic<bool> loaded{false};
   if (!loaded.load(std::memory_order_acquire)) {
     if (!driver.load()) return false;  // driver not in the process (yet)
@@ -92,16 +99,22 @@ bool deviceMemoryPossible() {
   return true;
 }
 
+// The driver's view (no runtime): device, unified or managed memory.
+bool driverSaysDevice(const void* ptr) {
+  constexpr int kMemoryType = 2, kIsManaged = 8;   // CU_POINTER_ATTRIBUTE_*
+  constexpr unsigned kDevice = 2, kUnified = 4;    // CU_MEMORYTYPE_*
+  const auto p = reinterpret_cast<unsigned long long>(ptr);
+  unsigned type = 0, managed = 0;
+  if (driver.pointerGetAttribute(&managed, kIsManaged, p) == 0 && managed) return true;
+  return driver.pointerGetAttribute(&type, kMemoryType, p) == 0 && (type == kDevice || type == kUnified);
+}
+
 }  // namespace
 
 bool isDeviceMemory(const void* ptr) {
   if (ptr == nullptr || !deviceMemoryPossible()) return false;
-  cudaPointerAttributes attr;
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  if (const DeviceComponent* d = deviceComponent()) return d->isDeviceMemory(ptr);
+  return driverSaysDevice(ptr);
 }
 
 }  // namespace dct

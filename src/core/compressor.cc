@@ -7,6 +7,7 @@
 #include <limits>
 #include <new>
 
+#include "base/components.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "base/half_types.h"
@@ -339,14 +340,14 @@ void commitStep(dctCompressor_t c, const StepDraft& d, size_t bytesSent, size_t 
 }
 
 const KernelOps& twinFor(const void* ptr) {
-#if DCT_HAVE_CUDA
-  if (ptr != nullptr && isDeviceMemory(ptr)) return cudaKernelOps();
-#endif
-  (void)ptr;
-  return cpuKernelOps();
+  if (ptr == nullptr || !isDeviceMemory(ptr)) return cpuKernelOps();
+  const DeviceComponent* cuda = deviceComponent();
+  return cuda ? *cuda->kernels : missingDeviceOps();
 }
 
 dctResult_t bindOps(dctCompressor_t c, const KernelOps& twin, const char* fn, bool withResidual) {
+  if (&twin == &missingDeviceOps())
+    return fail(c->comm, dctNotSupported, "%s: the buffers are device memory but %s", fn, deviceComponentError());
   dctResult_t res = twin.createContext(&c->kernels);
   if (res != dctSuccess) return fail(c->comm, res, "%s: %s kernel workspace setup failed (%s)", fn, twin.name,
                                           dctGetErrorString(res));

@@ -130,7 +130,9 @@ struct KernelOps {
 
 const KernelOps& cpuKernelOps();
 #if DCT_HAVE_CUDA
-const KernelOps& cudaKernelOps();  // cuda/: the CUDA twin
+const KernelOps& cudaKernelOps();  // cuda/: the CUDA twin (in libdct_cuda.so)
 #endif
+// Device buffers without the CUDA component: every context fails, saying why.
+const KernelOps& missingDeviceOps();
 
 }  // namespace dct

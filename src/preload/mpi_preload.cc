@@ -6,6 +6,8 @@
 // included, is MPI's own. libdct's own MPI traffic goes through the PMPI_*
 // entry points, so it never comes back here. Exports exactly MPI_Allreduce,
 // MPI_Comm_free and MPI_Finalize (cmake/mpi_preload.map).
+// Needs no CUDA: a device buffer binds no compressor here (no CUDA twin
+// linked in), so the call fails on every rank and goes to MPI as it was.
 #include <mpi.h>
 
 #include <cstdlib>

@@ -4,13 +4,10 @@
 #include <cstring>
 #include <new>
 
+#include "base/components.h"
 #include "base/debug.h"
 #include "base/memory_space.h"
 #include "transport/comm.h"
-
-#if DCT_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace dct {
 namespace {
@@ -166,12 +163,11 @@ dctResult_t vote(dctComm_t comm, int32_t mine, int32_t* worst, void* stream) {
 dctResult_t voteInPlace(dctComm_t comm, int32_t* vote, void* stream) {
   if (!hit(comm)) return seamOf(comm)->inner->voteInPlace(comm, vote, stream);
   static const int32_t kFailed = dctTransportError;
-#if DCT_HAVE_CUDA
-  if (isDeviceMemory(vote))
-    (void)cudaMemcpyAsync(vote, &kFailed, sizeof(kFailed), cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream));
-  else
-#endif
+  if (isDeviceMemory(vote)) {
+    if (const DeviceComponent* cuda = deviceComponent()) (void)cuda->copyAsync(vote, &kFailed, sizeof(kFailed), stream);
+  } else {
     *vote = kFailed;
+  }
   (void)seamOf(comm)->inner->voteInPlace(comm, vote, stream);
   return injected(comm, nullptr, 0, "voteInPlace");
 }

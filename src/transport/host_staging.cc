@@ -1,45 +1,50 @@
 #include "transport/host_staging.h"
 
-#include <cstdlib>
-
-#include "base/debug.h"
-#include "base/memory_space.h"
-#include "dct_config.h"
-#include "transport/fault_injection.h"
-
-#if DCT_HAVE_CUDA
 #include <mpi.h>
 
-#include "base/cuda_check.h"
+#include <cstdlib>
+#include <string>
+
+#include "base/checked_size.h"
+#include "base/components.h"
+#include "base/debug.h"
+#include "base/memory_space.h"
+#include "transport/fault_injection.h"
+
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
-#endif
 #endif
 
 namespace dct {
 
-#if DCT_HAVE_CUDA
-
 namespace {
-// CUDACHECK records a failure for this thread only; staging knows the comm,
-// so dctGetLastError(comm) names the failed copy or allocation too.
-dctResult_t stagingFail(dctComm_t comm, cudaError_t err, const char* call, int line) {
-  const dctResult_t res = cudaFail(err, call, __FILE__, line);
+// The CUDA component records a failure for this thread only; staging knows
+// the comm, so dctGetLastError(comm) names the failed copy or allocation too.
+dctResult_t stagingFail(dctComm_t comm, dctResult_t res) {
   if (comm != nullptr) setCommLastError(comm, threadLastErrorMessage());
   return res;
 }
+
+// Only asked once isDeviceMemory() said yes, which needs a CUDA context.
+dctResult_t cudaOf(dctComm_t comm, const DeviceComponent** out) {
+  *out = deviceComponent();
+  if (*out != nullptr) return dctSuccess;
+  const std::string why = deviceComponentError();
+  return fail(comm, dctNotSupported, "MPI transport: device buffers need the CUDA component, but %s", why.c_str());
+}
 }  // namespace
 
-#define STAGINGCHECK(comm, call)                                        \
-  do {                                                                  \
-    cudaError_t staging_err_ = (call);                                  \
-    if (staging_err_ != cudaSuccess)                                    \
-      return stagingFail(comm, staging_err_, #call, __LINE__);          \
+#define STAGINGCHECK(comm, call)                             \
+  do {                                                       \
+    const dctResult_t staging_res_ = (call);                 \
+    if (staging_res_ != dctSuccess)                          \
+      return stagingFail(comm, staging_res_);                \
   } while (0)
 
 HostStaging::~HostStaging() {
-  if (in_.host) cudaFreeHost(in_.host);
-  if (out_.host) cudaFreeHost(out_.host);
+  // Pinned only through the component, which is then loaded.
+  if (in_.host) deviceComponent()->hostFree(in_.host);
+  if (out_.host) deviceComponent()->hostFree(out_.host);
   std::free(in_.spare);
   std::free(out_.spare);
 }
@@ -55,11 +60,15 @@ bool HostStaging::needed() {
 
 dctResult_t HostStaging::reserve(dctComm_t comm, Slot& slot, size_t bytes) {
   if (bytes <= slot.capacity) return dctSuccess;
-  if (slot.host) STAGINGCHECK(comm, cudaFreeHost(slot.host));
+  const DeviceComponent* cuda = nullptr;
+  DCTCHECK(cudaOf(comm, &cuda));
+  if (slot.host) cuda->hostFree(slot.host);
   slot.host = nullptr;
   slot.capacity = 0;
-  STAGINGCHECK(comm, cudaMallocHost(&slot.host, bytes + bytes / 2));
-  slot.capacity = bytes + bytes / 2;
+  size_t room = 0;
+  if (!checkedAdd(bytes, bytes / 2, room)) room = bytes;
+  STAGINGCHECK(comm, cuda->hostAlloc(&slot.host, room, nullptr));
+  slot.capacity = room;
   return dctSuccess;
 }
 
@@ -79,30 +88,32 @@ void* HostStaging::standIn(Slot& slot, const void* ptr, size_t bytes) {
 
 dctResult_t HostStaging::stageInput(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
   if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
-  auto st = static_cast<cudaStream_t>(stream);
+  const DeviceComponent* cuda = nullptr;
+  DCTCHECK(cudaOf(comm, &cuda));
   // CUDA-aware MPI reads the device buffer itself, but only after the
   // stream's producers (the caller's kernels, our pack copies) are done.
   if (!needed()) {
-    STAGINGCHECK(comm, cudaStreamSynchronize(st));
+    STAGINGCHECK(comm, cuda->streamSync(stream));
     return dctSuccess;
   }
   DCTCHECK(reserve(comm, in_, bytes));
-  STAGINGCHECK(comm, cudaMemcpyAsync(in_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
-  STAGINGCHECK(comm, cudaStreamSynchronize(st));
+  STAGINGCHECK(comm, cuda->copyAsync(in_.host, ptr, bytes, stream));
+  STAGINGCHECK(comm, cuda->streamSync(stream));
   ptr = in_.host;
   return dctSuccess;
 }
 
 dctResult_t HostStaging::stageOutput(dctComm_t comm, void*& ptr, size_t bytes, bool copyIn, void* stream) {
   if (bytes == 0 || !isDeviceMemory(ptr)) return dctSuccess;
-  auto st = static_cast<cudaStream_t>(stream);
+  const DeviceComponent* cuda = nullptr;
+  DCTCHECK(cudaOf(comm, &cuda));
   if (!needed()) {  // queued work that still reads or writes ptr ends before MPI writes it
-    STAGINGCHECK(comm, cudaStreamSynchronize(st));
+    STAGINGCHECK(comm, cuda->streamSync(stream));
     return dctSuccess;
   }
   DCTCHECK(reserve(comm, out_, bytes));
-  if (copyIn) STAGINGCHECK(comm, cudaMemcpyAsync(out_.host, ptr, bytes, cudaMemcpyDeviceToHost, st));
-  STAGINGCHECK(comm, cudaStreamSynchronize(st));  // the device data is ready before MPI reads/overwrites
+  if (copyIn) STAGINGCHECK(comm, cuda->copyAsync(out_.host, ptr, bytes, stream));
+  STAGINGCHECK(comm, cuda->streamSync(stream));  // the device data is ready before MPI reads/overwrites
   pendingDevice_ = ptr;
   pendingBytes_ = bytes;
   ptr = out_.host;
@@ -111,25 +122,13 @@ dctResult_t HostStaging::stageOutput(dctComm_t comm, void*& ptr, size_t bytes, b
 
 dctResult_t HostStaging::finish(dctComm_t comm, void* stream) {
   if (pendingDevice_ == nullptr) return dctSuccess;
-  auto st = static_cast<cudaStream_t>(stream);
-  STAGINGCHECK(comm, cudaMemcpyAsync(pendingDevice_, out_.host, pendingBytes_, cudaMemcpyHostToDevice, st));
-  STAGINGCHECK(comm, cudaStreamSynchronize(st));
+  const DeviceComponent* cuda = nullptr;
+  DCTCHECK(cudaOf(comm, &cuda));
+  STAGINGCHECK(comm, cuda->copyAsync(pendingDevice_, out_.host, pendingBytes_, stream));
+  STAGINGCHECK(comm, cuda->streamSync(stream));
   pendingDevice_ = nullptr;
   return dctSuccess;
 }
-
-#else  // host-only build: every buffer is a host buffer
-
-HostStaging::~HostStaging() = default;
-bool HostStaging::needed() { return false; }
-void* HostStaging::standIn(Slot&, const void* ptr, size_t) { return const_cast<void*>(ptr); }
-dctResult_t HostStaging::reserve(dctComm_t, Slot&, size_t) { return dctSuccess; }
-dctResult_t HostStaging::prepare(dctComm_t, const void*, size_t) { return dctSuccess; }
-dctResult_t HostStaging::stageInput(dctComm_t, const void*&, size_t, void*) { return dctSuccess; }
-dctResult_t HostStaging::stageOutput(dctComm_t, void*&, size_t, bool, void*) { return dctSuccess; }
-dctResult_t HostStaging::finish(dctComm_t, void*) { return dctSuccess; }
-
-#endif
 
 dctResult_t HostStaging::input(dctComm_t comm, const void*& ptr, size_t bytes, void* stream) {
   dctResult_t res = stageInput(comm, ptr, bytes, stream);

@@ -1,7 +1,8 @@
 // Lets a host-only transport (MPI without CUDA support) move device
 // buffers: device inputs are copied into pinned host memory before the
 // call, device outputs are received there and copied back after it. Host
-// buffers pass straight through; in builds without CUDA nothing is staged.
+// buffers pass straight through; without a CUDA context nothing is staged.
+// The copies go through the CUDA component (base/components.h).
 //
 // A failed input() or output() still leaves `ptr` on host memory of `bytes`
 // (a stand-in with undefined contents: the staging slot, or a plain

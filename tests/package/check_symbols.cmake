@@ -1,14 +1,22 @@
 # Checks a shared library's exported (defined, dynamic) symbols: with
-# -DEXPECTED=a;b;c exactly that set, else only dct* names (at least 10).
-execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+# -DEXPECTED=a;b;c exactly that set, else only dct* names (at least 10)
+# besides the internals under libdct's private version node (DCT_PRIVATE_*),
+# which only its components link against.
+execute_process(COMMAND nm -D --defined-only --with-symbol-versions ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
 endif()
 string(REPLACE "\n" ";" lines "${out}")
 set(found)
 foreach(line IN LISTS lines)
-  if(line MATCHES "^[0-9a-f]+ [A-Za-z] (.+)$")
-    list(APPEND found ${CMAKE_MATCH_1})
+  if(line MATCHES "^[0-9a-f]+ A DCT_[^@]*$")
+    continue()  # a version node's own name
+  endif()
+  if(line MATCHES "^[0-9a-f]+ [A-Za-z] ([^@]+)(@.*)?$")
+    set(name ${CMAKE_MATCH_1})
+    if(NOT CMAKE_MATCH_2 MATCHES "^@@?DCT_PRIVATE_")
+      list(APPEND found ${name})
+    endif()
   endif()
 endforeach()
 list(SORT found)
