@@ -10,10 +10,10 @@ G=.gpu
 rm -rf "$G/stage" && mkdir -p "$G/stage/bin" "$G/stage/lib" "$G/debs"
 cp -a "$B"/src/libdct*.so* "$G/stage/lib/"
 find "$B/tests/cuda" -maxdepth 1 -type f -executable -name "${PACK_TESTS:-test_*}" -exec cp {} "$G/stage/bin/" \;
-for t in cuda_kernel_perf cuda_step_perf dct_perf kernel_perf; do
-  [ -x "$B/bench/$t" ] && cp "$B/bench/$t" "$G/stage/bin/"
+for t in bench/cuda_kernel_perf bench/cuda_step_perf bench/dct_perf bench/kernel_perf tests/no_mpi_process; do
+  [ -x "$B/$t" ] && cp "$B/$t" "$G/stage/bin/"
 done
-strip --strip-unneeded "$G"/stage/bin/* "$G"/stage/lib/*.so.*.* "$G"/stage/lib/libdct_*preload.so
+strip --strip-unneeded "$G"/stage/bin/* "$G"/stage/lib/*.so.*.* "$G"/stage/lib/libdct_*.so
 # One large dictionary: every binary carries the same device code.
 XZ_OPT="-6 --lzma2=dict=256MiB" tar -C "$G/stage" -cJf "$G/bin.tar.xz" bin lib
 rm -rf "$G/stage"

@@ -2,6 +2,7 @@
 # The checks that need a GPU, on a lent machine, from the repository root,
 # over what bench/device/pack.sh put in .gpu/. Steps (default: all):
 #   tests      every CUDA suite (test_cuda_*, test_nccl_*, test_device_collectives)
+#   components no_mpi_process: libdct.so with its components hidden or absent
 #   multirank  test_device_multirank at 2 ranks (staged MPI; NCCL needs a GPU per rank)
 #   step       cuda_step_perf: a whole step at 1-rank NCCL, variable vs fixed capacity, and 1-bit
 #   kernels    cuda_kernel_perf: select, pack, thresholds vs the D2D copy
@@ -39,12 +40,14 @@ runtest() {
 export -f runtest
 pyenv() { env RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=${PORT:-29511} \
   LIBDCT_LIBRARY=/tmp/g/lib/libdct.so PYTHONPATH=python "$@"; }
-for s in ${*:-tests multirank step kernels rows hook overlap}; do
+for s in ${*:-tests components multirank step kernels rows hook overlap}; do
   stamp "$s"
   case $s in
   tests) ls $B/test_cuda_* $B/test_nccl_* $B/test_device_collectives | grep -v test_nccl_comm_init |
            xargs -P 4 -I{} bash -c 'runtest {}'
          cat "$OUT"/t_*.log >"$OUT/tests.log"; rm -f "$OUT"/t_*.log ;;
+  components) timeout 120 bash tests/package/hidden_libs.sh $B/no_mpi_process /tmp/g/lib 2>&1 | tail -6 |
+                tee "$OUT/components.txt" ;;
   multirank) for np in 2; do
       timeout 200 orterun --oversubscribe --bind-to none -np $np $B/test_device_multirank >/tmp/mr.log 2>&1
       rc=$?; echo "test_device_multirank np$np rc=$rc"; tail -3 /tmp/mr.log
