@@ -35,8 +35,7 @@ extern "C" dctResult_t dctCompressorSetSegments(dctCompressor_t c, const size_t*
   return guarded(comm, fn, [&] {
     DCTCHECK(checkOffsets(c, offsets, nsegments, fn));
     OnebitState& ob = c->onebit;
-    if (c->stats.step > 0 || ob.pending || ob.serverPending || !c->heldState.empty() ||
-        (c->ops != nullptr && ob.readyFor(c->ops, c->kernels)))
+    if (c->stats.step > 0 || ob.pending || ob.serverPending || !c->heldState.empty())
       return fail(comm, dctInvalidUsage,
                   "%s: the compressor has stepped (or holds a loaded state): segments are set before its first "
                   "step",
@@ -45,6 +44,9 @@ extern "C" dctResult_t dctCompressorSetSegments(dctCompressor_t c, const size_t*
     OnebitSegments seg = onebitSegmentsOf(offsets, nsegments, c->count, c->ranks, c->rank);
     std::vector<double> worker(seg.count()), server(seg.serverCount()), stepWorker(seg.count()),
         stepServer(seg.serverCount());
+    // A failed first step may have laid out the buffers for the old
+    // segments; they hold nothing yet (no step committed): set up afresh.
+    if (c->ops != nullptr && ob.readyFor(c->ops, c->kernels)) ob.release();
     ob.seg = std::move(seg);
     ob.pendingScales.swap(worker);
     ob.serverPendingScales.swap(server);
