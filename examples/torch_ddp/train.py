@@ -42,6 +42,8 @@ def parse_args():
     p.add_argument("--eps", type=float, default=1e-8, help="adam, onebit_adam: Adam's epsilon")
     p.add_argument("--exchange", default="momentum", choices=["momentum", "preconditioned"],
                    help="onebit_adam: what the 1-bit allreduce carries (docs/onebit_adam.md)")
+    p.add_argument("--one-scale", action="store_true",
+                   help="onebit_adam: one 1-bit scale for the flat buffer instead of one per tensor")
     p.add_argument("--density", type=float, default=0.01, help="dct: fraction of each bucket sent")
     p.add_argument("--start-iter", type=int, default=0,
                    help="dct/onebit: dense allreduce steps before compression")
@@ -256,9 +258,10 @@ def main():
         if args.freeze_step is None:
             args.freeze_step = max(1, round(0.15 * total_steps))
         opt = OnebitAdam(model.parameters(), lr=args.lr, eps=args.eps, freeze_step=args.freeze_step,
-                         exchange=args.exchange)
+                         exchange=args.exchange, per_tensor_scales=not args.one_scale)
         args.hook, state, hook = "onebit_adam", opt, onebit_adam_hook
-        described = f"onebit_adam_hook (OnebitAdam, freeze_step {args.freeze_step}, exchange {args.exchange})"
+        described = (f"onebit_adam_hook (OnebitAdam, freeze_step {args.freeze_step}, exchange {args.exchange}, "
+                     f"{'one scale' if args.one_scale else 'a scale per tensor'})")
     else:
         state, hook, described = make_hook(args, total_steps, model)
         opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum) if args.optimizer == "sgd" \

@@ -332,6 +332,34 @@ DCT_EXPORT dctResult_t dctCompressorGetOwnerResidual(dctCompressor_t compressor,
 DCT_EXPORT dctResult_t dctCompressorGetServerError(dctCompressor_t compressor, void* error, size_t* begin,
                                                    size_t* length, void* stream);
 
+/* dctCompressorOnebit: a scale per segment of the tensor instead of one for
+ * the whole of it, so a flat buffer of several tensors (an optimizer's
+ * parameters side by side) keeps a scale per tensor in one exchange: one
+ * tensor with large entries no longer sets the step size of all the others.
+ * offsets: nsegments + 1 element offsets, offsets[0] = 0, offsets[nsegments]
+ * = count, non-decreasing (segment s is [offsets[s], offsets[s + 1]); an
+ * empty segment is allowed and has no scale). Each rank's worker sends a
+ * scale per segment, ||x_s||_2 / sqrt(len_s) (x = sendbuf + worker error
+ * on the segment); the server of chunk j one per piece (a segment within
+ * chunk j) of the average plus its server error; each element is sent, its
+ * errors formed, and recvbuf decoded with its own segment's (piece's)
+ * scale. One segment is the unsegmented compressor, bit for bit. The
+ * scales ride in front of the sign words as before: each message carries
+ * K scales, K = the most segments one chunk meets, so a step sends 2 (P -
+ * 1) (K - 1) x 4 bytes (8 for fp64 tensors) more per rank than with one
+ * segment. Every rank must set the same segments: they are agreed with
+ * each step's call, and a rank whose segments differ fails the step on
+ * every rank (dctInvalidUsage, nothing changed). Segments are fixed before
+ * the compressor's first step (later, or after a LoadState of a stepped
+ * state: dctInvalidUsage); dctCompressorSaveState carries them with the
+ * per-segment scales, and LoadState restores them (a state saved with one
+ * segment restores one segment). With more than one segment a device step
+ * stays synchronous (the segments' scales are read back each step) instead
+ * of being queued on the stream. Bad offsets: dctInvalidArgument; another
+ * compressor kind: dctInvalidUsage; nothing changed on failure. Not
+ * collective. */
+DCT_EXPORT dctResult_t dctCompressorSetSegments(dctCompressor_t compressor, const size_t* offsets, int nsegments);
+
 /* A compressor's whole state as a host byte string, for checkpoints that
  * continue training bit for bit in a fresh process: the statistics (step
  * counter and totals), the threshold schedule (tau, the step the sampled
@@ -379,7 +407,8 @@ DCT_EXPORT dctResult_t dctCompressorLoadState(dctCompressor_t compressor, const 
  * compressed allreduce of 1-bit Adam (one stateful handle per tensor, one
  * call, so training code and the drop-in shims switch with DCT_COMPRESSOR=
  * onebit): each rank sends the sign bits of x = sendbuf + worker error and
- * one scale ||x||_2 / sqrt(count); rank j averages chunk j over the ranks,
+ * one scale ||x||_2 / sqrt(count) (one per segment with
+ * dctCompressorSetSegments); rank j averages chunk j over the ranks,
  * adds its server error and re-compresses it the same way; the chunks'
  * scales and bits are allgathered. About count/8 bytes per phase instead of
  * 4*count. recvbuf is the average by construction (dctSum multiplies it by
@@ -387,7 +416,7 @@ DCT_EXPORT dctResult_t dctCompressorLoadState(dctCompressor_t compressor, const 
  * tensor's type. A NaN/Inf in any rank's input makes this step's recvbuf NaN
  * everywhere and leaves both errors as they were (a loss scaler skips the
  * step; the next one is unaffected). config.warmupSteps dense steps come
- * first. Stats: nnz = count, threshold = this rank's worker scale (0 in
+ * first. Stats: nnz = count, threshold = this rank's worker scale (its largest segment's; 0 in
  * warm-up), nonFinite = 1 when its input was not finite, algorithm =
  * dctAlgoDense in warm-up else dctNumAlgorithms, bytes = sign words and
  * scales this rank sent to / received from the others. With device

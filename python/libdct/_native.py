@@ -145,6 +145,7 @@ _PROTOTYPES = {
     "dctCompressorGetResidual": (_int, [_vp, _vp, _vp]),
     "dctCompressorSetResidual": (_int, [_vp, _vp, _vp]),
     "dctCompressorGetServerError": (_int, [_vp, _vp, ctypes.POINTER(_sz), ctypes.POINTER(_sz), _vp]),
+    "dctCompressorSetSegments": (_int, [_vp, ctypes.POINTER(_sz), _int]),
     "dctCompressorSaveState": (_int, [_vp, _vp, ctypes.POINTER(_sz), _vp]),
     "dctCompressorLoadState": (_int, [_vp, ctypes.c_char_p, _sz, _vp]),
     "dctSparseAllreduce": (_int, [_vp, _vp, _sz, _int, _int, _vp, _vp, _vp]),

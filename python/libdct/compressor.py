@@ -75,6 +75,19 @@ class Compressor:
                                                   ctypes.byref(length), None), self.comm.handle)
         return begin.value, out
 
+    def set_segments(self, offsets):
+        """A 1-bit compressor's scale per segment (dctCompressorSetSegments):
+        offsets are the segments' boundaries, 0 first and count last,
+        non-decreasing (segment s = [offsets[s], offsets[s + 1])), e.g. the
+        offsets of several tensors laid side by side in one flat buffer.
+        Before the first step; every rank the same (a rank that differs
+        fails the next step on every rank)."""
+        offsets = [int(o) for o in offsets]
+        if len(offsets) < 2:
+            raise ValueError(f"set_segments: at least two offsets (0 and count), not {offsets}")
+        native = (ctypes.c_size_t * len(offsets))(*offsets)
+        check(_native.lib().dctCompressorSetSegments(self._live(), native, len(offsets) - 1), self.comm.handle)
+
     def save_state(self):
         """The compressor's whole state (residual, threshold schedule, 1-bit
         server error, ...) as bytes, for a checkpoint (dctCompressorSaveState)."""

@@ -72,6 +72,11 @@ class OnebitAdam(torch.optim.Optimizer):
     eps: the compression stage's error per entry is about lr * scale /
         (sqrt(v_hat) + eps); eps = 1e-8 lets entries with a tiny variance
         blow up: see "Choosing eps" in docs/onebit_adam.md.
+    per_tensor_scales: the 1-bit exchange keeps a scale per parameter tensor
+        (one segment per tensor, dctCompressorSetSegments) instead of one
+        for the whole flat buffer, so a tensor with large entries does not
+        set the step size of the others (docs/onebit_adam.md). Default True;
+        a checkpoint keeps the scales it was saved with.
     config: a libdct.Config for the compressor's remaining fields.
     Settings that decide the collectives (freeze_step, the stage and step,
     the flat layout, the hyperparameters) are agreed at construction and at
@@ -79,7 +84,8 @@ class OnebitAdam(torch.optim.Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, freeze_step,
                  decoupled_weight_decay=True, bias_correction=True, process_group=None, mpi_comm=None,
-                 average_gradients=True, nonfinite="skip", exchange="momentum", config=None):
+                 average_gradients=True, nonfinite="skip", exchange="momentum", per_tensor_scales=True,
+                 config=None):
         if process_group is not None and mpi_comm is not None:
             raise ValueError("pass process_group or mpi_comm, not both")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
@@ -88,6 +94,7 @@ class OnebitAdam(torch.optim.Optimizer):
         self.decoupled_weight_decay, self.nonfinite = bool(decoupled_weight_decay), nonfinite
         self.average_gradients = bool(average_gradients)
         self.exchange = exchange
+        self.per_tensor_scales = bool(per_tensor_scales)
         self.step_count = 0      # steps taken (skipped ones not counted)
         self.skipped_steps = 0
         self._denom = None       # the frozen preconditioner, made at the first compressed step
@@ -169,6 +176,8 @@ class OnebitAdam(torch.optim.Optimizer):
         else:
             owned.comm = Comm.from_torch(self._channel.control)
         owned.compressor = owned.comm.compressor(self.layout.count, self.layout.dtype, self.compressor_config)
+        if self.per_tensor_scales:  # one exchange, a scale per tensor
+            owned.compressor.set_segments(list(self.layout.offsets) + [self.layout.count])
 
     @property
     def compressor(self):
@@ -193,6 +202,7 @@ class OnebitAdam(torch.optim.Optimizer):
     def _fields(self, construction=False):
         fields = {"freeze_step": self.freeze_step, "layout": self.layout.describe() if self.layout else None,
                   "settings": (self.bias_correction, self.decoupled_weight_decay, self.nonfinite, self.exchange,
+                               self.per_tensor_scales,
                                repr(sorted(vars(self.compressor_config).items())))}
         if not construction:
             fields["step and stage"] = (self.step_count, self.compressing)

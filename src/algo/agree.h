@@ -50,6 +50,7 @@ struct CallHeader {
   int32_t warmupSteps = 0;  // must match
   int32_t autoGlobalTopk = 0;  // must match
   double capacityFactor = 0;   // must match
+  uint64_t segments = 0;       // must match: a 1-bit compressor's segments' digest (0: one segment)
 };
 
 enum StepPath : int32_t { kPathTopk = 1, kPathOnebit = 2, kPathHierarchical = 3, kPathFixed = 4 };

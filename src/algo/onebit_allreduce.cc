@@ -17,7 +17,11 @@
 //                recvbuf decoded from the server slots
 //
 // Each scale rides in front of its sign words (onebit_kernels.h's slots),
-// so each phase is one collective.
+// so each phase is one collective. With segments (dctCompressorSetSegments)
+// the worker has a scale per segment and the server one per piece (a
+// segment within its chunk); each slot carries its chunk's pieces' scales
+// (as many entries as the most pieces a chunk has), and the segments'
+// digest is part of the agreed header.
 //
 // Chunk j (OnebitChunks: word-aligned, possibly empty) is served by rank j.
 // About n/8 bytes leave each rank per phase instead of dense's ~4n.
@@ -57,6 +61,7 @@ struct Step {
   OnebitChunks chunks;
   size_t scaleBytes;  // accumulation type: fp32, or fp64 for fp64 tensors
   OnebitArena arena;
+  size_t scales;  // scale entries per slot
   bool warm = false;
   void* target = nullptr;  // warm-up: where the dense sum lands (recv, or staged in place)
   void* result = nullptr;  // where finish() writes: recv, or (copiesAfterCommit) staged
@@ -72,11 +77,21 @@ struct Step {
 Step makeStep(const void* send, void* recv, dctRedOp_t op, dctCompressor_t c, dctComm_t comm, void* stream) {
   const OnebitChunks chunks(c->count, comm->size);
   const size_t scaleBytes = dtypeSize(accumulationType(c->dtype));
-  return Step{send, recv, op, c, comm, stream, chunks, scaleBytes, OnebitArena(chunks, scaleBytes)};
+  return Step{send, recv, op, c, comm, stream, chunks, scaleBytes, onebitArenaOf(c), c->onebit.seg.scalesPerSlot};
 }
 
-// Bytes of the worker's message to server q: the scale and chunk q's words.
-size_t workerBytes(const Step& s, int q) { return s.scaleBytes + s.chunks.words(q) * 4; }
+// Bytes of the worker's message to server q: the scales and chunk q's words.
+size_t workerBytes(const Step& s, int q) { return s.scales * s.scaleBytes + s.chunks.words(q) * 4; }
+
+// A compression's segments: the worker's (segments) or this rank's pieces.
+void segmentsInto(OnebitCompressArgs& a, const OnebitState& ob, bool server) {
+  const OnebitSegments& seg = ob.seg;
+  a.scalesPerSlot = seg.scalesPerSlot;
+  if (!seg.many() || a.n == 0) return;  // an empty chunk: one (empty) segment
+  a.segments = server ? seg.serverData() : seg.data();
+  a.segmentCount = server ? seg.serverCount() : seg.count();
+  a.pendingScales = server ? ob.serverPendingScales.data() : ob.pendingScales.data();
+}
 
 // Payload this rank sends to / receives from the other ranks in one step.
 void countBytes(Step& s) {
@@ -98,6 +113,7 @@ dctResult_t localWork(Step& s) {
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
   DCTCHECK(c->rankArrays.reserve(s.comm->size));  // the exchange's tables: nothing allocates after the agreement
   const size_t P = static_cast<size_t>(s.comm->size);
+  c->rankArrays.bytes.reserve(P * s.scales * s.scaleBytes);  // the server scales read back
   const size_t bytes = c->count * dtypeSize(c->dtype);
   s.result = s.recv;
   if (copiesAfterCommit(s) || (s.warm && s.send == s.recv)) {
@@ -123,6 +139,8 @@ dctResult_t localWork(Step& s) {
   w.keepX = true;
   w.pending = c->onebit.pending;
   w.pendingScale = c->onebit.pendingScale;
+  segmentsInto(w, c->onebit, false);
+  w.scaleValues = c->onebit.stepScales.data();
   DCTCHECK(c->ops->onebitCompress(c->kernels, &w, s.stream));
   s.workerScale = w.scaleValue;
   countBytes(s);
@@ -140,27 +158,31 @@ dctResult_t serverWork(Step& s) {
   server.keepX = true;  // one pass, as the worker's
   server.pending = c->onebit.serverPending;
   server.pendingScale = c->onebit.serverPendingScale;
+  segmentsInto(server, c->onebit, true);
+  server.scaleValues = c->onebit.stepServerScales.data();
   DCTCHECK(c->ops->onebitCompress(c->kernels, &server, s.stream));
   s.serverScale = server.scaleValue;
+  if (c->onebit.seg.many() && server.segments == nullptr) c->onebit.stepServerScales[0] = server.scaleValue;
   return dctSuccess;
 }
 
 // Every rank sees every server scale: one NaN makes the step non-finite.
 dctResult_t readServerScales(Step& s) {
   const int P = s.comm->size;
+  const size_t area = s.scales * s.scaleBytes;  // a slot's first bytes
   std::vector<unsigned char>& raw = s.c->rankArrays.bytes;  // reserved by localWork
-  raw.assign(P * s.scaleBytes, 0);
+  raw.assign(P * area, 0);
   for (int j = 0; j < P; j++) {
-    const char* scale = s.at(s.arena.gatheredSlots + j * s.arena.slotBytes);  // a slot's first bytes
-    DCTCHECK(s.c->ops->copy(s.c->kernels, raw.data() + j * s.scaleBytes, scale, s.scaleBytes, s.stream));
+    const char* scales = s.at(s.arena.gatheredSlots + j * s.arena.slotBytes);
+    DCTCHECK(s.c->ops->copy(s.c->kernels, raw.data() + j * area, scales, area, s.stream));
   }
   DCTCHECK(s.c->ops->synchronize(s.c->kernels, s.stream));
-  for (int j = 0; j < P; j++) {
+  for (size_t k = 0; k < P * s.scales; k++) {
     double v;
-    if (s.scaleBytes == 8) std::memcpy(&v, raw.data() + 8 * j, 8);
+    if (s.scaleBytes == 8) std::memcpy(&v, raw.data() + 8 * k, 8);
     else {
       float f;
-      std::memcpy(&f, raw.data() + 4 * j, 4);
+      std::memcpy(&f, raw.data() + 4 * k, 4);
       v = f;
     }
     if (!std::isfinite(v)) s.nonFinite = true;
@@ -174,7 +196,7 @@ dctResult_t exchange(Step& s) {
   const Transport* t = comm->transport;
   if (s.warm) return t->allreduce(comm, s.send, s.target, s.c->count, s.c->dtype, s.stream);
   const RankArrays& a = s.c->rankArrays;  // reserved by localWork
-  const size_t total = onebitExchangeSizes(s.c, comm, s.chunks, s.arena.slotBytes, s.scaleBytes);
+  const size_t total = onebitExchangeSizes(s.c, comm, s.chunks, s.arena.slotBytes, s.scales * s.scaleBytes);
   dctResult_t res = dctSuccess;
   auto keep = [&](dctResult_t r) {
     if (res == dctSuccess) res = r;
@@ -204,6 +226,8 @@ void commit(Step& s) {
     c->onebit.pendingScale = s.workerScale;
     c->onebit.serverPending = true;
     c->onebit.serverPendingScale = s.serverScale;
+    c->onebit.pendingScales.swap(c->onebit.stepScales);  // with segments: the per-segment scales
+    c->onebit.serverPendingScales.swap(c->onebit.stepServerScales);
   }
   commitStep(c, d, s.sent, s.received, s.warm ? dctAlgoDense : static_cast<dctAlgorithm_t>(dctNumAlgorithms));
 }
@@ -223,6 +247,9 @@ dctResult_t finish(Step& s) {
   const double factor = s.nonFinite ? std::numeric_limits<double>::quiet_NaN() : (s.op == dctSum ? P : 1.0);
   OnebitDecodeArgs out{s.at(s.arena.gatheredSlots), s.arena.slotBytes, s.chunks.chunkWords, c->count, c->dtype,
                        s.result, factor};
+  out.segments = c->onebit.seg.data();
+  out.segmentCount = c->onebit.seg.count();
+  out.scalesPerSlot = s.scales;
   return c->ops->onebitDecode(c->kernels, &out, s.stream);
 }
 
@@ -233,7 +260,7 @@ bool validQueue(dctCompressor_t c) { return c != nullptr && onebitQueues(c); }
 dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream) {
   // A compression of the error alone: its x is the error itself, kept into out.
   const OnebitChunks chunks(c->count, c->comm->size);
-  const OnebitArena arena(chunks, dtypeSize(accumulationType(c->dtype)));
+  const OnebitArena arena = onebitArenaOf(c);
   char* base = c->onebit.arena.as<char>();
   if (!c->onebit.readyFor(c->ops, c->kernels) || base == nullptr) return dctInternalError;
   OnebitCompressArgs a{nullptr, c->residual(), out, c->count, c->dtype, base + arena.workerSlots, arena.slotBytes,
@@ -241,6 +268,9 @@ dctResult_t onebitResidual(dctCompressor_t c, void* out, void* stream) {
   a.keepX = true;
   a.pending = true;
   a.pendingScale = c->onebit.pendingScale;
+  segmentsInto(a, c->onebit, false);
+  std::vector<double> scales(static_cast<size_t>(c->onebit.seg.count()));
+  a.scaleValues = scales.data();
   return c->ops->onebitCompress(c->kernels, &a, stream);
 }
 
@@ -260,6 +290,7 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   if (localError != dctSuccess || count == 0) return agree(comm, mine, all, stream, fn);
 
   stampConfig(mine, c->config, kPathOnebit);
+  mine.segments = c->onebit.seg.digest;
   Step s = makeStep(sendbuf, recvbuf, op, c, comm, stream);
   s.warm = inWarmup(c);
   mine.mode = s.warm ? 1 : 0;

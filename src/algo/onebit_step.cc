@@ -30,8 +30,9 @@
 namespace dct {
 
 bool onebitQueues(dctCompressor_t c) {
+  // Segments stay synchronous: their scales are read back to the host.
   return c->ops != nullptr && c->ops->onebitStepCompress != nullptr && asynchronous(c) && c->stream.agreed &&
-         c->count > 0 && !inWarmup(c) && c->onebit.readyFor(c->ops, c->kernels);
+         c->count > 0 && !inWarmup(c) && c->onebit.readyFor(c->ops, c->kernels) && !c->onebit.seg.many();
 }
 
 void onebitAgreed(dctCompressor_t c, size_t sent, size_t received) {
@@ -42,7 +43,7 @@ void onebitAgreed(dctCompressor_t c, size_t sent, size_t received) {
 }
 
 size_t onebitExchangeSizes(dctCompressor_t c, dctComm_t comm, const OnebitChunks& chunks, size_t slotBytes,
-                           size_t scaleBytes) {
+                           size_t scaleArea) {
   const int P = comm->size, me = comm->rank;
   RankArrays& a = c->rankArrays;
   a.sizes.assign(P, 0);
@@ -50,8 +51,8 @@ size_t onebitExchangeSizes(dctCompressor_t c, dctComm_t comm, const OnebitChunks
   a.offsets.assign(P, 0);
   size_t total = 0;
   for (int q = 0; q < P; q++) {
-    a.sizes[q] = scaleBytes + chunks.words(q) * 4;
-    a.recvBytes[q] = scaleBytes + chunks.words(me) * 4;
+    a.sizes[q] = scaleArea + chunks.words(q) * 4;
+    a.recvBytes[q] = scaleArea + chunks.words(me) * 4;
     a.offsets[q] = q * slotBytes;
     total += static_cast<size_t>(P) * a.sizes[q];
   }

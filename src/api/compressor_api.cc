@@ -149,8 +149,14 @@ dctResult_t copyServerError(dctCompressor_t c, A* out, size_t length, void* stre
   const OnebitState& ob = c->onebit;
   DCTCHECK(c->ops->copy(c->kernels, out, ob.serverErrors[ob.serverCommitted].as(), length * sizeof(A), stream));
   DCTCHECK(c->ops->synchronize(c->kernels, stream));
-  if (ob.serverPending)
-    for (size_t i = 0; i < length; i++) out[i] = onebitError(out[i], static_cast<A>(ob.serverPendingScale));
+  if (!ob.serverPending) return dctSuccess;
+  const bool pieces = ob.seg.many() && length > 0;  // each piece's own scale
+  const int count = pieces ? ob.seg.serverCount() : 1;
+  for (int k = 0; k < count; k++) {
+    const A p = static_cast<A>(pieces ? ob.serverPendingScales[k] : ob.serverPendingScale);
+    const size_t lo = pieces ? ob.seg.serverOffsets[k] : 0, hi = pieces ? ob.seg.serverOffsets[k + 1] : length;
+    for (size_t i = lo; i < hi; i++) out[i] = onebitError(out[i], p);
+  }
   return dctSuccess;
 }
 }  // namespace

@@ -158,6 +158,8 @@ const KernelOps& twinFor(const void* ptr);
 // zeroed: on the first 1-bit step, or a load; nothing when already set up.
 // On failure nothing is left set up.
 dctResult_t onebitSetUp(dctCompressor_t c, void* stream);
+// The arena layout of c's 1-bit step (its count, ranks and segments).
+OnebitArena onebitArenaOf(dctCompressor_t c);
 
 bool inWarmup(dctCompressor_t c);
 // A count outside the drift band around `target`: [target / 1.25, 1.25

@@ -1,6 +1,7 @@
 #include "core/compressor_state.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -57,6 +58,15 @@ SavedState capture(dctCompressor_t c) {
   s.serverPresent = serverSetUp(c);
   s.serverPending = s.serverPresent && c->onebit.serverPending;
   s.serverPendingScale = s.serverPending ? c->onebit.serverPendingScale : 0;
+  const OnebitState& ob = c->onebit;
+  if (ob.seg.many()) {  // version 2: the segments and their scales (stale ones as 0)
+    st.version = 2;
+    s.segments.assign(ob.seg.offsets.begin(), ob.seg.offsets.end());
+    s.pendingScales.assign(ob.pendingScales.size(), 0.0);
+    s.serverPendingScales.assign(ob.serverPendingScales.size(), 0.0);
+    if (s.onebitPending) s.pendingScales = ob.pendingScales;
+    if (s.serverPending) s.serverPendingScales = ob.serverPendingScales;
+  }
   const OwnerState& o = c->owner;
   s.ownerBegin = o.begin;
   s.ownerLength = o.length;
@@ -144,6 +154,11 @@ dctResult_t applyArrays(dctCompressor_t c, const SavedState& st, const unsigned 
   c->residualZero = s.residualZero;
   ob.pending = s.onebitPending;
   ob.pendingScale = s.onebitPendingScale;
+  // The segments were set by loadState (sized alike: copies, no allocation).
+  if (s.pendingScales.size() == ob.pendingScales.size())
+    std::copy(s.pendingScales.begin(), s.pendingScales.end(), ob.pendingScales.begin());
+  if (s.serverPendingScales.size() == ob.serverPendingScales.size())
+    std::copy(s.serverPendingScales.begin(), s.serverPendingScales.end(), ob.serverPendingScales.begin());
   if (s.serverPresent) {
     ob.serverCommitted = 1 - ob.serverCommitted;
     ob.serverPending = s.serverPending;
@@ -198,16 +213,60 @@ dctResult_t saveState(dctCompressor_t c, unsigned char* out, size_t bytes, void*
   return dctSuccess;
 }
 
+// The state's segments with zeroed scales (applyArrays fills them), built
+// aside: may throw, nothing changed.
+struct Segmented {
+  OnebitSegments seg;
+  std::vector<double> pending, serverPending, step, serverStep;
+  explicit Segmented(const SavedState& st) {
+    std::vector<size_t> offsets(st.s.segments.begin(), st.s.segments.end());
+    if (offsets.empty()) offsets = {0, static_cast<size_t>(st.id.count)};
+    seg = onebitSegmentsOf(offsets.data(), static_cast<int>(offsets.size()) - 1, st.id.count, st.id.ranks,
+                           st.id.rank);
+    pending.resize(seg.count());
+    step.resize(seg.count());
+    serverPending.resize(seg.serverCount());
+    serverStep.resize(seg.serverCount());
+  }
+  void swapInto(OnebitState& ob) {
+    std::swap(ob.seg, seg);
+    ob.pendingScales.swap(pending);
+    ob.serverPendingScales.swap(serverPending);
+    ob.stepScales.swap(step);
+    ob.stepServerScales.swap(serverStep);
+  }
+};
+
 dctResult_t loadState(dctCompressor_t c, const unsigned char* in, size_t bytes, void* stream, const char* fn) {
   SavedState st;
   std::string why;
   if (!readState(in, bytes, st, why)) return fail(c->comm, dctInvalidArgument, "%s: %s", fn, why.c_str());
   DCTCHECK(checkMatches(c, st.id, fn));
+  Segmented segmented(st);
+  OnebitState& ob = c->onebit;
+  const bool setUp = serverSetUp(c);
+  // Set-up 1-bit buffers are laid out for the current segments.
+  if (setUp && segmented.seg.digest != ob.seg.digest)
+    return fail(c->comm, dctInvalidArgument,
+                "%s: the state's 1-bit segments differ from this compressor's, which has stepped with its own; "
+                "load it into a compressor that has not stepped",
+                fn);
+  segmented.swapInto(ob);  // what applyArrays sets up and fills
   if (c->count > 0 && c->ops == nullptr) {
-    std::vector<unsigned char> held(in, in + bytes);  // may throw: nothing changed yet
-    c->heldState.swap(held);
+    try {
+      std::vector<unsigned char> held(in, in + bytes);
+      c->heldState.swap(held);
+    } catch (...) {
+      segmented.swapInto(ob);  // back: nothing changed
+      throw;
+    }
   } else if (c->count > 0) {
-    DCTCHECK(applyArrays(c, st, in, stream, fn));
+    const dctResult_t res = applyArrays(c, st, in, stream, fn);
+    if (res != dctSuccess) {
+      segmented.swapInto(ob);
+      if (!setUp) ob.release();  // laid out for the state's segments
+      return res;
+    }
   }
   applyScalars(c, st.s);
   DCT_TRACE("%s: step %llu, tau %g%s", fn, (unsigned long long)c->stats.step, c->tau.tau,

@@ -13,7 +13,7 @@ dctResult_t allocate(dctCompressor_t c, void* stream) {
   OnebitState& st = c->onebit;
   const OnebitChunks chunks(c->count, c->ranks);
   const size_t scaleBytes = dtypeSize(c->accType);
-  const OnebitArena arena(chunks, scaleBytes);
+  const OnebitArena arena = onebitArenaOf(c);
   const size_t errorBytes = c->count * scaleBytes, serverBytes = chunks.length(c->rank) * scaleBytes;
   st.arena.bind(c->ops, c->kernels);
   for (TwinBuffer& b : st.serverErrors) b.bind(c->ops, c->kernels);
@@ -33,7 +33,44 @@ dctResult_t allocate(dctCompressor_t c, void* stream) {
   return dctSuccess;
 }
 
+// A 64-bit mix of the offsets (FNV-1a over their bytes, then a finalizer).
+uint64_t digestOf(const std::vector<size_t>& offsets) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t o : offsets) {
+    const uint64_t v = o;
+    for (int b = 0; b < 8; b++) h = (h ^ ((v >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+  }
+  h ^= h >> 33;
+  return h ? h : 1;
+}
+
 }  // namespace
+
+OnebitSegments onebitSegmentsOf(const size_t* offsets, int nsegments, size_t n, int ranks, int rank) {
+  OnebitSegments seg;
+  std::vector<size_t> kept{0};
+  for (int s = 1; s <= nsegments; s++)
+    if (offsets[s] > kept.back()) kept.push_back(offsets[s]);
+  if (kept.size() <= 2) return seg;  // one segment
+  seg.offsets.swap(kept);
+  const OnebitChunks chunks(n, ranks);
+  const int m = seg.count();
+  seg.scalesPerSlot = onebitScalesPerSlot(chunks, seg.offsets.data(), m);
+  const OnebitPieces mine = onebitPieces(chunks, seg.offsets.data(), m, rank);
+  const size_t b = chunks.begin(rank), e = b + chunks.length(rank);
+  seg.serverOffsets.push_back(0);
+  for (int k = 1; k < mine.count; k++) seg.serverOffsets.push_back(seg.offsets[mine.first + k] - b);
+  seg.serverOffsets.push_back(e - b);
+  if (mine.count == 0) seg.serverOffsets.assign(2, 0);  // an empty chunk: one empty piece
+  seg.digest = digestOf(seg.offsets);
+  return seg;
+}
+
+OnebitArena onebitArenaOf(dctCompressor_t c) {
+  const OnebitSegments& seg = c->onebit.seg;
+  return OnebitArena(OnebitChunks(c->count, c->ranks), dtypeSize(accumulationType(c->dtype)), seg.scalesPerSlot,
+                     static_cast<size_t>(seg.count()));
+}
 
 dctResult_t onebitSetUp(dctCompressor_t c, void* stream) {
   OnebitState& st = c->onebit;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/dtype.h"
+#include "core/onebit_state.h"
 #include "kernels/onebit_kernels.h"
 
 namespace dct {
@@ -116,6 +117,37 @@ void fields(IO& io, SavedState& st) {
   io(s.serverPresent), io(s.serverPending), io(s.serverPendingScale);
   io(s.ownerBegin), io(s.ownerLength), io(s.ownerZero), io(s.ownerTau), io(s.ownerHaveTau);
   io(s.ownerLastEstimateStep);
+  if (st.version < 2) return;
+  list(io, s.segments, [](auto& o, uint64_t& v) { o(v); }, 8);
+  list(io, s.pendingScales, [](auto& o, double& v) { o(v); }, 8);
+  list(io, s.serverPendingScales, [](auto& o, double& v) { o(v); }, 8);
+}
+
+// Version 2's segments: well formed, and a pending scale per segment and
+// per piece of this rank's chunk.
+bool checkSegments(const SavedState& st, std::string& why) {
+  const StateScalars& s = st.s;
+  auto bad = [&](const char* what) {
+    why = what;
+    return false;
+  };
+  if (st.version < 2) return true;
+  const size_t m = s.segments.size();
+  if (m < 3 || st.id.compressor != dctCompressorOnebit) return bad("segments on a compressor without them");
+  if (s.segments[0] != 0 || s.segments[m - 1] != st.id.count) return bad("the segments do not span count");
+  for (size_t i = 1; i < m; i++)
+    if (s.segments[i] <= s.segments[i - 1]) return bad("the segments' offsets are not increasing");
+  if (s.pendingScales.size() != m - 1) return bad("not one pending scale per segment");
+  std::vector<size_t> offsets(s.segments.begin(), s.segments.end());
+  const OnebitSegments seg = onebitSegmentsOf(offsets.data(), static_cast<int>(m - 1), st.id.count, st.id.ranks,
+                                              st.id.rank);
+  if (s.serverPendingScales.size() != static_cast<size_t>(seg.serverCount()))
+    return bad("not one pending server scale per piece of this rank's chunk");
+  for (double v : s.pendingScales)
+    if (!(v >= 0 && std::isfinite(v))) return bad("a pending 1-bit scale is not finite and non-negative");
+  for (double v : s.serverPendingScales)
+    if (!(v >= 0 && std::isfinite(v))) return bad("a pending 1-bit scale is not finite and non-negative");
+  return true;
 }
 
 size_t pad8(size_t b) { return (b + 7) & ~size_t(7); }
@@ -211,7 +243,7 @@ void writeState(const SavedState& st, unsigned char* out) {
   std::memset(out, 0, st.residualAt);  // padding included: the checksum covers it
   Writer w{out, 0};
   const uint64_t bytes = st.bytes, sum = 0;
-  w(kStateMagic), w(kStateVersion), w(bytes), w(sum);
+  w(kStateMagic), w(st.version), w(bytes), w(sum);
   fields(w, const_cast<SavedState&>(st));
   // The padding between and after the arrays.
   const size_t es = dtypeSize(static_cast<dctDataType_t>(st.id.accType));
@@ -248,8 +280,8 @@ bool readState(const unsigned char* in, size_t bytes, SavedState& st, std::strin
     why = msg;
     return false;
   }
-  if (version != kStateVersion) {
-    std::snprintf(msg, sizeof msg, "format version %u; this build reads version %u", version, kStateVersion);
+  if (version < 1 || version > kStateVersion) {
+    std::snprintf(msg, sizeof msg, "format version %u; this build reads versions 1 to %u", version, kStateVersion);
     why = msg;
     return false;
   }
@@ -264,6 +296,7 @@ bool readState(const unsigned char* in, size_t bytes, SavedState& st, std::strin
     return false;
   }
   Reader r{in, kStateHeaderBytes, bytes};
+  st.version = version;
   fields(r, st);
   if (r.truncated) {
     why = "malformed: its fields run past its end";
@@ -277,7 +310,7 @@ bool readState(const unsigned char* in, size_t bytes, SavedState& st, std::strin
     why = "malformed: an array is longer than the state";
     return false;
   }
-  if (!checkFields(st, why)) return false;
+  if (!checkFields(st, why) || !checkSegments(st, why)) return false;
   layOutState(st);
   if (st.bytes != bytes) {
     why = "malformed: its arrays do not fill it";

@@ -5,7 +5,9 @@
 //   identity  count, types, comm size and rank, the resolved config fields
 //             that shape results (StateIdentity)
 //   scalars   statistics, tau schedule, auto's message history, the flags
-//             that go with the arrays (StateScalars)
+//             that go with the arrays (StateScalars); version 2 adds a
+//             1-bit compressor's segments and their pending scales (a
+//             state with one segment is written as version 1)
 //   arrays    8-byte aligned, in the accumulation type: the worker residual
 //             (count), the 1-bit server error (this rank's chunk, when set
 //             up), the global top-k owner residual (its range, when nonzero)
@@ -24,7 +26,7 @@
 namespace dct {
 
 constexpr uint32_t kStateMagic = 0x53544344u;  // "DCTS" on little-endian hosts
-constexpr uint32_t kStateVersion = 1;
+constexpr uint32_t kStateVersion = 2;  // the newest; 1 is read too
 constexpr size_t kStateHeaderBytes = 24;       // magic, version, bytes, checksum
 
 // What a state must match to load: the compressor's shape and the resolved
@@ -61,9 +63,14 @@ struct StateScalars {
   double ownerTau = 0;
   bool ownerHaveTau = false;
   uint64_t ownerLastEstimateStep = 0;
+  // Version 2: a 1-bit compressor's segments (dctCompressorSetSegments;
+  // empty: one) and the pending scales per segment and per server piece.
+  std::vector<uint64_t> segments;
+  std::vector<double> pendingScales, serverPendingScales;
 };
 
 struct SavedState {
+  uint32_t version = 1;  // 2 with segments
   StateIdentity id;
   StateScalars s;
   // Array lengths in elements of id.accType, their offsets, and the total.

@@ -22,6 +22,14 @@
 // scale = sqrt(sumsq / len) in fp64, rounded once to the accumulation type;
 // 0 for len 0; NaN when not finite (a NaN/Inf entry, or an fp64 sum of
 // squares past DBL_MAX): the allreduce then outputs NaN and commits no error.
+//
+// Segments (dctCompressorSetSegments): [0, n) cut at offsets 0 = o_0 < o_1
+// < ... < o_m = n; each segment has its own scale, and its elements are
+// sent and their errors formed with it. A segment's sum of squares is the
+// tree above over the whole vector with every square outside the segment
+// replaced by +0 (so one segment is the rule above, bit for bit); a twin
+// may skip the words and partials that are all zero, since adding +0
+// changes no sum of squares. len is the segment's length.
 #pragma once
 
 #include <cmath>
@@ -36,22 +44,28 @@
 namespace dct {
 
 // The messages (what travels, and what the ops read and write): chunk q
-// of a vector travels in slot q, slotBytes from slot q - 1: the chunk's
-// scale (one accumulation-type value) first, then its sign words. The
-// scale rides with the signs, so a phase is one collective, and slotBytes
-// (onebitSlotBytes) is a multiple of the scale's size, so every scale is
-// aligned where the slots' base is (8 bytes).
-DCT_HOST_DEVICE size_t onebitSlotBytes(size_t chunkWords, size_t scaleBytes) {
-  return scaleBytes + (chunkWords * 4 + scaleBytes - 1) / scaleBytes * scaleBytes;
+// of a vector travels in slot q, slotBytes from slot q - 1: `scales`
+// scale entries (accumulation-type values) first, then its sign words.
+// Entry k of slot q is the scale of the k-th segment that chunk q meets
+// (its pieces: onebitPieces; one segment: entry 0 is the scale); entries
+// past the chunk's pieces are zero. The scales ride with the signs, so a
+// phase is one collective, and slotBytes (onebitSlotBytes) is a multiple of
+// the scale's size, so every scale is aligned where the slots' base is (8
+// bytes).
+DCT_HOST_DEVICE size_t onebitSlotBytes(size_t chunkWords, size_t scaleBytes, size_t scales = 1) {
+  return scales * scaleBytes + (chunkWords * 4 + scaleBytes - 1) / scaleBytes * scaleBytes;
 }
 
 template <typename A>
 struct OnebitSlotsOf {
   const unsigned char* base;
   size_t slotBytes;
-  DCT_HOST_DEVICE A scale(size_t q) const { return *reinterpret_cast<const A*>(base + q * slotBytes); }
+  size_t scales = 1;  // scale entries in front of each slot's words
+  DCT_HOST_DEVICE A scale(size_t q, size_t k = 0) const {
+    return *reinterpret_cast<const A*>(base + q * slotBytes + k * sizeof(A));
+  }
   DCT_HOST_DEVICE const uint32_t* words(size_t q) const {
-    return reinterpret_cast<const uint32_t*>(base + q * slotBytes + sizeof(A));
+    return reinterpret_cast<const uint32_t*>(base + q * slotBytes + scales * sizeof(A));
   }
 };
 
@@ -63,17 +77,19 @@ struct OnebitMean {
   int ranks = 0;  // 0: no mean (a worker's compression)
 };
 
-// One worker's (or server's) compression of n values:
+// One worker's (or server's) compression of n values, segment by segment
+// (segments null: one segment [0, n), pendingScale and scaleValue; else
+// pendingScales[s] and scaleValues[s] per segment s):
 //   e = errorIn, or with pending, errorIn - (errorIn >= 0 ? p : -p) with
-//       p = pendingScale (errorIn holds the x of a keepX compression, p
-//       its scale: e is the error that x left)
+//       p = the element's segment's pending scale (errorIn holds the x of a
+//       keepX compression, p its scale: e is the error that x left)
 //   x = (input ? input : 0) + e         (input widened exactly; e alone
 //                                       when input is null), or, when
 //                                       mean.ranks > 0 (input null),
 //   x = (sum over r = 0..ranks-1, in r order, of (bit ? s_r : -s_r)) / ranks
 //       + e                              (bit i of rank r's signs, s_r its
 //                                       scale; the server's average)
-//   signs = the sign bits of x, scale = the rule above,
+//   signs = the sign bits of x, scale = the rule above, per segment,
 //   errorOut = x - (x >= 0 ? scale : -scale)   (errorOut = x when the
 //                                              scale is NaN: never committed)
 //   or, with keepX, errorOut = x: the error is formed by the next
@@ -83,8 +99,15 @@ struct OnebitMean {
 // errorOut may equal errorIn. The signs go into slots (layout above): sign
 // word w into slot w / chunkWords; the scale into the first slotCount
 // slots (at least every slot that holds words). Words past the vector are
-// not written. scratch: onebitScratchBytes(n) bytes in this twin's memory.
-// The op returns sumOfSquares and scaleValue on the host.
+// not written. Segment s's scale goes into entry s - f(q) of every slot q <
+// slotCount whose chunk it meets, f(q) the segment holding the chunk's
+// first element (onebitPieces); a slot of an empty chunk takes the last
+// segment's scale in entry 0. A server (slotCount 1, n within one chunk)
+// thus writes piece k into entry k. With a mean, rank r's scale of element
+// i is entry s(i) of its slot (the server's segments are its chunk's
+// pieces). scratch: onebitScratchBytes(n, segments) bytes in this twin's
+// memory. The op returns sumOfSquares (the segments' total) and
+// scaleValue (the largest segment scale, NaN if any is) on the host.
 struct OnebitCompressArgs {
   const void* input;  // may be null
   const void* errorIn;
@@ -102,13 +125,20 @@ struct OnebitCompressArgs {
   double pendingScale = 0;  // exactly an accumulation-type value
   double sumOfSquares = 0;  // out (host)
   double scaleValue = 0;    // out (host): the scale, exactly
+  // Segments: host offsets, segmentCount + 1 of them, 0 first, n last,
+  // strictly increasing; null: one segment.
+  const size_t* segments = nullptr;
+  int segmentCount = 0;
+  size_t scalesPerSlot = 1;               // the slots' (and the mean's) scale entries
+  const double* pendingScales = nullptr;  // host, per segment (with segments)
+  double* scaleValues = nullptr;          // out (host), per segment (with segments)
 };
 
-// The allreduce's output: out[i] = (bit i ? s_j : -s_j) * factor, formed in
+// The allreduce's output: out[i] = (bit i ? s : -s) * factor, formed in
 // the accumulation type and rounded once to dtype, where j = i / (32 *
-// chunkWords) and slot j of `slots` holds s_j and chunk j's sign words. A
-// NaN factor writes the canonical quiet NaN everywhere (the same bits on
-// both twins).
+// chunkWords), slot j of `slots` holds chunk j's sign words and s is its
+// entry s(i) - f(j) (s(i): i's segment; one segment: entry 0). A NaN factor
+// writes the canonical quiet NaN everywhere (the same bits on both twins).
 struct OnebitDecodeArgs {
   const void* slots;
   size_t slotBytes;
@@ -117,15 +147,20 @@ struct OnebitDecodeArgs {
   dctDataType_t dtype;  // out's type
   void* out;
   double factor;
+  const size_t* segments = nullptr;  // host, as OnebitCompressArgs's
+  int segmentCount = 0;
+  size_t scalesPerSlot = 1;
 };
 
 DCT_HOST_DEVICE size_t onebitWords(size_t n) { return (n + 31) / 32; }
 
 // Level-1 partials (one per 1024 elements) and room for the next level
-// beside them (the CUDA twin reduces level to level in two halves).
-inline size_t onebitScratchBytes(size_t n) {
+// beside them (the CUDA twin reduces level to level in two halves; a
+// segment's range of partials may start mid-group, hence the + 2), then
+// one sum per segment.
+inline size_t onebitScratchBytes(size_t n, size_t segments = 1) {
   const size_t groups = (onebitWords(n) + 31) / 32;
-  return (groups + (groups + 31) / 32 + 1) * sizeof(double);
+  return (groups + (groups + 31) / 32 + 2 + segments) * sizeof(double);
 }
 
 // The fixed rule above; returns a value exactly representable in accType.
@@ -153,5 +188,41 @@ struct OnebitChunks {
   size_t length(int j) const { return begin(j + 1) - begin(j); }
   size_t words(int j) const { return onebitWords(length(j)); }
 };
+
+// The segment holding element i (offsets: count + 1 of them, strictly
+// increasing; null: one segment).
+inline int onebitSegmentAt(const size_t* offsets, int count, size_t i) {
+  if (offsets == nullptr || count <= 1) return 0;
+  int lo = 0, hi = count - 1;  // the last s with offsets[s] <= i
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (offsets[mid] <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// Chunk q's pieces: the segments [first, first + count) it meets (count 0
+// for an empty chunk, whose first is the last segment).
+struct OnebitPieces {
+  int first = 0, count = 0;
+};
+inline OnebitPieces onebitPieces(const OnebitChunks& chunks, const size_t* offsets, int segments, int q) {
+  const size_t b = chunks.begin(q), e = b + chunks.length(q);
+  const int m = offsets == nullptr ? 1 : segments;
+  if (e == b) return {m - 1, 0};
+  const int first = onebitSegmentAt(offsets, m, b);
+  return {first, onebitSegmentAt(offsets, m, e - 1) - first + 1};
+}
+
+// Scale entries per slot: the most pieces a chunk has (at least 1).
+inline size_t onebitScalesPerSlot(const OnebitChunks& chunks, const size_t* offsets, int segments) {
+  int most = 1;
+  for (int q = 0; q < chunks.ranks; q++) {
+    const int k = onebitPieces(chunks, offsets, segments, q).count;
+    most = k > most ? k : most;
+  }
+  return static_cast<size_t>(most);
+}
 
 }  // namespace dct

@@ -63,13 +63,14 @@ DCT_HOST_DEVICE double onebitTree32(double* t) {
 }
 
 // A server's mean over the ranks of the decoded bit i (ranks in order);
-// slot r holds rank r's scale and signs (onebit_kernels.h).
+// slot r holds rank r's scales and signs (onebit_kernels.h), entry k the
+// scale of i's piece.
 template <typename A>
-DCT_HOST_DEVICE A onebitMean(OnebitSlotsOf<A> slots, int ranks, size_t i) {
+DCT_HOST_DEVICE A onebitMean(OnebitSlotsOf<A> slots, int ranks, size_t i, size_t k = 0) {
   const size_t w = i / 32;
   const unsigned b = static_cast<unsigned>(i % 32);
-  A sum = onebitSigned(slots.words(0)[w], b, slots.scale(0));
-  for (int r = 1; r < ranks; r++) sum = sum + onebitSigned(slots.words(r)[w], b, slots.scale(r));
+  A sum = onebitSigned(slots.words(0)[w], b, slots.scale(0, k));
+  for (int r = 1; r < ranks; r++) sum = sum + onebitSigned(slots.words(r)[w], b, slots.scale(r, k));
   return sum / static_cast<A>(ranks);
 }
 
@@ -83,12 +84,14 @@ template <> DCT_HOST_DEVICE double onebitNaN<double>() {
   return d;
 }
 
-// One output element; chunk j's scale and signs in slot j.
+// One output element; chunk j's scales and signs in slot j, entry k the
+// scale of i's piece.
 template <typename T, typename A = typename Value<T>::Acc>
-DCT_HOST_DEVICE T onebitDecoded(OnebitSlotsOf<A> slots, size_t chunkWords, size_t i, A factor, bool nanFactor) {
+DCT_HOST_DEVICE T onebitDecoded(OnebitSlotsOf<A> slots, size_t chunkWords, size_t i, A factor, bool nanFactor,
+                                size_t k = 0) {
   if (nanFactor) return Value<T>::store(onebitNaN<A>());
   const size_t w = i / 32, j = w / chunkWords;
-  const A s = onebitSigned(slots.words(j)[w - j * chunkWords], static_cast<unsigned>(i % 32), slots.scale(j));
+  const A s = onebitSigned(slots.words(j)[w - j * chunkWords], static_cast<unsigned>(i % 32), slots.scale(j, k));
   return Value<T>::store(s * factor);
 }
 

@@ -64,8 +64,14 @@ template <typename A>
 std::vector<A> serverError(dctCompressor_t c, size_t length) {
   const A* p = c->onebit.serverErrors[c->onebit.serverCommitted].template as<A>();
   std::vector<A> e = p ? std::vector<A>(p, p + length) : std::vector<A>{};
-  if (c->onebit.serverPending)  // it holds the x that left the error
-    for (A& x : e) x = dct::onebitError(x, static_cast<A>(c->onebit.serverPendingScale));
+  if (!c->onebit.serverPending) return e;  // else it holds the x that left the error, with each piece's scale
+  const dct::OnebitSegments& seg = c->onebit.seg;
+  const bool pieces = seg.many() && length > 0;
+  for (int k = 0; k < (pieces ? seg.serverCount() : 1); k++) {
+    const A p = static_cast<A>(pieces ? c->onebit.serverPendingScales[k] : c->onebit.serverPendingScale);
+    for (size_t i = pieces ? seg.serverOffsets[k] : 0; i < (pieces ? seg.serverOffsets[k + 1] : length); i++)
+      e[i] = dct::onebitError(e[i], p);
+  }
   return e;
 }
 

@@ -257,8 +257,8 @@ TEST_CASE("bad strings are refused by name and change nothing") {
   std::swap(swapped[0], swapped[3]), std::swap(swapped[1], swapped[2]);
   refused(target, twin, swapped, "byte order");
   Bytes version = good;
-  version[4] = 2;
-  refused(target, twin, version, "format version 2");
+  version[4] = 3;  // past the newest (2: segments)
+  refused(target, twin, version, "format version 3");
   Bytes flipped = good;
   flipped[layout.residualAt + 13] ^= 1;
   refused(target, twin, flipped, "checksum");

@@ -14,7 +14,11 @@ run() {
 }
 run adam --optimizer adam --hook allreduce
 run adam-eps1e-4 --optimizer adam --hook allreduce --eps 1e-4
-run onebit-adam --optimizer onebit_adam --eps 1e-4
-run onebit-adam-preconditioned --optimizer onebit_adam --eps 1e-4 --exchange preconditioned
+# The first runs had one 1-bit scale for the flat buffer (--one-scale since per-tensor scales are the default).
+run onebit-adam --optimizer onebit_adam --eps 1e-4 --one-scale
+run onebit-adam-preconditioned --optimizer onebit_adam --eps 1e-4 --exchange preconditioned --one-scale
 run adam-onebit-gradients --optimizer adam --hook onebit
-run onebit-adam-eps1e-8 --optimizer onebit_adam
+run onebit-adam-eps1e-8 --optimizer onebit_adam --one-scale
+# Per-tensor scales (dctCompressorSetSegments) against one scale, the same code otherwise.
+run onebit-adam-per-tensor --optimizer onebit_adam --eps 1e-4
+run onebit-adam-one-scale --optimizer onebit_adam --eps 1e-4 --one-scale

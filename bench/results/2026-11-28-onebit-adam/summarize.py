@@ -5,7 +5,8 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 names = sys.argv[1:] or ["adam", "adam-eps1e-4", "onebit-adam", "onebit-adam-preconditioned",
-                         "adam-onebit-gradients", "onebit-adam-eps1e-8"]
+                         "adam-onebit-gradients", "onebit-adam-eps1e-8", "onebit-adam-per-tensor",
+                         "onebit-adam-one-scale"]
 print("| run | optimizer | gradient hook | eps | freeze_step | test acc. (epoch 1, 2, 3) | train loss (last epoch) "
       "| bytes/rank, whole run | less than Adam | bytes/step/rank, epochs 2-3 | less than Adam | s/epoch (2-3) | replicas identical |")
 print("| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -25,7 +26,8 @@ for name in names:
         base = (total, per_step)
     accs = ", ".join(f"{100 * e['test_accuracy']:.2f}%" for e in ep)
     hook = "onebit_adam_hook" if r["optimizer"] == "onebit_adam" else r["hook"]
-    extra = f" ({r['exchange']})" if r["optimizer"] == "onebit_adam" else ""
+    scales = "a scale per tensor" if "a scale per tensor" in r["described"] else "one scale"  # older runs: one
+    extra = f" ({r['exchange']}, {scales})" if r["optimizer"] == "onebit_adam" else ""
     print(f"| {name} | {r['optimizer']}{extra} | {hook} | {r['eps']:g} | {r['freeze_step'] or '-'} | {accs} "
           f"| {ep[-1]['train_loss']:.4f} | {total / 1e6:.1f} MB | {base[0] / total:.1f}x | {per_step / 1e3:.1f} KB "
           f"| {base[1] / per_step:.1f}x | {secs:.1f} | {r['replicas_identical']} |")
