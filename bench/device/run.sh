@@ -46,7 +46,9 @@ for s in ${*:-tests components multirank step kernels rows hook overlap}; do
   tests) ls $B/test_cuda_* $B/test_nccl_* $B/test_device_collectives | grep -v test_nccl_comm_init |
            xargs -P 4 -I{} bash -c 'runtest {}'
          cat "$OUT"/t_*.log >"$OUT/tests.log"; rm -f "$OUT"/t_*.log ;;
-  components) timeout 120 bash tests/package/hidden_libs.sh $B/no_mpi_process /tmp/g/lib 2>&1 | tail -6 |
+  components) mkdir -p /tmp/none && DCT_COMPONENT_DIR=/tmp/none runtest $B/test_missing_component
+              cat "$OUT"/t_test_missing_component.log; mv "$OUT"/t_test_missing_component.log "$OUT/components_test.log"
+              timeout 120 bash tests/package/hidden_libs.sh $B/no_mpi_process /tmp/g/lib 2>&1 | tail -6 |
                 tee "$OUT/components.txt" ;;
   multirank) for np in 2; do
       timeout 200 orterun --oversubscribe --bind-to none -np $np $B/test_device_multirank >/tmp/mr.log 2>&1
