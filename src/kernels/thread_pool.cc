@@ -11,8 +11,9 @@ namespace dct {
 namespace {
 ThreadPool* livePool = nullptr;  // the one instance(), for the fork handlers
 // A forked child's dropped worker handles: kept reachable, so leak checkers
-// see them as held, not lost.
-void* droppedThreads = nullptr;
+// see them as held, not lost (volatile: a store never read back is otherwise
+// optimised away, and the handles look leaked).
+void* volatile droppedThreads = nullptr;
 }  // namespace
 
 ThreadPool& ThreadPool::instance() {
