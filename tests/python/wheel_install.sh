@@ -21,9 +21,11 @@ start=$(date +%s)
 "$py" -m pip wheel --quiet --no-deps -w "$work/dist" "${settings[@]}" "$src"
 echo "pip wheel: $(($(date +%s) - start)) s"
 wheel=$(echo "$work"/dist/libdct-*.whl)
-"$py" -m zipfile -l "$wheel"
-"$py" -m zipfile -l "$wheel" | grep -q "^libdct/libdct.so " || { echo "the wheel has no libdct/libdct.so"; exit 1; }
-"$py" -m zipfile -l "$wheel" | grep -q "^libdct/libdct_mpi_preload.so " || { echo "the wheel has no MPI shim"; exit 1; }
+listing=$("$py" -m zipfile -l "$wheel")  # whole, then searched: grep -q in a pipe would break it
+echo "$listing"
+for name in libdct.so libdct_mpi.so libdct_mpi_preload.so; do
+  grep -q "^libdct/$name " <<<"$listing" || { echo "the wheel has no libdct/$name"; exit 1; }
+done
 "$py" -m pip install --quiet --no-deps "$wheel"
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
 
@@ -41,5 +43,5 @@ rm "$site/libdct/libdct.so"
 if out=$("$py" -c "$probe" 2>&1); then
   echo "imported without a library: $out"; exit 1
 fi
-echo "$out" | grep -q "$site/libdct/libdct.so (the package's own copy): no such file"
+grep -q "$site/libdct/libdct.so (the package's own copy): no such file" <<<"$out"
 echo "wheel install ok"
