@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -93,6 +94,42 @@ inline void returnsUnderQueuedKernel(dctCompressor_t (*make)(dctComm_t, size_t))
   CHECK(async == dctSuccess);
   CHECK(stepsOf(c) == 3);
   dctCompressorDestroy(c);
+}
+
+// Two eager steps of both compressors, then one call of `graphed` captured
+// and replayed `replays` times beside eager calls of `eager` on the same
+// gradients: each replay's output equals the eager call's, bit for bit, and
+// both compressors have counted every step.
+inline void replaysMatchEagerCalls(OneRank& r, dctCompressor_t eager, dctCompressor_t graphed, size_t n,
+                                   int replays) {
+  Tensor grad(n), eagerOut(n), graphOut(n);
+  for (int step = 0; step < 2; step++) {
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, eagerOut.p, n, dctFloat32, dctAvg, eager, r.comm, r.stream) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(grad.p, graphOut.p, n, dctFloat32, dctAvg, graphed, r.comm, r.stream) == dctSuccess);
+  }
+  CUDA_OK(cudaStreamSynchronize(r.stream));
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
+  const dctResult_t captured =
+      dctSparseAllreduce(grad.p, graphOut.p, n, dctFloat32, dctAvg, graphed, r.comm, r.stream);
+  CUDA_OK(cudaStreamEndCapture(r.stream, &graph));
+  REQUIRE(captured == dctSuccess);
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int step = 2; step < 2 + replays; step++) {
+    CAPTURE(step);
+    grad.upload(step);
+    REQUIRE(dctSparseAllreduce(grad.p, eagerOut.p, n, dctFloat32, dctAvg, eager, r.comm, r.stream) == dctSuccess);
+    CUDA_OK(cudaGraphLaunch(exec, r.stream));
+    CUDA_OK(cudaStreamSynchronize(r.stream));
+    const auto a = eagerOut.download(), b = graphOut.download();
+    REQUIRE(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
+  }
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CHECK(stepsOf(graphed) == stepsOf(eager));
+  CHECK(stepsOf(graphed) == static_cast<uint64_t>(2 + replays));
 }
 
 }  // namespace nccltest

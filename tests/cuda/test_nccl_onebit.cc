@@ -38,42 +38,14 @@ TEST_CASE("a 1-bit dctSparseAllreduce on NCCL returns while a kernel queued befo
 TEST_CASE("a captured 1-bit dctSparseAllreduce replays N times as N eager calls") {
   OneRank r;
   const size_t n = 1000003;
-  Tensor grad(n), eagerOut(n), graphOut(n);
   dctCompressor_t eager = onebitCompressor(r.comm, n), graphed = onebitCompressor(r.comm, n);
-  for (int step = 0; step < 2; step++) {
-    grad.upload(step);
-    REQUIRE(dctSparseAllreduce(grad.p, eagerOut.p, n, dctFloat32, dctAvg, eager, r.comm, r.stream) == dctSuccess);
-    REQUIRE(dctSparseAllreduce(grad.p, graphOut.p, n, dctFloat32, dctAvg, graphed, r.comm, r.stream) == dctSuccess);
-  }
-  CUDA_OK(cudaStreamSynchronize(r.stream));
-  cudaGraph_t graph = nullptr;
-  CUDA_OK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
-  const dctResult_t captured =
-      dctSparseAllreduce(grad.p, graphOut.p, n, dctFloat32, dctAvg, graphed, r.comm, r.stream);
-  CUDA_OK(cudaStreamEndCapture(r.stream, &graph));
-  REQUIRE(captured == dctSuccess);
-  cudaGraphExec_t exec = nullptr;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  const int replays = 6;
-  for (int step = 2; step < 2 + replays; step++) {
-    CAPTURE(step);
-    grad.upload(step);
-    REQUIRE(dctSparseAllreduce(grad.p, eagerOut.p, n, dctFloat32, dctAvg, eager, r.comm, r.stream) == dctSuccess);
-    CUDA_OK(cudaGraphLaunch(exec, r.stream));
-    CUDA_OK(cudaStreamSynchronize(r.stream));
-    const auto a = eagerOut.download(), b = graphOut.download();
-    REQUIRE(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
-  }
-  CHECK(stepsOf(graphed) == stepsOf(eager));
-  CHECK(stepsOf(graphed) == static_cast<uint64_t>(2 + replays));
+  replaysMatchEagerCalls(r, eager, graphed, n, 6);
   dctStats_t sa{}, sb{};
   REQUIRE(dctCompressorGetStats(eager, &sa) == dctSuccess);
   REQUIRE(dctCompressorGetStats(graphed, &sb) == dctSuccess);
   CHECK(std::memcmp(&sa.threshold, &sb.threshold, sizeof sa.threshold) == 0);  // the last worker scale
   const auto ha = residualOf(eager, n, r.stream), hb = residualOf(graphed, n, r.stream);
   CHECK(std::memcmp(ha.data(), hb.data(), n * sizeof(float)) == 0);
-  CUDA_OK(cudaGraphExecDestroy(exec));
-  CUDA_OK(cudaGraphDestroy(graph));
   dctCompressorDestroy(eager);
   dctCompressorDestroy(graphed);
 }
