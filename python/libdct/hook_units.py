@@ -1,9 +1,12 @@
 """The compressors of a DctState ("units"). A unit holds the error-feedback
 state of a set of parameters, named by key: the parameter's position in the
 model when the state knows the model, else id(parameter). Top-K makes a unit
-of each DDP bucket, 1-bit one of each parameter. When DDP re-buckets, new
+of each DDP bucket; so does 1-bit, with a scale per parameter (segments),
+except on CUDA, where it makes one of each parameter. When DDP re-buckets, new
 units take over the residuals of the old ones (the orphans, per parameter);
 a bucket that goes dense adds its parameters' orphans to what it sends."""
+import itertools
+
 import torch
 
 
@@ -53,6 +56,8 @@ class Units:
         held them (those end: their other keys become orphans too)."""
         evicted = self.evict(keys)
         unit = Unit(keys, numels, dtype, signature, create(sum(numels), dtype), device)
+        if signature[0] == "onebit" and len(unit.keys) > 1:  # a 1-bit scale per parameter, one exchange
+            unit.compressor.set_segments([0, *itertools.accumulate(unit.numels)])
         adopted = [k for k in unit.keys if k in self.orphans]
         if adopted:
             merged = torch.zeros(unit.count, dtype=residual_dtype(dtype), device=device)

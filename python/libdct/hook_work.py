@@ -36,7 +36,7 @@ class _Work:
         if job.iteration < st.start_iter:
             return []
         size = job.buf.element_size()
-        if st.compressor == "onebit":  # a unit per parameter: each its own scale
+        if st.compressor == "onebit":  # each parameter big enough gets its own 1-bit scale
             return [k for k, n in zip(job.keys, job.numels) if n * size >= st.min_compression_bytes]
         return list(job.keys) if job.buf.numel() * size >= st.min_compression_bytes else []
 
@@ -46,7 +46,11 @@ class _Work:
         st, it, job, units = self.st, self.runner.it, self.job, self.st._owned.units
         sig = ("onebit" if st.compressor == "onebit" else "topk", str(job.buf.dtype), repr(st.compressor_config()))
         make = lambda count, dtype: st._comm_for(self.work.device).compressor(count, dtype, st.compressor_config())
-        groups = [[k] for k in compressed] if st.compressor == "onebit" else [compressed] if compressed else []
+        # 1-bit on CUDA: a unit per parameter, whose steps stay queued on the
+        # stream (segments read their scales back); elsewhere one exchange
+        # per bucket, a scale per parameter (segments, hook_units.py).
+        per_parameter = st.compressor == "onebit" and self.work.device.type == "cuda"
+        groups = [[k] for k in compressed] if per_parameter else [compressed] if compressed else []
         for keys in groups:
             numels = [job.numels[job.keys.index(k)] for k in keys]
             if units.exact(keys, sig) is None and not (self.runner.keep_partition and units.covering(keys, sig)):

@@ -68,8 +68,9 @@ class DctState:
         start_powerSGD_iter); 0 compresses from the first.
     min_compression_bytes: buckets (1-bit: parameters) smaller than this go
         through allreduce, with any residual their parameters hold.
-    compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce, one
-        compressor and scale per parameter).
+    compressor: "topk" (DCT-DP) or "onebit" (1-bit Adam's allreduce: one
+        exchange per bucket with a scale per parameter; on CUDA a compressor
+        per parameter, so that its steps stay queued on the stream).
     algorithm: "auto" (default), "allgather", "split", "dense" or "globaltopk":
         top-K's exchange (auto times the exchange itself, after every rank
         has arrived, so a slow rank's backward does not mislead it).
