@@ -6,7 +6,7 @@ set -euo pipefail
 DCT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DCT_PACKAGES=(cmake g++ make pkg-config openmpi-bin libopenmpi-dev libhwloc-dev doctest-dev gnuplot-nox
               python3-mpi4py python3-numpy python3-torch python3-pip python3-venv python3-setuptools zlib1g-dev
-              libopenblas-dev dataset-fashion-mnist)
+              libopenblas-dev dataset-fashion-mnist fortunes)
 
 dct_install_packages() {
   local missing=()

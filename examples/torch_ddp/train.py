@@ -1,5 +1,6 @@
-"""Fashion-MNIST CNN under PyTorch DDP (gloo), one run per gradient hook:
-PyTorch's allreduce / fp16 / PowerSGD hooks against libdct's dct_hook
+"""A model under PyTorch DDP (gloo): the Fashion-MNIST CNN (fashion.py) or
+a byte-level transformer language model (charlm.py), one run per gradient
+hook: PyTorch's allreduce / fp16 / PowerSGD hooks against libdct's dct_hook
 (top-K with error feedback, or 1-bit); and the optimizer: SGD, Adam, or
 libdct's OnebitAdam (1-bit Adam, with its own DDP hook). See README.md.
 
@@ -11,7 +12,6 @@ in the same order (each rank a disjoint slice of each one) and follows the
 same learning-rate schedule, so only the hook differs between runs.
 """
 import argparse
-import gzip
 import hashlib
 import json
 import math
@@ -19,20 +19,21 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn as nn
-import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-DATA = "/usr/share/datasets/fashion-mnist"
+from charlm import TEXT, CharLMTask
+from fashion import DATA, FashionTask
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=["fashion", "charlm"], default="fashion",
+                   help="fashion: the Fashion-MNIST CNN (fashion.py); charlm: a byte-level transformer "
+                        "language model on the fortunes package's text (charlm.py)")
     p.add_argument("--hook", choices=["allreduce", "fp16", "powersgd", "dct", "onebit"], default="dct",
                    help="(--optimizer onebit_adam brings its own: onebit_adam_hook)")
     p.add_argument("--optimizer", choices=["sgd", "adam", "onebit_adam"], default="sgd",
@@ -65,7 +66,9 @@ def parse_args():
     p.add_argument("--train", type=int, default=60000, help="use the first N training images")
     p.add_argument("--test", type=int, default=10000, help="use the first N test images")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank (4 ranks share 2 cores)")
-    p.add_argument("--data", default=DATA)
+    p.add_argument("--data", default=DATA, help="fashion: the dataset's folder")
+    p.add_argument("--text", default=TEXT, help="charlm: the folder of text files")
+    p.add_argument("--context", type=int, default=64, help="charlm: bytes per window")
     p.add_argument("--out", default=None, help="JSON of the run; a CSV of its epochs goes beside it")
     p.add_argument("--stop-at", type=int, default=None,
                    help="save a checkpoint (model, optimizer, schedule, hook state) after this many steps and stop")
@@ -73,53 +76,14 @@ def parse_args():
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--check-accuracy", type=float, default=None,
                    help="exit 1 unless the final test accuracy reaches this fraction")
-    return p.parse_args()
-
-
-def read_idx(path, magic):
-    """An idx file as a numpy array (gzip, big-endian header; checked)."""
-    if not os.path.exists(path):
-        sys.exit(f"{path} missing: install the Debian package dataset-fashion-mnist")
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    dims = raw[3]
-    head = np.frombuffer(raw, ">u4", 1 + dims)
-    if head[0] != magic:
-        sys.exit(f"{path}: bad magic {head[0]:#x}")
-    shape = tuple(int(d) for d in head[1:])
-    data = np.frombuffer(raw, np.uint8, offset=4 * (1 + dims))
-    if data.size != np.prod(shape):
-        sys.exit(f"{path}: {data.size} bytes of data, header says {shape}")
-    return data.reshape(shape)
-
-
-def load(data, split, n):
-    # Kept as uint8 (47 MB, not 188 MB per rank): batches are scaled on the fly.
-    x = read_idx(f"{data}/{split}-images-idx3-ubyte.gz", 0x803)[:n]
-    y = read_idx(f"{data}/{split}-labels-idx1-ubyte.gz", 0x801)[:n]
-    return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
-
-
-def as_input(images):
-    return images.unsqueeze(1).float().div_(255.0).sub_(0.2860).div_(0.3530)  # Fashion-MNIST mean/std
-
-
-class Net(nn.Module):
-    """Two small convolutions (cheap on 2 shared cores) feeding a wide fully
-    connected layer that holds 98% of the 0.8M parameters: the gradient is
-    3.3 MB per step, which a 1 Gbit/s link feels."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 8, 5, padding=2)    # 28x28 -> pool -> 14x14x8
-        self.conv2 = nn.Conv2d(8, 16, 5, padding=2)   # 14x14 -> pool -> 7x7x16
-        self.fc1 = nn.Linear(7 * 7 * 16, 1024)
-        self.fc2 = nn.Linear(1024, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+    p.add_argument("--check-bits", type=float, default=None,
+                   help="exit 1 unless the final held-out bits per byte are at most this (charlm)")
+    args = p.parse_args()
+    if args.check_accuracy is not None and args.task != "fashion":
+        p.error("--check-accuracy is for --task fashion")
+    if args.check_bits is not None and args.task != "charlm":
+        p.error("--check-bits is for --task charlm")
+    return args
 
 
 class Counted:
@@ -186,20 +150,6 @@ def make_hook(args, total_steps, model):
     return state, dct_hook, f"{what}, start_iter {args.start_iter}{wire}{buckets}"
 
 
-def evaluate(model, x, y, rank, size):
-    """Test accuracy: each rank scores a slice, the counts are summed."""
-    model.eval()
-    part = slice(rank * len(x) // size, (rank + 1) * len(x) // size)
-    correct = torch.zeros(2, dtype=torch.float64)
-    with torch.no_grad():
-        for xb, yb in zip(x[part].split(1000), y[part].split(1000)):
-            correct[0] += (model(as_input(xb)).argmax(1) == yb).sum()
-            correct[1] += len(yb)
-    dist.all_reduce(correct)
-    model.train()
-    return (correct[0] / correct[1]).item()
-
-
 def replicas_identical(model):
     """Every rank's parameters, flattened, gathered and compared bit for bit."""
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
@@ -233,10 +183,9 @@ def main():
     from libdct.launch import init_process_group
     rank, size = init_process_group("gloo")
 
-    train_x, train_y = load(args.data, "train", args.train)
-    test_x, test_y = load(args.data, "t10k", args.test)
+    task = CharLMTask(args) if args.task == "charlm" else FashionTask(args)
     global_batch = args.batch * size
-    steps_per_epoch = len(train_x) // global_batch  # the tail that does not fill a global batch is dropped
+    steps_per_epoch = task.steps_per_epoch(global_batch)
     total_steps = steps_per_epoch * args.epochs
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
@@ -252,7 +201,7 @@ def main():
     if args.per_tensor_buckets and args.hook not in ("dct", "onebit"):
         sys.exit("--per-tensor-buckets is for --hook dct or onebit")
     dist._DEFAULT_FIRST_BUCKET_BYTES = 1 if args.per_tensor_buckets else 25 * 1024 * 1024  # = bucket_cap_mb's default
-    model = DDP(Net(), bucket_cap_mb=1e-6 if args.per_tensor_buckets else 25)
+    model = DDP(task.model(), bucket_cap_mb=1e-6 if args.per_tensor_buckets else 25)
     if args.optimizer == "onebit_adam":
         from libdct.torch import OnebitAdam, onebit_adam_hook
         if args.freeze_step is None:
@@ -281,22 +230,20 @@ def main():
     for epoch in range(1 + step // steps_per_epoch, args.epochs + 1):
         if step >= total_steps or (args.stop_at is not None and step >= args.stop_at):
             break
-        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
-        sent0, dense0, loss_sum, n, plans = counter.bytes_sent(), counter.dense, 0.0, 0, {}
+        order = task.epoch_order(args.seed, epoch, steps_per_epoch, global_batch)
+        sent0, dense0, losses, plans = counter.bytes_sent(), counter.dense, [], {}
         dist.barrier()  # every rank starts the clock together
         t0 = time.perf_counter()
         counter.active = True
         for b in range(step % steps_per_epoch, steps_per_epoch):
             if step >= total_steps or (args.stop_at is not None and step >= args.stop_at):
                 break
-            mine = order[b * global_batch + rank * args.batch:b * global_batch + (rank + 1) * args.batch]
-            loss = F.cross_entropy(model(as_input(train_x[mine])), train_y[mine])
+            loss = task.loss(model, *task.batch(order, b, rank, args.batch, global_batch))
             opt.zero_grad(set_to_none=True)
             loss.backward()  # DDP waits here for every bucket's hook future
             opt.step()
             sched.step()
-            loss_sum += loss.item()
-            n += 1
+            losses.append(loss.item())
             step += 1
             if hasattr(state, "stats") and (st := state.stats(0)) is not None:  # libdct: the plan bucket 0 ran
                 plans[st.algorithm] = plans.get(st.algorithm, 0) + 1
@@ -304,22 +251,27 @@ def main():
         seconds = time.perf_counter() - t0
         counter.active = False
         sent, dense = counter.bytes_sent() - sent0, counter.dense - dense0
-        acc = evaluate(model, test_x, test_y, rank, size)
+        metric = task.evaluate(model, rank, size)
         # libdct's messages differ in size between ranks: the byte figure is
-        # the mean over ranks (the max is kept too); the rest is the same everywhere.
-        sums = torch.tensor([loss_sum, n, sent / n], dtype=torch.float64)
+        # the mean over ranks (the max is kept too); the rest is the same
+        # everywhere. The loss of each step: the mean over ranks.
+        n = len(losses)
+        sums = torch.tensor([sent / n] + losses, dtype=torch.float64)
         dist.all_reduce(sums)
+        step_losses = (sums[1:] / size).tolist()
         peak = torch.tensor([sent / n], dtype=torch.float64)
         dist.all_reduce(peak, op=dist.ReduceOp.MAX)
-        per_rank = sums[2].item() / size
-        row = {"epoch": epoch, "steps": n, "train_loss": sums[0].item() / sums[1].item(),
-               "test_accuracy": acc, "seconds": seconds, "bytes_per_step_per_rank": per_rank,
+        per_rank = sums[0].item() / size
+        row = {"epoch": epoch, "steps": n, "train_loss": sum(step_losses) / n,
+               task.metric: metric, "seconds": seconds, "bytes_per_step_per_rank": per_rank,
                "bytes_per_step_max_rank": peak.item(), "dense_bytes_per_step": dense / n,
                "reduction_vs_allreduce": dense / n / per_rank if per_rank else None,
-               "libdct_steps_by_algorithm": plans}
+               "libdct_steps_by_algorithm": plans, "step_losses": step_losses}
         epochs.append(row)
         if rank == 0:
-            print(f"epoch {epoch:2d}  loss {row['train_loss']:.4f}  test acc {100 * acc:.2f}%  "
+            shown = f"test acc {100 * metric:.2f}%" if task.metric == "test_accuracy" else \
+                f"held-out {metric:.4f} bits/byte"
+            print(f"epoch {epoch:2d}  loss {row['train_loss']:.4f}  {shown}  "
                   f"{seconds:6.1f} s  {per_rank / 1e3:9.1f} KB/step/rank sent  "
                   f"({row['reduction_vs_allreduce'] or 0:.1f}x less than allreduce)"
                   + (f"  plans {plans}" if plans else ""), flush=True)
@@ -330,7 +282,7 @@ def main():
             state.close()
         return
     identical = replicas_identical(model)
-    result = {"hook": args.hook, "described": described, "ranks": size, "parameters": params,
+    result = {"task": args.task, "metric": task.metric, "hook": args.hook, "described": described, "ranks": size, "parameters": params,
               "batch_per_rank": args.batch, "steps_per_epoch": steps_per_epoch, "steps": step,
               "optimizer": args.optimizer, "freeze_step": args.freeze_step, "eps": args.eps,
               "exchange": args.exchange,
@@ -339,7 +291,7 @@ def main():
               "wire_type": args.wire_type, "per_tensor_buckets": args.per_tensor_buckets,
               "rank_approx": args.rank_approx,
               "start_powersgd_iter": args.start_powersgd_iter,
-              "train_images": len(train_x), "test_images": len(test_x),
+              **task.sizes, "context": args.context if args.task == "charlm" else None,
               "bytes_sent_total": counter.bytes_sent(), "dense_bytes_total": counter.dense,
               "replicas_identical": identical, "resumed": args.resume, "epochs": epochs,
               "parameters_sha256": hashlib.sha256(torch.cat([p.detach().reshape(-1) for p in model.parameters()])
@@ -367,16 +319,18 @@ def main():
             with open(args.out, "w") as f:
                 json.dump(result, f, indent=1)
             with open(os.path.splitext(args.out)[0] + ".csv", "w") as f:
-                f.write("epoch,test_accuracy,train_loss,seconds,bytes_per_step_per_rank,reduction_vs_allreduce\n")
+                f.write(f"epoch,{task.metric},train_loss,seconds,bytes_per_step_per_rank,reduction_vs_allreduce\n")
                 for r in epochs:
-                    f.write(f"{r['epoch']},{r['test_accuracy']:.6f},{r['train_loss']:.6f},{r['seconds']:.3f},"
+                    f.write(f"{r['epoch']},{r[task.metric]:.6f},{r['train_loss']:.6f},{r['seconds']:.3f},"
                             f"{r['bytes_per_step_per_rank']:.1f},{r['reduction_vs_allreduce'] or 0:.3f}\n")
-    ok = identical and (args.check_accuracy is None or (epochs and epochs[-1]["test_accuracy"] >= args.check_accuracy))
+    final = epochs[-1][task.metric] if epochs else None
+    good = final is not None and (args.check_accuracy is None or final >= args.check_accuracy) and \
+        (args.check_bits is None or final <= args.check_bits)
+    ok = identical and (good or (args.check_accuracy is None and args.check_bits is None))
     if not identical:
         print(f"rank {rank}: replicas differ", file=sys.stderr)
     elif not ok and rank == 0:
-        print(f"test accuracy {epochs[-1]['test_accuracy'] if epochs else 'none'} below {args.check_accuracy}",
-              file=sys.stderr)
+        print(f"{task.metric} {final} misses the check ({args.check_accuracy or args.check_bits})", file=sys.stderr)
     dist.barrier()
     sys.stdout.flush()
     sys.stderr.flush()
