@@ -1,10 +1,11 @@
 """DctState.state_dict() / load_state_dict(): a rank's hook state by
 parameter position (never id(), which CPython reuses): each unit's whole
 compressor state (dctCompressorSaveState: residual, threshold schedule,
-1-bit server error, ...), the orphaned residuals, the iteration and the
-settings. Loading is collective: every rank checks its own state against
-its model and settings, and every rank fails if any rank's does not fit.
-The restored units keep their partition for the first iteration, when DDP
+1-bit server error, ...), the orphaned residuals, the last iteration's
+dense groups (hook_dense.py), the iteration and the settings. Loading is
+collective: every rank checks its own state against its model and
+settings, and every rank fails if any rank's does not fit.
+The restored units and dense groups hold for the first iteration, when DDP
 in a fresh process may bucket differently, so the run continues bit for
 bit (the auto tuner re-learns: its timings are not saved)."""
 import torch
@@ -12,7 +13,7 @@ import torch
 from .hook_agree import SETTINGS, Disagreement, digest, settings_of, vote
 from .hook_units import Unit
 
-FORMAT, VERSION = "libdct.DctState", 1
+FORMAT, VERSION = "libdct.DctState", 2
 
 
 def save(state):
@@ -28,6 +29,7 @@ def save(state):
                        "device": u.device.type, "signature": u.signature, "state": u.compressor.save_state()}
                       for u in units.by_keys.values()],
             "orphans": {k: r.detach().cpu().clone() for k, r in units.orphans.items()},
+            "dense": [list(g) for g in state._runner.last_dense],
             "bytes_sent": state.bytes_sent, "dense_bytes": state.dense_bytes, "rebuilds": units.rebuilds}
 
 
@@ -68,6 +70,8 @@ def load(state, saved):
     units.rebuilds = saved["rebuilds"]
     state.iter, state.bytes_sent, state.dense_bytes = saved["iteration"], saved["bytes_sent"], saved["dense_bytes"]
     state._runner.keep_partition = True
+    state._runner.saved_dense = [tuple(g) for g in saved["dense"]]
+    state._runner.last_dense = list(state._runner.saved_dense)
     state._runner.last_unit.clear()
 
 
@@ -93,11 +97,14 @@ def _check(state, saved):
             raise ValueError(f"the saved state does not fit the model: parameter {k} "
                              f"({n} elements) is not one of its {len(numels)} parameters, or is saved twice")
         seen.add(k)
+    dense = [k for g in saved["dense"] for k in g]
+    if len(set(dense)) != len(dense) or not all(0 <= k < len(numels) for k in dense):
+        raise ValueError(f"the saved dense groups {saved['dense']} do not fit the model's {len(numels)} parameters")
 
 
 def _agree_on(state, saved):
     shape = [(s["keys"], s["numels"], s["dtype"]) for s in saved["units"]]
-    vote(state.control.pg, state.ranks, settings_of(state), digest((saved["iteration"], shape)))
+    vote(state.control.pg, state.ranks, settings_of(state), digest((saved["iteration"], shape, saved["dense"])))
 
 
 def _agree(state, problem):

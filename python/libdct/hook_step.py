@@ -13,7 +13,7 @@ phases that keep every rank entering the same collectives:
 A unit runs once all of its parameters have arrived this iteration: always
 at once while units follow DDP's buckets; after load_state_dict, for one
 iteration, units keep the saved partition, which DDP's first buckets in a
-fresh process may cut differently. A parameter whose gradient is zero on
+fresh process may cut differently, and so do the dense sums (hook_dense.py). A parameter whose gradient is zero on
 every rank (unused this step: DDP drops its result) keeps its residual."""
 import contextlib
 
@@ -47,6 +47,9 @@ class _Iteration:
         self.jobs = []     # jobs not settled yet
         self.ran = set()   # id() of the units that ran
         self.zero_keys = set()  # keys whose gradient is zero on every rank
+        self.dense_views = {}   # key -> its gradient, while a saved dense group waits for its keys
+        self.dense_ran = set()  # the saved dense groups that ran
+        self.dense_groups = []  # the dense groups every rank finished, in order (state_dict saves them)
         self.failure = None
 
 
@@ -57,6 +60,8 @@ class StepRunner:
         self.streams = {}
         self.last_unit = {}         # bucket index -> its top-K unit
         self.keep_partition = False  # set by a load: the next iteration keeps the saved units
+        self.saved_dense = None      # set by a load: the next iteration's dense groups (hook_dense.py)
+        self.last_dense = []         # the dense groups of the last iteration
 
     def stats(self, index):
         u = self.last_unit.get(index)
@@ -113,8 +118,11 @@ class StepRunner:
                     job.future.set_result(job.buf)
             it.jobs.remove(job)
         if last:
+            if it.failure is None:
+                self.last_dense = it.dense_groups
             self.it = _Iteration()
             self.keep_partition = False
+            self.saved_dense = None
 
 
 def _raise_if_failed(v, failure, st, what):

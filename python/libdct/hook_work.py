@@ -2,7 +2,7 @@
 the votes (prepare) or after the collectives (finish), never between them."""
 import torch
 
-from .groups import sum_in_place
+from .hook_dense import dense_sums
 
 
 class _Work:
@@ -28,8 +28,7 @@ class _Work:
         self.dense = [k for k in job.keys if k not in set(compressed)]
         if st._positions is not None:  # in model order: a ring sums an element in an order set by its place
             self.dense.sort()
-        self.joined, self.remainders = self._dense_part(views)
-        self.views = views
+        self.sums = dense_sums(runner, job, self.dense, views, self.work)
 
     def _compressed(self, job):
         st = self.st
@@ -75,29 +74,6 @@ class _Work:
             it.ran.add(id(u))
         return ready
 
-    def _dense_part(self, views):
-        """The dense keys joined (in place when the bucket is all dense), each
-        with its parameter's orphaned residual added, divided by the group
-        size before the sum (fp16 sums of P ranks stay finite)."""
-        if not self.dense:
-            return None, {}
-        units = self.st._owned.units
-        units.evict(self.dense)
-        orphans = {k: units.orphans[k] for k in self.dense if k in units.orphans}
-        whole = self.dense == self.job.keys and not orphans
-        joined = self.work if whole else torch.cat([views[k] for k in self.dense])
-        remainders, at = {}, 0
-        for k in self.dense:
-            n = views[k].numel()
-            if k in orphans:
-                piece = joined[at:at + n]
-                wide = piece.to(orphans[k].dtype) + orphans[k].to(piece.device)
-                piece.copy_(wide)
-                remainders[k] = wide - piece.to(wide.dtype)  # what the bucket's type could not carry
-            at += n
-        joined.div_(self.st.world_size)
-        return joined, remainders
-
     def exchange(self, zero_keys):
         """The collectives, back to back (libdct's fail on every rank together)."""
         st, it = self.st, self.runner.it
@@ -107,8 +83,8 @@ class _Work:
             self.held.append(held)
             if len(held) < len(u.keys):
                 u.compressor.allreduce(flat, op="avg")
-        if self.joined is not None:
-            sum_in_place(st.data.pg, self.joined, st.data.backend)
+        for s in self.sums:
+            s.exchange(st)
 
     def finish(self):
         """Results into the buckets' gradients; held parameters keep their residual."""
@@ -128,13 +104,9 @@ class _Work:
                     if k in it.views:
                         at, n = u.slices[k]
                         it.views[k].copy_(flat[at:at + n])
-        if self.joined is not None and self.joined is not self.work:
-            at = 0
-            for k in self.dense:
-                n = self.views[k].numel()
-                self.views[k].copy_(self.joined[at:at + n])
-                at += n
-        done = {k for u, _, _ in self.ready for k in u.keys} | set(self.dense)
+        done = {k for u, _, _ in self.ready for k in u.keys}
+        for s in self.sums:
+            done |= s.finish()
         for j in it.jobs:
             j.pending -= done
             if j.staged is not None and not j.pending:
@@ -143,13 +115,10 @@ class _Work:
 
     def commit(self):
         """After the last vote: the bookkeeping of a bucket every rank finished."""
-        st, units = self.st, self.st._owned.units
-        for k in self.dense:
-            units.orphans.pop(k, None)
-        units.orphans.update({k: r for k, r in self.remainders.items() if bool((r != 0).any())})
+        st = self.st
+        for s in self.sums:
+            s.commit(st, self.runner.it)
         for (u, _, _), held in zip(self.ready, self.held):
             if len(held) < len(u.keys):
                 st.bytes_sent += u.compressor.stats.bytes_sent
-        if self.joined is not None:
-            st.bytes_sent += self.joined.numel() * self.joined.element_size()
         st.dense_bytes += self.job.buf.numel() * self.job.buf.element_size()

@@ -6,9 +6,12 @@
   --phase resume DIR   a fresh process loads them, 4 more steps: the final
                        parameters equal the uninterrupted run's bit for bit;
                        a state that does not fit (settings, model, another
-                       rank's file) fails on every rank, nothing loaded.
+                       rank's file, an older format) fails on every rank,
+                       nothing loaded.
 DDP re-buckets after its first step in each process, so the resumed run's
-first buckets differ from the saved units: the units keep their partition."""
+first buckets differ from the saved units and dense groups: they keep their
+partition (the wide model's biases are dense in one bucket then, in two
+after the re-bucketing, on every torch version)."""
 import os
 import sys
 
@@ -19,12 +22,31 @@ import torch.nn.functional as F
 from harness import raises, start
 from libdct import Config
 from libdct.torch import DctState
+from torch.nn.parallel import DistributedDataParallel as DDP
+
 from test_hook import model
 
 SETTINGS = dict(density=0.05, algorithm="allgather", config=Config(threshold_interval=3))
-# (compressor, min_compression_bytes): 1-bit with the biases dense too, whose
-# allreduce sums each element in an order set by its place in the buffer.
-RUNS = (("topk", 0), ("onebit", 0), ("onebit", 1024))
+# (compressor, min_compression_bytes, model): 1-bit with the biases dense too,
+# whose allreduce sums each element in an order set by its place in the buffer.
+RUNS = (("topk", 0, "mlp"), ("onebit", 0, "mlp"), ("onebit", 1024, "mlp"), ("onebit", 32768, "wide"))
+
+
+class Wide(torch.nn.Module):
+    """Over DDP's 1 MB first bucket: rebuilt, its buckets are [5, 4, 3, 2],
+    [1], [0] by parameter position; 1 and 3-5 are dense at 32 KB."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(32, 4100), torch.nn.Linear(4100, 64), torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+def wide():
+    torch.manual_seed(7)
+    return DDP(Wide(), bucket_cap_mb=0.01)
 
 
 def steps(ddp, opt, first, count):
@@ -36,8 +58,8 @@ def steps(ddp, opt, first, count):
         opt.step()
 
 
-def setup(compressor, min_bytes):
-    ddp = model()
+def setup(compressor, min_bytes, net):
+    ddp = model() if net == "mlp" else wide()
     state = DctState(model=ddp, compressor=compressor, min_compression_bytes=min_bytes, **SETTINGS)
     ddp.register_comm_hook(state, __import__("libdct.torch", fromlist=["dct_hook"]).dct_hook)
     return ddp, state, torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
@@ -50,9 +72,9 @@ def flat(ddp):
 def main():
     rank, size = start()
     phase, folder = sys.argv[sys.argv.index("--phase") + 1], sys.argv[-1]
-    for compressor, min_bytes in RUNS:
-        path = lambda what, r=rank: os.path.join(folder, f"{compressor}-{min_bytes}.{what}.rank{r}.pt")
-        ddp, state, opt = setup(compressor, min_bytes)
+    for compressor, min_bytes, net in RUNS:
+        path = lambda what, r=rank: os.path.join(folder, f"{net}-{compressor}-{min_bytes}.{what}.rank{r}.pt")
+        ddp, state, opt = setup(compressor, min_bytes, net)
         if phase == "full":
             steps(ddp, opt, 0, 8)
             torch.save(flat(ddp), path("full"))
@@ -63,22 +85,23 @@ def main():
         else:
             saved = torch.load(path("ckpt"))
             misfits = [dict(saved["hook"], settings=dict(saved["hook"]["settings"], density=0.5)),
-                       torch.load(path("ckpt", (rank + 1) % size))["hook"] if size > 1 else None]
+                       torch.load(path("ckpt", (rank + 1) % size))["hook"] if size > 1 else None,
+                       dict(saved["hook"], version=1)]
             for i, bad in enumerate(misfits):  # on one rank only: every rank fails
                 if bad is None:
                     continue
                 err = raises(lambda: state.load_state_dict(bad if rank == size - 1 else saved["hook"]), RuntimeError)
                 assert err is not None and "load_state_dict" in str(err), err
                 if rank == size - 1:
-                    assert ("density" if i == 0 else "group rank") in str(err), err
+                    assert ("density", "group rank", "version 1; this libdct reads 2")[i] in str(err), err
             ddp.module.load_state_dict(saved["model"])
             opt.load_state_dict(saved["opt"])
             state.load_state_dict(saved["hook"])
             steps(ddp, opt, 4, 4)
             full = torch.load(path("full"))
-            assert torch.equal(flat(ddp), full), (compressor, min_bytes, (flat(ddp) - full).abs().max())
+            assert torch.equal(flat(ddp), full), (net, compressor, min_bytes, (flat(ddp) - full).abs().max())
             if rank == 0:
-                print(f"{compressor}, min_compression_bytes {min_bytes}: resumed run equals the uninterrupted one bit for bit at {size} ranks",
+                print(f"{net}, {compressor}, min_compression_bytes {min_bytes}: resumed run equals the uninterrupted one bit for bit at {size} ranks",
                       flush=True)
         state.close()
     dist.destroy_process_group()
