@@ -1,20 +1,34 @@
 // The cost model on paper: allgather vs split vs dense (and global top-k,
-// not yet among the model's picks) for P ranks, one fp32
+// not yet among the model's picks; recursive doubling, which only the
+// sparse-input allreduce runs: its own pick column) for P ranks, one fp32
 // tensor and a range of densities, with every rank selecting k = density *
 // count entries. Calls the library's own cost functions (core/cost_model.h),
 // with its defaults unless DCT_ALPHA_US / DCT_LINK_GBPS / ... are set.
 //   cost_table [count]   (default 16M elements = 64 MiB fp32; K/M suffixes) -> markdown
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "../kernel/count_arg.h"
+#include "algo/algorithms.h"
 #include "core/cost_model.h"
 
 using namespace dct;
 
 namespace {
-const char* name(dctAlgorithm_t a) { return a == dctAlgoSplit ? "split" : a == dctAlgoDense ? "dense" : "allgather"; }
+const char* name(dctAlgorithm_t a) {
+  return a == dctAlgoSplit ? "split" : a == dctAlgoDense ? "dense" : a == dctAlgoRecursiveDoubling ? "rec. doubling" : "allgather";
+}
+
+// dctSparseInputAllreduce's auto on these counts (planExactCounts without
+// DCT_TUNE rules or a measured link): the cheapest sparse plan unless none
+// models under kSparseInputMargin of dense.
+dctAlgorithm_t sparseInputPick(double allgather, double split, double pairs, double dense) {
+  if (std::min({allgather, split, pairs}) > kSparseInputMargin * dense) return dctAlgoDense;
+  if (pairs < std::min(allgather, split)) return dctAlgoRecursiveDoubling;
+  return split < allgather ? dctAlgoSplit : dctAlgoAllgather;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -30,17 +44,19 @@ int main(int argc, char** argv) {
   std::printf("The sparse columns leave out the compressor's pass over the tensor (%.2f ms; dense has none).\n\n",
               compressPassUs(p, tensor) / 1e3);
   std::printf("| ranks | density | k per rank | union (est.) | allgather ms | split ms | global top-k ms | dense ms "
-              "| dense / global top-k | model picks |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|\n");
+              "| rec. doubling ms | dense / global top-k | model picks | sparse input picks |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|:---|\n");
   for (int ranks : {4, 8, 64, 256, 1024})
     for (double density : {1e-4, 1e-3, 1e-2, 1e-1}) {
       std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count + 0.5));
       CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
       const double topk = globalTopkCostUs(p, in), dense = denseCostUs(p, in);
-      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n", ranks, density * 100,
-                  static_cast<unsigned long long>(nnz[0]), 100.0 * unionEstimate(in) / count,
-                  allgatherCostUs(p, in) / 1e3, splitCostUs(p, in) / 1e3, topk / 1e3, dense / 1e3, dense / topk,
-                  name(chooseAlgorithm(p, in)));
+      const double allgather = allgatherCostUs(p, in), split = splitCostUs(p, in);
+      const double pairs = recursiveDoublingCostUs(p, in);
+      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %s | %s |\n", ranks,
+                  density * 100, static_cast<unsigned long long>(nnz[0]), 100.0 * unionEstimate(in) / count,
+                  allgather / 1e3, split / 1e3, topk / 1e3, dense / 1e3, pairs / 1e3, dense / topk,
+                  name(chooseAlgorithm(p, in)), name(sparseInputPick(allgather, split, pairs, dense)));
     }
   return 0;
 }

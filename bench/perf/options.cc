@@ -47,7 +47,7 @@ const char* kHelp =
     "  -o sum|avg                 reduction (default sum; avg scales the dense\n"
     "                             baseline too, inside its timing)\n"
     "  -D density                 fraction of entries kept (default 0.01)\n"
-    "  -a auto|allgather|dense|split|globaltopk\n"
+    "  -a auto|allgather|dense|split|globaltopk|recursivedoubling (-C coo only)\n"
     "                             libdct allreduce algorithm (default auto)\n"
     "  -L interval                steps between scheduled tau estimates (default\n"
     "                             1000, as the library's; passed in dctConfig_t)\n"
@@ -147,6 +147,7 @@ const char* algorithmName(int algorithm) {
     case dctAlgoDense: return "dense";
     case dctAlgoSplit: return "split";
     case dctAlgoGlobalTopk: return "globaltopk";
+    case dctAlgoRecursiveDoubling: return "recursivedoubling";
     default: return "?";
   }
 }
@@ -196,6 +197,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
         else if (!std::strcmp(optarg, "dense")) opt.algorithm = dctAlgoDense;
         else if (!std::strcmp(optarg, "split")) opt.algorithm = dctAlgoSplit;
         else if (!std::strcmp(optarg, "globaltopk")) opt.algorithm = dctAlgoGlobalTopk;
+        else if (!std::strcmp(optarg, "recursivedoubling")) opt.algorithm = dctAlgoRecursiveDoubling;
         else ok = false;
         break;
       case 'L': ok = parseInt(optarg, opt.thresholdInterval) && opt.thresholdInterval >= 1; break;

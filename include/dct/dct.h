@@ -78,7 +78,10 @@ typedef enum {
                            step. Traffic ~2k entries per rank at any rank count,
                            but the result changes: opt-in, auto's pick only
                            with config.autoGlobalTopk */
-  dctNumAlgorithms = 5
+  dctAlgoRecursiveDoubling = 5, /* dctSparseInputAllreduce only: log2 P pairwise rounds
+                           merging sorted partial sums, dense once past the
+                           break-even fill (SparCML); host buffers */
+  dctNumAlgorithms = 6
 } dctAlgorithm_t;
 
 /* What a compressor does to a tensor (dctSparseAllreduce). */
@@ -557,10 +560,13 @@ typedef struct {
  * algorithm: dctAlgoAllgather (every rank merges every message in rank
  * order), dctAlgoSplit (reduce-scatter of index ranges + allgather of the
  * summed ranges, each sparse or dense), dctAlgoDense (scatter into zeros +
- * dense allreduce), or dctAlgoAuto: the alpha-beta cost model over the
+ * dense allreduce), dctAlgoRecursiveDoubling (pairwise merges in ceil(log2 P)
+ * rounds; host buffers on every rank, else the dense algorithm runs), or
+ * dctAlgoAuto: the alpha-beta cost model over the
  * exact counts, the same choice on every rank. Sums: rank order from +0 in
- * fp32 for half types (fp64 for fp64), rounded once (allgather, split);
- * the dense algorithm reduces in the datatype as the transport's allreduce
+ * fp32 for half types (fp64 for fp64), rounded once (allgather, split;
+ * recursive doubling sums in pairs, the lower ranks' partial sum first:
+ * the same bits as rank order where the sums are exact); the dense algorithm reduces in the datatype as the transport's allreduce
  * does. Every rank ends with bit-identical results. Unsorted or duplicate
  * indices, an index >= count, NULL or misaligned buffers with entries, or
  * arguments that differ across ranks (count, datatype, op, algorithm) fail

@@ -1,12 +1,13 @@
 """Names for dct.h's enums, and the datatypes of torch and numpy buffers."""
-ALGORITHMS = {"auto": 0, "allgather": 1, "dense": 2, "split": 3, "globaltopk": 4}
+ALGORITHMS = {"auto": 0, "allgather": 1, "dense": 2, "split": 3, "globaltopk": 4,
+              "recursivedoubling": 5}
 COMPRESSORS = {"topk": 0, "onebit": 1}
 THRESHOLD_METHODS = {"sampled": 0, "exact": 1, "bisect": 2}
 ROW_SELECTIONS = {"topk": 0, "threshold": 1}
 DATATYPES = {"fp32": 0, "fp64": 1, "fp16": 2, "bf16": 3}
 DATATYPE_NAMES = {v: k for k, v in DATATYPES.items()}
 ALGORITHM_NAMES = {v: k for k, v in ALGORITHMS.items()}
-ALGORITHM_NAMES[5] = "onebit"  # dctNumAlgorithms: a 1-bit step
+ALGORITHM_NAMES[6] = "onebit"  # dctNumAlgorithms: a 1-bit step
 OPS = {"sum": 0, "avg": 1}
 ELEMENT_BYTES = {0: 4, 1: 8, 2: 2, 3: 2}
 

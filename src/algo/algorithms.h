@@ -65,7 +65,8 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
 // The cheapest plan for counts every rank knows exactly (no compressor
 // pass, no forecast): the sparse-input allreduce's auto. DCT_TUNE's rules
 // first (density: the ranks' mean input density); then the same cost
-// model and link fit as planAlgorithm's; split only past two ranks; a
+// model and link fit as planAlgorithm's, with recursive doubling priced
+// too (its caller falls back where a rank cannot run it); split only past two ranks; a
 // sparse plan only when it models under kSparseInputMargin of dense.
 constexpr double kSparseInputMargin = 0.6;
 dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in);

@@ -50,7 +50,10 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   // A rule picks among the plans this call allows: global top-k changes the
   // result, so only where the config opts in; else the model decides.
   const int tuned = comm->settings.tune.algorithmFor(tensorBytes(c->count, dtypeSize(c->dtype)), c->config.density);
-  if (tuned > dctAlgoAuto && (tuned != dctAlgoGlobalTopk || c->config.autoGlobalTopk != 0)) {
+  // Recursive doubling serves dctSparseInputAllreduce only: a rule naming
+  // it leaves this call to the model.
+  if (tuned > dctAlgoAuto && tuned != dctAlgoRecursiveDoubling &&
+      (tuned != dctAlgoGlobalTopk || c->config.autoGlobalTopk != 0)) {
     p.algorithm = static_cast<dctAlgorithm_t>(tuned);
     return p;
   }
@@ -105,9 +108,11 @@ dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
   const Model m = modelFor(comm, in.count * in.valueBytes);
   const double allgather = allgatherCostUs(m.params, in);
   const double split = comm->size > 2 ? splitCostUs(m.params, in) : allgather;
+  const double pairs = recursiveDoublingCostUs(m.params, in);
   const double dense = denseUs(comm, m, in, nullptr);
   // No tuner corrects this model: a sparse plan must model well under dense.
-  if (std::min(allgather, split) > kSparseInputMargin * dense) return dctAlgoDense;
+  if (std::min({allgather, split, pairs}) > kSparseInputMargin * dense) return dctAlgoDense;
+  if (pairs < std::min(allgather, split)) return dctAlgoRecursiveDoubling;
   return split < allgather ? dctAlgoSplit : dctAlgoAllgather;
 }
 

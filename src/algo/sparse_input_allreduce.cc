@@ -8,7 +8,8 @@
 //                the exact counts; every size checked (count 2^62 wraps
 //                size_t) and every buffer reserved; per plan: cut into
 //                pieces or scatter into zeros; vote
-//   exchange     allgatherv + rank-order merge | split | dense allreduce,
+//   exchange     allgatherv + rank-order merge | split | recursive
+//                doubling (recursive_doubling.h) | dense allreduce,
 //                into the sum in scratch (accumulation type; dense:
 //                datatype)
 //   outputs      the COO selected from the sum; capacity checked; both
@@ -23,6 +24,7 @@
 #include "algo/algorithms.h"
 #include "algo/agree.h"
 #include "algo/packed_message.h"
+#include "algo/recursive_doubling.h"
 #include "algo/split_allreduce.h"
 #include "base/checked_size.h"
 #include "base/debug.h"
@@ -54,6 +56,7 @@ struct Call {
   PhaseTimer clock{};
   size_t sent = 0, received = 0;
   SelectArgs coo{};             // the sum's nonzeros, in scratch
+  RecursiveDoubling rd{};
   size_t accBytes() const { return dtypeSize(c->accType); }
   // The datatype's results differ from the sum's types (half types).
   bool denseConverts() const { return in.dense && sumType != in.dtype; }
@@ -81,16 +84,25 @@ bool mayRunAllgather(const Call& k) {
   return (a == dctAlgoAuto || a == dctAlgoAllgather) && packing::fitsOffsets(k.in.count, k.c->indexBytes);
 }
 
+// A header flag: recursive doubling cannot run on this rank.
+constexpr int32_t kNoPairExchange = 1;
+
 // The configured plan, or the cheapest for these exact counts. Packed
 // lists have uint32 word offsets: past that size only dense runs.
+// Recursive doubling needs every rank able to run it; where one cannot, a
+// configured one falls back to dense (which needs no packed message).
 dctAlgorithm_t choosePlan(const Call& k, const std::vector<CallHeader>& all) {
   if (!packing::fitsOffsets(k.in.count, k.c->indexBytes)) return dctAlgoDense;
+  bool pairs = true;
+  for (const CallHeader& h : all) pairs = pairs && (h.flags & kNoPairExchange) == 0;
+  if (k.in.algorithm == dctAlgoRecursiveDoubling) return pairs ? dctAlgoRecursiveDoubling : dctAlgoDense;
   if (k.in.algorithm != dctAlgoAuto) return static_cast<dctAlgorithm_t>(k.in.algorithm);
   std::vector<uint64_t> nnz(all.size());
   for (size_t r = 0; r < all.size(); r++) nnz[r] = all[r].nnz;
   CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
                     nnz.data(), k.accBytes()};
-  return planExactCounts(k.comm, inputs);
+  const dctAlgorithm_t plan = planExactCounts(k.comm, inputs);
+  return plan == dctAlgoRecursiveDoubling && !pairs ? dctAlgoAllgather : plan;
 }
 
 // This rank's message in the allgather plan's form, in c->wire.
@@ -162,6 +174,26 @@ dctResult_t checkCounts(Call& k, const std::vector<CallHeader>& all) {
   return dctSuccess;
 }
 
+// Recursive doubling: its sum with a message header's room before it, the
+// rounds' bounds and buffers, this rank's input as its first partial sum.
+dctResult_t prepareRecursiveDoubling(Call& k, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = k.c;
+  size_t room = 0;
+  if (!checkedAdd(k.sumBytes, 8, room))
+    return fail(k.comm, dctInvalidArgument, "%s: the sum needs more than size_t holds", k.in.fn);
+  DCTCHECK(reserve(k, c->staged, room, "the sum"));
+  k.sum = c->staged.as<char>() + 8;
+  std::vector<uint64_t> nnz(all.size());
+  for (size_t r = 0; r < all.size(); r++) nnz[r] = all[r].nnz;
+  RecursiveDoubling& rd = k.rd;
+  rd.c = c;
+  rd.comm = k.comm;
+  rd.count = k.in.count;
+  rd.sum = static_cast<char*>(k.sum);
+  rd.fn = k.in.fn;
+  return rdPrepare(rd, nnz.data(), k.in.indices, k.in.values, k.in.nnz, k.in.dtype, k.in.stream);
+}
+
 // After the headers: every buffer of the call, and what the plan does locally.
 dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
@@ -171,6 +203,7 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   DCTCHECK(sizeCall(k));
   DCTCHECK(reserveOutputs(k));
+  if (k.plan == dctAlgoRecursiveDoubling) return prepareRecursiveDoubling(k, all);
   DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
   k.sum = c->staged.as();
   DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
@@ -206,6 +239,10 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
   if (k.plan == dctAlgoAllgather) {
     DCTCHECK(gatherMerged(c, k.comm, all, k.sum, in.stream, k.clock, k.received, in.fn));
     k.sent = k.bytes;
+  }
+  else if (k.plan == dctAlgoRecursiveDoubling) {
+    DCTCHECK(rdExchange(k.rd, k.sent, k.received, in.stream));
+    k.clock.lap(dctPhaseExchange);
   }
   else if (k.plan == dctAlgoSplit) {
     DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received));
@@ -313,6 +350,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     if (mine.localError == dctSuccess) mine.localError = k.c->rankArrays.reserve(comm->size);  // gatherMerged's
     if (mine.localError == dctSuccess) mine.localError = k.c->ops->streamBegin(k.c->kernels, in.stream);
     if (mine.localError == dctSuccess && mayRunAllgather(k)) mine.localError = packWhole(k);
+    if (mine.localError == dctSuccess && !recursiveDoublingAvailable(k.c, comm)) mine.flags |= kNoPairExchange;
     mine.bytes = k.bytes;
   }
   k.clock.lap(dctPhaseCompress);

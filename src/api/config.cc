@@ -69,6 +69,9 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
                 c.thresholdMethod);
   if (c.algorithm < 0 || c.algorithm >= dctNumAlgorithms)
     return fail(comm, dctInvalidArgument, "algorithm %d is not a dctAlgorithm_t", c.algorithm);
+  if (c.algorithm == dctAlgoRecursiveDoubling)
+    return fail(comm, dctInvalidArgument,
+                "algorithm dctAlgoRecursiveDoubling serves dctSparseInputAllreduce only, not a compressor's step");
   if (c.rowSelection < 0 || c.rowSelection >= dctNumRowSelections)
     return fail(comm, dctInvalidArgument, "rowSelection %d is not a dctRowSelection_t", c.rowSelection);
   if (c.wireType < kWireTypeOfTensor || c.wireType >= dctNumTypes)

@@ -21,8 +21,9 @@
 namespace dct {
 
 // dctAlgorithm_t's names in its order (DCT_ALGORITHM and DCT_TUNE).
-inline constexpr const char* kAlgorithmNames[] = {"auto", "allgather", "dense", "split", "globaltopk"};
-inline constexpr int kAlgorithmCount = 5;
+inline constexpr const char* kAlgorithmNames[] = {"auto", "allgather", "dense", "split", "globaltopk",
+                                                     "recursivedoubling"};
+inline constexpr int kAlgorithmCount = 6;
 
 struct TuneRule {
   double bytesLo = 0, bytesHi = 0;      // [lo, hi); hi = infinity when open

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 
 namespace dct {
@@ -162,6 +163,41 @@ double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireU
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
   return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + splitControlUs(p, P), phase1.local + pass + local2,
                   wireUs);
+}
+
+double recursiveDoublingCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
+  const int P = in.ranks;
+  int p2 = 1;
+  while (p2 * 2 <= P) p2 *= 2;
+  const double n = static_cast<double>(in.count), sb = sumBytesOf(in), entry = sb + in.indexBytes;
+  const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
+  auto message = [&](double missed) {  // a partial sum's bytes from its chance to miss a position
+    const double entries = n * (1 - missed);
+    return std::min(entries * entry, n * sb);
+  };
+  auto missOf = [&](int r) { return n > 0 ? 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n) : 1.0; };
+  std::vector<double> missed(p2);  // per core block: the chance it misses a position
+  double latency = 0, wire = 0, local = 0, folded = 0;
+  for (int j = 0; j < p2; j++) {
+    missed[j] = missOf(j);
+    if (j + p2 < P) {
+      folded = std::max(folded, message(missOf(j + p2)));
+      missed[j] *= missOf(j + p2);
+    }
+  }
+  if (P > p2) latency += p.alphaUs, wire += folded / link, local += 2 * folded / scatter;
+  for (int len = 1; len < p2; len *= 2) {
+    double largest = 0;
+    for (int j = 0; j < p2; j += len) largest = std::max(largest, message(missed[j]));
+    latency += p.alphaUs;
+    wire += largest / link;
+    local += 2 * largest / scatter;  // both halves through the merge
+    for (int j = 0; j < p2; j += 2 * len) missed[j] *= missed[j + len];
+  }
+  const double result = message(missed[0]);
+  if (P > p2) latency += p.alphaUs, wire += result / link;
+  local += result / scatter;  // the sum written out
+  return withWire(latency + wire, local, wireUs);
 }
 
 double compressPassUs(const CostParams& p, const CostInputs& in) {

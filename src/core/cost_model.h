@@ -52,6 +52,12 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = n
 // Split whose owners keep only their range's share of k = the ranks' mean
 // selection (dctAlgoGlobalTopk): ~k entries allgathered whatever the union.
 double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
+// Recursive doubling (dctSparseInputAllreduce): floor(log2 P) rounds of a
+// latency and the largest block's partial sum (uniform-random fill growth,
+// raw COO below the index + value vs value break-even, dense above), the
+// merges of both halves, two fold exchanges where P is no power of two, and
+// the sum written out at the end.
+double recursiveDoublingCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 // Expected size of the union of the ranks' selections, as if each rank's
 // positions were independent and uniform: count * (1 - prod(1 - nnz_r/count)).
 double unionEstimate(const CostInputs& in);

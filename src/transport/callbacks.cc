@@ -88,6 +88,7 @@ constexpr Transport kHostOnly = {
     .allocate = nullptr,  // takes host buffers
     .release = nullptr,
     .synchronize = nullptr,
+    .sendrecv = nullptr,  // no pairs: recursive doubling does not run here
 };
 
 constexpr Transport withDevice(Transport t) {

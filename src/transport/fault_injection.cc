@@ -117,6 +117,13 @@ dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void
                      "iallgatherv");
 }
 
+dctResult_t sendrecv(dctComm_t comm, int peer, const void* send, size_t sendBytes, void* recv, size_t recvCapacity,
+                     size_t* received, size_t maxBytes) {
+  const bool h = hit(comm);
+  dctResult_t res = seamOf(comm)->inner->sendrecv(comm, peer, send, sendBytes, recv, recvCapacity, received, maxBytes);
+  return h ? injected(comm, recv, *received, "sendrecv") : res;
+}
+
 dctResult_t alltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets, void* recv,
                       const size_t* recvBytes, const size_t* recvOffsets, size_t totalBytes, void* stream) {
   const bool h = hit(comm);
@@ -195,6 +202,7 @@ dctResult_t install(dctComm_t comm, Seam* root, int rootRank) {
   if (s->inner->ialltoallv) s->table.ialltoallv = ialltoallv;
   if (s->inner->test) s->table.test = test;
   s->table.alltoallv = alltoallv;
+  if (s->inner->sendrecv) s->table.sendrecv = sendrecv;
   if (s->inner->alltoall) s->table.alltoall = alltoall;
   s->table.allreduce = allreduce;
   if (s->inner->reduce) s->table.reduce = reduce;

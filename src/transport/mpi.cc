@@ -249,6 +249,7 @@ constexpr Transport kMpiTransport = {
     .allocate = nullptr,  // takes host buffers
     .release = nullptr,
     .synchronize = nullptr,
+    .sendrecv = sendrecv,
 };
 
 }  // namespace

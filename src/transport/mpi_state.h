@@ -80,6 +80,9 @@ dctResult_t iallgatherv(dctComm_t comm, const void* send, size_t sendBytes, void
 dctResult_t test(dctComm_t comm, void* request, int* done);
 dctResult_t ialltoallv(dctComm_t comm, const void* send, const size_t* sendBytes, const size_t* sendOffsets,
                        void* recv, const size_t* recvBytes, const size_t* recvOffsets, void** request);
+// mpi_sendrecv.cc
+dctResult_t sendrecv(dctComm_t comm, int peer, const void* send, size_t sendBytes, void* recv, size_t recvCapacity,
+                     size_t* received, size_t maxBytes);
 // The alltoallv past int counts: every block in pieces, then waited for.
 dctResult_t alltoallvLarge(dctComm_t comm, const char* send, const size_t* sendBytes, const size_t* sendOffsets,
                            char* recv, const size_t* recvBytes, const size_t* recvOffsets);

@@ -294,6 +294,7 @@ constexpr Transport kNcclTransport = {
     .allocate = allocate,
     .release = release,
     .synchronize = synchronize,
+    .sendrecv = nullptr,  // device buffers: recursive doubling is the CPU twin's
 };
 
 // The communicator's rank, size and device, once it is ready (a nonblocking

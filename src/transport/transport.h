@@ -103,6 +103,16 @@ struct Transport {
   dctResult_t (*allocate)(dctComm_t comm, size_t bytes, void** ptr);
   void (*release)(dctComm_t comm, void* ptr);
   dctResult_t (*synchronize)(dctComm_t comm, void* stream);
+  // Optional (null: recursive doubling runs the allgather plan instead).
+  // The one data op only two ranks take part in: host buffers; sends
+  // sendBytes from `send` to `peer` (nothing when send is null) and
+  // receives from `peer` at most recvCapacity bytes into `recv` (nothing
+  // when recv is null), *received = the length that came. maxBytes: the
+  // most either rank may send in this exchange, alike on both, so that both
+  // take the same path past MPI's int counts. A message longer than
+  // recvCapacity fails the receiver (the sender's part still completes).
+  dctResult_t (*sendrecv)(dctComm_t comm, int peer, const void* send, size_t sendBytes, void* recv,
+                          size_t recvCapacity, size_t* received, size_t maxBytes);
 };
 
 }  // namespace dct

@@ -5,6 +5,10 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "kernels/kernels.h"
 #include "transport/comm.h"
 
@@ -15,6 +19,25 @@ inline bool allRanksAgree(bool mine) {
   MPI_Allreduce(&in, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&in, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return lo == hi;
+}
+
+// Every rank's count of transport operations in a clean call (they differ
+// where ranks play different parts, as recursive doubling's folded ranks
+// do): loops over "the n-th operation" run to the largest alike on all.
+inline std::vector<uint64_t> opsOnEveryRank(uint64_t mine) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<uint64_t> all(size);
+  MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  return all;
+}
+inline uint64_t mostOps(const std::vector<uint64_t>& ops) { return *std::max_element(ops.begin(), ops.end()); }
+// Whether a fault armed at operation n on `victim` (-1: every rank) fires
+// on some rank, failing the call on all.
+inline bool faultFires(const std::vector<uint64_t>& ops, uint64_t n, int victim) {
+  for (size_t r = 0; r < ops.size(); r++)
+    if ((victim < 0 || victim == static_cast<int>(r)) && n < ops[r]) return true;
+  return false;
 }
 
 // Allocations left before the failing one on this rank; -1: none fails.
