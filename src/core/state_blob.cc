@@ -298,6 +298,8 @@ bool readState(const unsigned char* in, size_t bytes, SavedState& st, std::strin
   Reader r{in, kStateHeaderBytes, bytes};
   st.version = version;
   fields(r, st);
+  if (version < 3 && st.s.stats.algorithm == dctAlgoRecursiveDoubling)  // then a 1-bit step's report
+    st.s.stats.algorithm = dctNumAlgorithms;
   if (r.truncated) {
     why = "malformed: its fields run past its end";
     return false;

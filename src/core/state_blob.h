@@ -26,7 +26,9 @@
 namespace dct {
 
 constexpr uint32_t kStateMagic = 0x53544344u;  // "DCTS" on little-endian hosts
-constexpr uint32_t kStateVersion = 2;  // the newest; 1 is read too
+// The newest; 1 and 2 are read too. 3: dctNumAlgorithms (what a 1-bit step
+// reports in stats.algorithm) became 6 when dctAlgoRecursiveDoubling took 5.
+constexpr uint32_t kStateVersion = 3;
 constexpr size_t kStateHeaderBytes = 24;       // magic, version, bytes, checksum
 
 // What a state must match to load: the compressor's shape and the resolved

@@ -234,6 +234,27 @@ Bytes resealed(Bytes b) {
 
 }  // namespace
 
+TEST_CASE("a 1-bit step's report saved before version 3 (5) reads as dctNumAlgorithms") {
+  Cfg cfg;
+  Local a(777, dctFloat32, cfg);
+  for (int t = 0; t < 3; t++) a.step(t);
+  const Bytes good = a.save();
+  for (uint32_t version : {2u, 3u}) {
+    CAPTURE(version);
+    SavedState st;
+    std::string why;
+    REQUIRE(readState(good.data(), good.size(), st, why));
+    st.version = version;
+    st.s.stats.algorithm = 5;
+    Bytes old = good;
+    writeState(st, old.data());
+    sealState(old.data(), old.size());
+    SavedState read;
+    REQUIRE(readState(old.data(), old.size(), read, why));
+    CHECK(read.s.stats.algorithm == (version < 3 ? dctNumAlgorithms : dctAlgoRecursiveDoubling));
+  }
+}
+
 TEST_CASE("bad strings are refused by name and change nothing") {
   Cfg cfg;
   const size_t n = 1501;
@@ -257,8 +278,8 @@ TEST_CASE("bad strings are refused by name and change nothing") {
   std::swap(swapped[0], swapped[3]), std::swap(swapped[1], swapped[2]);
   refused(target, twin, swapped, "byte order");
   Bytes version = good;
-  version[4] = 3;  // past the newest (2: segments)
-  refused(target, twin, version, "format version 3");
+  version[4] = 4;  // past the newest (3: dctNumAlgorithms is 6)
+  refused(target, twin, version, "format version 4");
   Bytes flipped = good;
   flipped[layout.residualAt + 13] ^= 1;
   refused(target, twin, flipped, "checksum");
