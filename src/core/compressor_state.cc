@@ -59,8 +59,8 @@ SavedState capture(dctCompressor_t c) {
   s.serverPending = s.serverPresent && c->onebit.serverPending;
   s.serverPendingScale = s.serverPending ? c->onebit.serverPendingScale : 0;
   const OnebitState& ob = c->onebit;
-  if (ob.seg.many()) {  // version 2: the segments and their scales (stale ones as 0)
-    st.version = 2;
+  if (ob.seg.many()) {  // version 4: the segments and their scales (stale ones as 0)
+    st.version = 4;
     s.segments.assign(ob.seg.offsets.begin(), ob.seg.offsets.end());
     s.pendingScales.assign(ob.pendingScales.size(), 0.0);
     s.serverPendingScales.assign(ob.serverPendingScales.size(), 0.0);

@@ -117,13 +117,13 @@ void fields(IO& io, SavedState& st) {
   io(s.serverPresent), io(s.serverPending), io(s.serverPendingScale);
   io(s.ownerBegin), io(s.ownerLength), io(s.ownerZero), io(s.ownerTau), io(s.ownerHaveTau);
   io(s.ownerLastEstimateStep);
-  if (st.version < 2) return;
+  if (!stateHasSegments(st.version)) return;
   list(io, s.segments, [](auto& o, uint64_t& v) { o(v); }, 8);
   list(io, s.pendingScales, [](auto& o, double& v) { o(v); }, 8);
   list(io, s.serverPendingScales, [](auto& o, double& v) { o(v); }, 8);
 }
 
-// Version 2's segments: well formed, and a pending scale per segment and
+// Version 2 and 4's segments: well formed, and a pending scale per segment and
 // per piece of this rank's chunk.
 bool checkSegments(const SavedState& st, std::string& why) {
   const StateScalars& s = st.s;
@@ -131,7 +131,7 @@ bool checkSegments(const SavedState& st, std::string& why) {
     why = what;
     return false;
   };
-  if (st.version < 2) return true;
+  if (!stateHasSegments(st.version)) return true;
   const size_t m = s.segments.size();
   if (m < 3 || st.id.compressor != dctCompressorOnebit) return bad("segments on a compressor without them");
   if (s.segments[0] != 0 || s.segments[m - 1] != st.id.count) return bad("the segments do not span count");
@@ -298,7 +298,7 @@ bool readState(const unsigned char* in, size_t bytes, SavedState& st, std::strin
   Reader r{in, kStateHeaderBytes, bytes};
   st.version = version;
   fields(r, st);
-  if (version < 3 && st.s.stats.algorithm == dctAlgoRecursiveDoubling)  // then a 1-bit step's report
+  if (version < 3 && st.s.stats.algorithm == dctAlgoRecursiveDoubling)  // before 3, a 1-bit step's report
     st.s.stats.algorithm = dctNumAlgorithms;
   if (r.truncated) {
     why = "malformed: its fields run past its end";

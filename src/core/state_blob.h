@@ -7,7 +7,10 @@
 //   scalars   statistics, tau schedule, auto's message history, the flags
 //             that go with the arrays (StateScalars); version 2 adds a
 //             1-bit compressor's segments and their pending scales (a
-//             state with one segment is written as version 1)
+//             state with one segment is written as version 1); 3 and 4
+//             are 1 and 2 written since dctNumAlgorithms, which a 1-bit
+//             step reports in stats.algorithm, became 6
+//             (dctAlgoRecursiveDoubling took 5)
 //   arrays    8-byte aligned, in the accumulation type: the worker residual
 //             (count), the 1-bit server error (this rank's chunk, when set
 //             up), the global top-k owner residual (its range, when nonzero)
@@ -26,9 +29,8 @@
 namespace dct {
 
 constexpr uint32_t kStateMagic = 0x53544344u;  // "DCTS" on little-endian hosts
-// The newest; 1 and 2 are read too. 3: dctNumAlgorithms (what a 1-bit step
-// reports in stats.algorithm) became 6 when dctAlgoRecursiveDoubling took 5.
-constexpr uint32_t kStateVersion = 3;
+constexpr uint32_t kStateVersion = 4;  // the newest; 1 to 3 are read too
+inline bool stateHasSegments(uint32_t version) { return version == 2 || version == 4; }
 constexpr size_t kStateHeaderBytes = 24;       // magic, version, bytes, checksum
 
 // What a state must match to load: the compressor's shape and the resolved
@@ -72,7 +74,7 @@ struct StateScalars {
 };
 
 struct SavedState {
-  uint32_t version = 1;  // 2 with segments
+  uint32_t version = 3;  // 4 with segments
   StateIdentity id;
   StateScalars s;
   // Array lengths in elements of id.accType, their offsets, and the total.
