@@ -16,19 +16,19 @@ size_t rangeTarget(dctCompressor_t c, size_t length) {
   return k < 1 ? 1 : static_cast<size_t>(k);
 }
 
-// What a starved owner step (drain.h) aims at: k, as a worker's first. With
-// nothing summed into the range (the workers sent nothing there: the owner
-// residual is all there is) right after an owner estimate (whose tau,
-// fresh, selects nothing now), kDrainGrowth times what that step
-// delivered, up to the whole range: unlike a worker's residual (drained at
-// k a step in 1/density steps, its ramp capped at 64 entries), an owner's
-// holds up to its whole range when the workers' inflow stops, after P
-// workers' k/P entries a step came in and k/P went out; at k/P a step it
+// What a starved owner step (drain.h) aims at: k (the range's), as a
+// worker's first. With nothing summed into the range (no worker sent an
+// entry there: the owner residual is all there is) right after an owner
+// estimate (whose tau, fresh, selects nothing now), kDrainGrowth times what
+// that step delivered, up to the whole range. A worker drains at its k a
+// step (its ramp capped at 64 entries), but an owner's residual holds up to
+// the whole range when the workers' inflow stops (each of P workers sent
+// about k entries into it a step; the owner delivered k): at k a step it
 // took another 1/density steps. A range with inflow is never ramped: in
-// ordinary steps an owner of k = 1 starved every other step, and ramping
-// there delivered 2.6x k (1000 entries at 1%, 8 ranks). The last step's
-// count is stats.ownerKept and its estimate step lastEstimateStep, both
-// saved with the state: a restored run aims alike.
+// ordinary steps owners of k = 1 starve often, and ramping them too
+// delivered 2.1-2.6x the tensor's k (1000 entries at 1%, 8 ranks). The
+// last step's count is stats.ownerKept and its estimate step
+// lastEstimateStep, both saved with the state: a restored run aims alike.
 size_t drainAim(dctCompressor_t c, size_t k, size_t length, uint64_t inflow) {
   const OwnerState& o = c->owner;
   if (inflow > 0 || !o.haveTau || o.lastEstimateStep + 1 != c->stats.step) return k;
