@@ -5,6 +5,7 @@
 
 #include "base/debug.h"
 #include "base/dtype.h"
+#include "core/drain.h"
 #include "kernels/sampling.h"
 
 namespace dct {
@@ -15,13 +16,34 @@ size_t rangeTarget(dctCompressor_t c, size_t length) {
   return k < 1 ? 1 : static_cast<size_t>(k);
 }
 
-// tau on acc = committed residual + range. Bisect passes over acc several
-// times: it gets acc materialised in the spare (which the select rewrites).
-dctResult_t estimate(dctCompressor_t c, const void* range, size_t length, dctThresholdMethod_t method, double& tau,
-                     void* stream) {
+// What a starved owner step (drain.h) aims at: k (the range's), as a
+// worker's first. With nothing summed into the range (no worker sent an
+// entry there: the owner residual is all there is) right after an owner
+// estimate (whose tau, fresh, selects nothing now), kDrainGrowth times what
+// that step delivered, up to the whole range. A worker drains at its k a
+// step (its ramp capped at 64 entries), but an owner's residual holds up to
+// the whole range when the workers' inflow stops (each of P workers sent
+// about k entries into it a step; the owner delivered k): at k a step it
+// took another 1/density steps. A range with inflow is never ramped: in
+// ordinary steps owners of k = 1 starve often, and ramping them too
+// delivered 2.1-2.6x the tensor's k (1000 entries at 1%, 8 ranks). The
+// last step's count is stats.ownerKept and its estimate step
+// lastEstimateStep, both saved with the state: a restored run aims alike.
+size_t drainAim(dctCompressor_t c, size_t k, size_t length, uint64_t inflow) {
+  const OwnerState& o = c->owner;
+  if (inflow > 0 || !o.haveTau || o.lastEstimateStep + 1 != c->stats.step) return k;
+  const double aim = kDrainGrowth * static_cast<double>(c->stats.ownerKept);
+  if (aim >= static_cast<double>(length)) return length;
+  return std::max(k, static_cast<size_t>(aim));
+}
+
+// tau on acc = committed residual + range, aimed at `density` (of length).
+// Bisect passes over acc several times: it gets acc materialised in the
+// spare (which the select rewrites).
+dctResult_t estimate(dctCompressor_t c, const void* range, size_t length, dctThresholdMethod_t method,
+                     double density, double& tau, void* stream) {
   OwnerState& o = c->owner;
-  ThresholdArgs args{o.residual(), length, c->accType, c->config.density, method,
-                     stepSeed(c->config.seed, c->stats.step)};
+  ThresholdArgs args{o.residual(), length, c->accType, density, method, stepSeed(c->config.seed, c->stats.step)};
   if (method == dctThresholdBisect) {
     DCTCHECK(c->ops->add(c->kernels, o.spare(), o.residual(), range, length, c->accType, c->accType, stream));
     args.data = o.spare();
@@ -64,8 +86,8 @@ dctResult_t foldOwnerResidual(dctCompressor_t c, size_t begin, size_t length, vo
   return dctSuccess;
 }
 
-dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size_t length, SelectArgs& sel,
-                        OwnerDraft& d, void* stream) {
+dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size_t length, uint64_t inflow,
+                        SelectArgs& sel, OwnerDraft& d, void* stream) {
   OwnerState& o = c->owner;
   d = OwnerDraft{};
   d.active = true;
@@ -79,23 +101,33 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   DCTCHECK(o.residuals[1].reserve(bytes));
   if (o.zero) DCTCHECK(c->ops->zero(c->kernels, o.residual(), bytes, stream));  // reads as zeros
   const size_t k = rangeTarget(c, length);
+  const double minTau = tauFloor(c);
+  const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
   const bool due = !o.haveTau || c->stats.step - o.lastEstimateStep >= uint64_t(c->config.thresholdInterval);
-  if (c->config.density >= 1.0) {
-    d.tau = tauFloor(c);  // every nonzero entry
+  const bool sparse = c->config.density < 1.0;
+  if (!sparse) {
+    d.tau = minTau;  // every nonzero entry
   } else if (due) {
-    DCTCHECK(estimate(c, range, length, static_cast<dctThresholdMethod_t>(c->config.thresholdMethod), d.tau, stream));
+    DCTCHECK(estimate(c, range, length, method, c->config.density, d.tau, stream));
     d.estimated = true;
   }
-  const size_t room = std::min(length, 2 * k + 64);
-  DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));
+  size_t aim = k;  // the entries this step's tau is meant to deliver
+  auto room = [&] { return std::min(length, 2 * aim + 64); };
+  auto aimDensity = [&] { return aim == k ? c->config.density : static_cast<double>(aim) / static_cast<double>(length); };
+  DCTCHECK(selectInto(c, range, length, d.tau, room(), sel, stream));
+  if (sparse && !d.estimated && starvedSelection(sel.selected, d.tau, minTau)) {
+    aim = drainAim(c, k, length, inflow);
+    DCTCHECK(estimate(c, range, length, method, aimDensity(), d.tau, stream));
+    d.estimated = true;
+    DCTCHECK(selectInto(c, range, length, d.tau, room(), sel, stream));
+  }
   // A sampled estimate misses on a sum that is mostly zeros (the pieces
   // cover ~P k of the range's entries at first), and asking it again gives
-  // the same answer: past the band the owner takes the exact k-th largest.
-  if (c->config.density < 1.0 &&
-      outsideDriftBand(static_cast<double>(sel.selected), static_cast<double>(k), false)) {
-    DCTCHECK(estimate(c, range, length, dctThresholdExact, d.tau, stream));
+  // the same answer: past the band the owner takes the exact aim-th largest.
+  if (sparse && outsideDriftBand(static_cast<double>(sel.selected), static_cast<double>(aim), d.tau <= minTau)) {
+    DCTCHECK(estimate(c, range, length, dctThresholdExact, aimDensity(), d.tau, stream));
     d.estimated = true;
-    DCTCHECK(selectInto(c, range, length, d.tau, room, sel, stream));
+    DCTCHECK(selectInto(c, range, length, d.tau, room(), sel, stream));
   }
   if (sel.selected > sel.nnz) DCTCHECK(selectInto(c, range, length, d.tau, sel.selected, sel, stream));
   d.kept = sel.nnz;

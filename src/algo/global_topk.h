@@ -26,14 +26,17 @@ dctResult_t foldOwnerResidual(dctCompressor_t c, size_t begin, size_t length, vo
 
 // The owner's selection: acc = range (the summed pieces, accType) + the
 // committed owner residual; tau_owner on acc every L steps by the config's
-// method, and exactly (the k-th largest) whenever the count leaves the
-// compressor's drift band, then selected again in the same step (a range is
-// 1/P of the tensor); the entries with
-// !(|acc| < tau_owner) into sel (c->selection: indices relative to the
-// range, values in accType), the rest into the spare owner residual. The
-// range itself is left as it was. Records the outcome in `draft`.
-dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size_t length, SelectArgs& sel,
-                        OwnerDraft& draft, void* stream);
+// method; a stale tau_owner that selects nothing is starved (drain.h) and
+// estimated again at once, aimed at k, or, with nothing summed into the
+// range (inflow: the pieces' entries), at more as the owner residual drains;
+// exactly (the aim-th largest) whenever the count leaves the compressor's
+// drift band around its aim, then selected again in the same step (a range
+// is 1/P of the tensor); the entries with !(|acc| < tau_owner) into sel
+// (c->selection: indices relative to the range, values in accType), the
+// rest into the spare owner residual. The range itself is left as it was.
+// Records the outcome in `draft`.
+dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size_t length, uint64_t inflow,
+                        SelectArgs& sel, OwnerDraft& draft, void* stream);
 
 // With the step's commit: the spare owner residual becomes the committed
 // one (without error feedback the rest is dropped, as the worker's is), and

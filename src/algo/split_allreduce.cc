@@ -100,11 +100,12 @@ dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64
 // Global top-k: the owner's kept entries (global_topk.h) in the smaller of
 // packed and dense form; the range becomes zeros + those entries (dense) or
 // zeros, its entries written with everyone else's from the gathered form.
-dctResult_t ownerForm(const Split& s, OwnerDraft& draft, const void*& form, uint64_t& bytes, uint64_t& nnz) {
+dctResult_t ownerForm(const Split& s, uint64_t inflow, OwnerDraft& draft, const void*& form, uint64_t& bytes,
+                      uint64_t& nnz) {
   dctCompressor_t c = s.c;
   const size_t length = s.length(s.me);
   SelectArgs sel;
-  DCTCHECK(ownerSelect(c, s.range(s.me), s.begin(s.me), length, sel, draft, s.stream));
+  DCTCHECK(ownerSelect(c, s.range(s.me), s.begin(s.me), length, inflow, sel, draft, s.stream));
   form = s.range(s.me);
   bytes = nnz = 0;
   if (length == 0) return dctSuccess;
@@ -227,7 +228,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   const void* form = nullptr;
   uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kDenseForm: dense)
   if (res == dctSuccess)
-    res = owner ? ownerForm(s, *owner, form, mine[0], mine[1]) : reduceForm(s, bound, form, mine[0], mine[1]);
+    res = owner ? ownerForm(s, bound, *owner, form, mine[0], mine[1]) : reduceForm(s, bound, form, mine[0], mine[1]);
   clock.lap(dctPhaseReduce);
 
   // Range forms: every rank's, then room for all of them, 8-byte aligned.

@@ -13,6 +13,7 @@
 #include "base/half_types.h"
 #include "base/memory_space.h"
 #include "core/compressor_state.h"
+#include "core/drain.h"
 #include "kernels/sampling.h"
 
 namespace dct {
@@ -36,16 +37,12 @@ constexpr double kNoiseWidths = 3;
 // never has to be redone, which lets the pipelined allreduce send chunks
 // before the whole count is known.
 constexpr double kRunawayFactor = 2.0;
-// A stale tau that selects nothing leaves the residual's mass waiting for
-// the next scheduled estimate (up to L steps: with k <= 9 a count of 0 is
-// inside the noise band). Such a starved step estimates and selects again
-// at once, aimed at k entries; each further starved step in a row (zero
-// gradients: the residual is all there is) aims kDrainGrowth times higher,
-// up to kDrainEntries (512 bytes of COO, no more latency than one entry),
-// so a small tensor drains in a few steps rather than one entry a step.
-// Aiming at kDrainEntries from the first starved step sent 1.6x the bytes
-// in ordinary steps (64 KiB at 0.01% on 2 ranks, k = 2).
-constexpr double kDrainGrowth = 8;
+// A starved step (drain.h) estimates and selects again at once, aimed at k
+// entries; each further one in a row aims kDrainGrowth times higher, up to
+// kDrainEntries (512 bytes of COO, no more latency than one entry), so a
+// small tensor drains in a few steps rather than one entry a step. Aiming
+// at kDrainEntries from the first starved step sent 1.6x the bytes in
+// ordinary steps (64 KiB at 0.01% on 2 ranks, k = 2).
 constexpr double kDrainEntries = 64;
 
 double noise(double target) { return kNoiseWidths * std::sqrt(target); }
@@ -64,7 +61,7 @@ bool runaway(const TauState& t, double selected, size_t k) {
 
 // Nothing selected by a tau that could select less than everything: the
 // accumulator may hold mass (at the floor, 0 means it is all zeros).
-bool starved(const TauState& t, uint64_t selected, double minTau) { return selected == 0 && t.tau > minTau; }
+bool starved(const TauState& t, uint64_t selected, double minTau) { return starvedSelection(selected, t.tau, minTau); }
 
 // The density a starved step's estimate aims at, after `run` starved steps
 // in a row: the configured one first.
