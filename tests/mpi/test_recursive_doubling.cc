@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "../common/half_reference.h"
+#include "../common/typed_values.h"
 #include "fault_util.h"
 #include "mpi_util.h"
 #include "transport/comm.h"
@@ -28,15 +28,6 @@ using namespace dcttest;
 namespace {
 
 constexpr dctAlgorithm_t kRd = dctAlgoRecursiveDoubling;
-
-size_t typeSize(dctDataType_t t) { return t == dctFloat64 ? 8 : t == dctFloat32 ? 4 : 2; }
-
-void store(dctDataType_t t, void* at, double v) {
-  if (t == dctFloat64) *static_cast<double*>(at) = v;
-  else if (t == dctFloat32) *static_cast<float*>(at) = static_cast<float>(v);
-  else if (t == dctFloat16) *static_cast<uint16_t*>(at) = refFloatToHalf(static_cast<float>(v));
-  else *static_cast<uint16_t*>(at) = refFloatToBf16(static_cast<float>(v));
-}
 
 struct Coo {
   std::vector<uint32_t> idx;

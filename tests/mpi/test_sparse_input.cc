@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "../common/half_reference.h"
+#include "../common/typed_values.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
@@ -16,22 +16,6 @@ namespace {
 const dctDataType_t kTypes[] = {dctFloat32, dctFloat64, dctFloat16, dctBFloat16};
 const dctAlgorithm_t kAlgorithms[] = {dctAlgoAuto, dctAlgoAllgather, dctAlgoSplit, dctAlgoDense,
                                       dctAlgoRecursiveDoubling};
-
-size_t typeSize(dctDataType_t t) { return t == dctFloat64 ? 8 : t == dctFloat32 ? 4 : 2; }
-
-// Values as bytes of the datatype, and back to double (exact for every type).
-void store(dctDataType_t t, void* at, double v) {
-  if (t == dctFloat64) *static_cast<double*>(at) = v;
-  else if (t == dctFloat32) *static_cast<float*>(at) = static_cast<float>(v);
-  else if (t == dctFloat16) *static_cast<uint16_t*>(at) = refFloatToHalf(static_cast<float>(v));
-  else *static_cast<uint16_t*>(at) = refFloatToBf16(static_cast<float>(v));
-}
-double load(dctDataType_t t, const void* at) {
-  if (t == dctFloat64) return *static_cast<const double*>(at);
-  if (t == dctFloat32) return *static_cast<const float*>(at);
-  if (t == dctFloat16) return refHalfToFloat(*static_cast<const uint16_t*>(at));
-  return refBf16ToFloat(*static_cast<const uint16_t*>(at));
-}
 
 struct Coo {
   std::vector<uint32_t> idx;

@@ -15,6 +15,6 @@ do for [task in 'cnn lm'] {
   } else {
     plot dir.task.'-curves.dat' u 1:2 w l lw 2 t 'Adam', '' u 1:3 w l lw 2 t 'OnebitAdam (warm-up 15%)', \
          '' u 1:4 w l lw 2 t 'Adam, 1-bit gradients (dct_hook onebit)', \
-         '' u 1:5 w l lw 2 t 'OnebitAdam, preconditioned exchange'
+         '' u 1:5 w l lw 2 t 'OnebitAdam, preconditioned exchange', '' u 1:6 w l lw 2 t 'OnebitAdam, warm-up 30%'
   }
 }

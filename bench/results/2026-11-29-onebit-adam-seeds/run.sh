@@ -7,13 +7,15 @@
 #   bash bench/results/2026-11-29-onebit-adam-seeds/run.sh        (from the repository root, after building build/)
 # A run whose JSON exists is skipped. TASKS and OPTS select runs, e.g.
 #   TASKS=lm OPTS=onebit-adam-preconditioned bash .../run.sh
+# (onebit-adam-freeze30: the LM's warm-up at 30% of its 300 steps)
 set -uo pipefail
 here=bench/results/2026-11-29-onebit-adam-seeds
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LIBDCT_LIBRARY=$PWD/build/src/libdct.so \
   PYTHONPATH=$PWD/python MASTER_PORT=${MASTER_PORT:-29790}
 declare -A optimizers=([adam]="--optimizer adam --hook allreduce" [onebit-adam]="--optimizer onebit_adam"
                        [adam-onebit-gradients]="--optimizer adam --hook onebit"
-                       [onebit-adam-preconditioned]="--optimizer onebit_adam --exchange preconditioned")
+                       [onebit-adam-preconditioned]="--optimizer onebit_adam --exchange preconditioned"
+                       [onebit-adam-freeze30]="--optimizer onebit_adam --freeze-step 90")
 declare -A tasks=([cnn]="--task fashion --epochs 3 --batch 64" [lm]="--task charlm --epochs 1 --max-steps 300 --batch 16")
 run() {  # task optimizer seed out-dir [launcher...]
   local task=$1 opt=$2 seed=$3 out=$4; shift 4

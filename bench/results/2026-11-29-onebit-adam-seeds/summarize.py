@@ -11,7 +11,7 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OPTIMIZERS = ("adam", "onebit-adam", "adam-onebit-gradients", "onebit-adam-preconditioned")
+OPTIMIZERS = ("adam", "onebit-adam", "adam-onebit-gradients", "onebit-adam-preconditioned", "onebit-adam-freeze30")
 WINDOW = 25  # steps in the curves' moving mean
 
 
