@@ -13,8 +13,9 @@ phases that keep every rank entering the same collectives:
 A unit runs once all of its parameters have arrived this iteration: always
 at once while units follow DDP's buckets; after load_state_dict, for one
 iteration, units keep the saved partition, which DDP's first buckets in a
-fresh process may cut differently, and so do the dense sums (hook_dense.py). A parameter whose gradient is zero on
-every rank (unused this step: DDP drops its result) keeps its residual."""
+fresh process may cut differently, and so do the dense sums
+(hook_dense.py). A parameter whose gradient is zero on every rank (unused
+this step: DDP drops its result) keeps its residual."""
 import contextlib
 
 import torch

@@ -44,6 +44,7 @@ struct Call {
   bool packed = false;          // c->wire holds this rank's whole message
   size_t bytes = 0;             // this rank's packed message
   uint64_t total = 0;           // entries over all ranks
+  std::vector<uint64_t> nnz{};  // each rank's announced entries
   void* sum = nullptr;          // where the exchange builds the sum
   dctDataType_t sumType = dctFloat32;
   size_t sumBytes = 0;          // count x the sum's type
@@ -97,10 +98,8 @@ dctAlgorithm_t choosePlan(const Call& k, const std::vector<CallHeader>& all) {
   for (const CallHeader& h : all) pairs = pairs && (h.flags & kNoPairExchange) == 0;
   if (k.in.algorithm == dctAlgoRecursiveDoubling) return pairs ? dctAlgoRecursiveDoubling : dctAlgoDense;
   if (k.in.algorithm != dctAlgoAuto) return static_cast<dctAlgorithm_t>(k.in.algorithm);
-  std::vector<uint64_t> nnz(all.size());
-  for (size_t r = 0; r < all.size(); r++) nnz[r] = all[r].nnz;
   CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
-                    nnz.data(), k.accBytes()};
+                    k.nnz.data(), k.accBytes()};
   const dctAlgorithm_t plan = planExactCounts(k.comm, inputs);
   return plan == dctAlgoRecursiveDoubling && !pairs ? dctAlgoAllgather : plan;
 }
@@ -160,38 +159,38 @@ dctResult_t reserveOutputs(const Call& k) {
 }
 
 // Every rank's announced nnz (strictly ascending indices below count: at
-// most count each; a rank checked its own, so more is a corrupt header) and
-// their sum, into k.total.
+// most count each; a rank checked its own, so more is a corrupt header),
+// into k.nnz, and their sum, into k.total.
 dctResult_t checkCounts(Call& k, const std::vector<CallHeader>& all) {
   k.total = 0;
+  k.nnz.assign(all.size(), 0);
   for (size_t r = 0; r < all.size(); r++) {
     size_t total = 0;
     if (all[r].nnz > k.in.count || !checkedAdd(k.total, all[r].nnz, total))
       return fail(k.comm, dctInternalError, "%s: rank %zu announced %llu entries for count %zu", k.in.fn, r,
                   static_cast<unsigned long long>(all[r].nnz), k.in.count);
     k.total = total;
+    k.nnz[r] = all[r].nnz;
   }
   return dctSuccess;
 }
 
 // Recursive doubling: its sum with a message header's room before it, the
 // rounds' bounds and buffers, this rank's input as its first partial sum.
-dctResult_t prepareRecursiveDoubling(Call& k, const std::vector<CallHeader>& all) {
+dctResult_t prepareRecursiveDoubling(Call& k) {
   dctCompressor_t c = k.c;
   size_t room = 0;
   if (!checkedAdd(k.sumBytes, 8, room))
     return fail(k.comm, dctInvalidArgument, "%s: the sum needs more than size_t holds", k.in.fn);
   DCTCHECK(reserve(k, c->staged, room, "the sum"));
   k.sum = c->staged.as<char>() + 8;
-  std::vector<uint64_t> nnz(all.size());
-  for (size_t r = 0; r < all.size(); r++) nnz[r] = all[r].nnz;
   RecursiveDoubling& rd = k.rd;
   rd.c = c;
   rd.comm = k.comm;
   rd.count = k.in.count;
   rd.sum = static_cast<char*>(k.sum);
   rd.fn = k.in.fn;
-  return rdPrepare(rd, nnz.data(), k.in.indices, k.in.values, k.in.nnz, k.in.dtype, k.in.stream);
+  return rdPrepare(rd, k.nnz.data(), k.in.indices, k.in.values, k.in.nnz, k.in.dtype, k.in.stream);
 }
 
 // After the headers: every buffer of the call, and what the plan does locally.
@@ -203,7 +202,7 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   DCTCHECK(sizeCall(k));
   DCTCHECK(reserveOutputs(k));
-  if (k.plan == dctAlgoRecursiveDoubling) return prepareRecursiveDoubling(k, all);
+  if (k.plan == dctAlgoRecursiveDoubling) return prepareRecursiveDoubling(k);
   DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
   k.sum = c->staged.as();
   DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));

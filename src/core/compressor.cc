@@ -59,10 +59,6 @@ bool runaway(const TauState& t, double selected, size_t k) {
   return selected > std::max(kRunawayFactor * target, target + 2 * noise(target));
 }
 
-// Nothing selected by a tau that could select less than everything: the
-// accumulator may hold mass (at the floor, 0 means it is all zeros).
-bool starved(const TauState& t, uint64_t selected, double minTau) { return starvedSelection(selected, t.tau, minTau); }
-
 // The density a starved step's estimate aims at, after `run` starved steps
 // in a row: the configured one first.
 double drainDensity(dctCompressor_t c, uint32_t run) {
@@ -229,7 +225,7 @@ dctResult_t compressStep(dctCompressor_t c, const void* grad, Message& msg, Step
     DCTCHECK(estimateTau(c, grad, d, from, stream));
     DCTCHECK(select(c, from, tau(), msg, args, stream));
     fresh = true;
-  } else if (!fresh && !everyNonzero && starved(d.tau, args.selected, minTau)) {
+  } else if (!fresh && !everyNonzero && starvedSelection(args.selected, d.tau.tau, minTau)) {
     // Judged as a stale tau's count: past the band it drifts, and the
     // tightening below brings tau back to the top k of what was sent.
     DCTCHECK(estimateTau(c, grad, d, from, stream, drainDensity(c, c->tau.starvedRun)));
@@ -271,7 +267,7 @@ dctResult_t selectChunk(dctCompressor_t c, const void* grad, size_t lo, size_t n
 bool chunkedStepRedo(dctCompressor_t c, const StepDraft& d, uint64_t selectedSoFar, bool allIn) {
   if (d.estimates > 0) return false;
   return runaway(d.tau, static_cast<double>(selectedSoFar), targetNnz(c)) ||
-         (allIn && starved(d.tau, selectedSoFar, tauFloor(c)));
+         (allIn && starvedSelection(selectedSoFar, d.tau.tau, tauFloor(c)));
 }
 
 void endChunkedStep(dctCompressor_t c, StepDraft& d, uint64_t selected, uint64_t nnz, uint64_t nonFinite) {
