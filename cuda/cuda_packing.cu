@@ -236,26 +236,37 @@ dctResult_t lowerBounds(KernelContext* ctx, const BoundsArgs* args, void* stream
   return dctSuccess;
 }
 
-// Validates the whole list on the device, reads the count back, and
-// scatters only a list with no malformed group: like the CPU twin, a
-// malformed list writes nothing and returns dctInternalError. The round trip
-// costs one stream synchronisation per message.
+// Validates the whole list of a message on the device and reads the count
+// of malformed groups back (one stream synchronisation).
+template <typename I>
+dctResult_t validateList(CudaContext* c, const void* indices, size_t packedBytes, size_t nnz, uint64_t n,
+                         cudaStream_t st) {
+  const Layout l(nnz, sizeof(I));
+  if (nnz == 0) return dctSuccess;
+  if (!packing::validSize(l, packedBytes)) return dctInternalError;
+  Sections<I> s(const_cast<void*>(indices), l);
+  const size_t words = (packedBytes - l.data) / 8;
+  CUDACHECK(resetCounters(c, st));
+  validateGroups<I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(s, l.groups, nnz, n, words,
+                                                             &c->device->malformed);
+  CUDACHECK_LAUNCH();
+  CUDACHECK(fetchCounters(c, st));
+  return c->host->malformed != 0 ? dctInternalError : dctSuccess;
+}
+
+// Validates the whole list and scatters only a list with no malformed
+// group: like the CPU twin, a malformed list writes nothing and returns
+// dctInternalError. The round trip costs one stream synchronisation per
+// message.
 dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* stream) {
   const ScatterArgs& a = *args;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t st = cudaStreamOf(stream);
   return dispatchScatter(a, [&]<typename D, typename V, typename I>() -> dctResult_t {
-    const Layout l(a.nnz, sizeof(I));
     if (a.nnz == 0) return dctSuccess;
-    if (!packing::validSize(l, a.packedBytes)) return dctInternalError;
+    DCTCHECK(validateList<I>(c, a.indices, a.packedBytes, a.nnz, a.n, st));
+    const Layout l(a.nnz, sizeof(I));
     Sections<I> s(const_cast<void*>(a.indices), l);
-    const size_t words = (a.packedBytes - l.data) / 8;
-    CUDACHECK(resetCounters(c, st));
-    validateGroups<I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(s, l.groups, a.nnz, a.n, words,
-                                                               &c->device->malformed);
-    CUDACHECK_LAUNCH();
-    CUDACHECK(fetchCounters(c, st));
-    if (c->host->malformed != 0) return dctInternalError;
     scatterGroups<D, V, I><<<gridFor(kWarp * l.groups), kThreads, 0, st>>>(static_cast<D*>(a.dense), a.n, s,
                                                                     l.groups, a.nnz,
                                                                     static_cast<const V*>(a.values));
@@ -270,6 +281,18 @@ dctResult_t scatterAddPacked(KernelContext* ctx, const ScatterArgs* args, void* 
 dctResult_t mergePacked(KernelContext* ctx, MergeArgs* args, void* stream) {
   MergeArgs& a = *args;
   a.malformed = -1;
+  if (a.checkOnly) {
+    CudaContext* c = cudaCtx(ctx);
+    for (int r = 0; r < a.count; r++) {
+      const PackedMessage& m = a.messages[r];
+      const dctResult_t res = a.indexBytes == 8
+                                  ? validateList<uint64_t>(c, m.indices, m.packedBytes, m.nnz, a.n, cudaStreamOf(stream))
+                                  : validateList<uint32_t>(c, m.indices, m.packedBytes, m.nnz, a.n, cudaStreamOf(stream));
+      if (res == dctInternalError) a.malformed = r;
+      if (res != dctSuccess) return res;
+    }
+    return dctSuccess;
+  }
   if (a.n) CUDACHECK(cudaMemsetAsync(a.dense, 0, a.n * dtypeSize(a.dtype), cudaStreamOf(stream)));
   for (int r = 0; r < a.count; r++) {
     const PackedMessage& m = a.messages[r];

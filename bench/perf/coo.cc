@@ -1,7 +1,8 @@
 // -C coo: the lossless sparse-input allreduce. Each rank holds a COO (its
 // indices uniform over the tensor, or Zipf-drawn with -I zipf: the hot
 // head every rank shares, as in embedding gradients); every call leaves the
-// dense sum on every rank.
+// sum on every rank: dense, or with -O coo its nonzeros as COO (the form
+// SparCML returns a sparse sum in).
 //   dct    dctSparseInputAllreduce (-a picks the plan; auto by default)
 //   dense  MPI_Allreduce of the densified input (made untimed)
 //   peer   libdct's older route: dctSparseAllgather of every COO, then
@@ -31,7 +32,8 @@ class CooCase final : public PerfCase {
   const char* name() const override { return "coo"; }
   double busFactor(int n) const override { return 2.0 * (n - 1) / n; }
   const char* peerName() const override { return "dctSparseAllgather + zero + dctScatterAdd (dense result)"; }
-  double copiesPerCall() const override { return 0.5; }  // the dense result is written once
+  // The dense result is written once; the COO's bound is the wire's.
+  double copiesPerCall() const override { return opt_.cooOutput ? 0 : 0.5; }
 
   bool setup(size_t count) override {
     count_ = count;
@@ -57,6 +59,11 @@ class CooCase final : public PerfCase {
       resizeBytes(gatheredVal_, total * elem());
     }
     total_ = total;
+    const size_t bound = std::min(total, count_);  // the union's length, at most
+    if (opt_.cooOutput && bound > outIdx_.size()) {
+      outIdx_.resize(bound);
+      resizeBytes(outVal_, bound * elem());
+    }
     return res == dctSuccess;
   }
 
@@ -68,11 +75,11 @@ class CooCase final : public PerfCase {
   }
 
   bool runDct() override {
-    size_t nnz = 0;
-    dctResult_t res =
-        dctSparseInputAllreduce(idx_.data(), values_.data(), idx_.size(), count_, opt_.dtype, dctSum,
-                                static_cast<dctAlgorithm_t>(opt_.algorithm), result_.data(), nullptr, nullptr, 0, &nnz,
-                                &info_, comm_, nullptr);
+    const bool coo = opt_.cooOutput;
+    dctResult_t res = dctSparseInputAllreduce(
+        idx_.data(), values_.data(), idx_.size(), count_, opt_.dtype, dctSum,
+        static_cast<dctAlgorithm_t>(opt_.algorithm), coo ? nullptr : result_.data(), coo ? outIdx_.data() : nullptr,
+        coo ? outVal_.data() : nullptr, coo ? outIdx_.size() : 0, &outNnz_, &info_, comm_, nullptr);
     if (res != dctSuccess) reportDctFailure(comm_, rank_, "dctSparseInputAllreduce", res);
     return res == dctSuccess;
   }
@@ -103,6 +110,15 @@ class CooCase final : public PerfCase {
     bool ok = allOk(prepare(), mpi_);
     ok = ok && allOk(runDense(), mpi_) && allOk(runDct(), mpi_) && allOk(runPeer(), mpi_);
     if (!ok) return -1;
+    if (opt_.cooOutput) {  // densified for the comparison; a COO out of order fails the check
+      std::fill(result_.begin(), result_.end(), 0.0);
+      for (size_t j = 0; j < outNnz_; j++) {
+        const bool ascending = j == 0 || outIdx_[j] > outIdx_[j - 1];
+        if (!ascending || outIdx_[j] >= count_) return -1;
+        if (opt_.dtype == dctFloat64) result_[outIdx_[j]] = outVal_[j];
+        else reinterpret_cast<float*>(result_.data())[outIdx_[j]] = reinterpret_cast<const float*>(outVal_.data())[j];
+      }
+    }
     long long wrong = 0;
     for (size_t i = 0; i < count_; i++) {
       const double want = value(denseOut_.data(), i);
@@ -116,7 +132,8 @@ class CooCase final : public PerfCase {
 
   void teardown() override {
     denseIn_ = denseOut_ = result_ = peerResult_ = values_ = gatheredVal_ = HostBuffer();
-    idx_ = gatheredIdx_ = std::vector<uint32_t>();
+    outVal_ = HostBuffer();
+    idx_ = gatheredIdx_ = outIdx_ = std::vector<uint32_t>();
   }
 
  private:
@@ -161,10 +178,10 @@ class CooCase final : public PerfCase {
   dctComm_t comm_;
   MPI_Comm mpi_;
   int rank_ = 0, size_ = 1;
-  size_t count_ = 0, total_ = 0;
+  size_t count_ = 0, total_ = 0, outNnz_ = 0;
   std::mt19937_64 rng_;
-  std::vector<uint32_t> idx_, gatheredIdx_;
-  HostBuffer values_, denseIn_, denseOut_, result_, peerResult_, gatheredVal_;
+  std::vector<uint32_t> idx_, gatheredIdx_, outIdx_;
+  HostBuffer outVal_, values_, denseIn_, denseOut_, result_, peerResult_, gatheredVal_;
   std::vector<size_t> counts_;
   dctSparseInputInfo_t info_{};
 };

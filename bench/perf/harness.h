@@ -36,6 +36,7 @@ struct Options {
   bool phases = false;                   // -p: per-phase time columns
   double linkGbps = 0;                   // -l: link rate for the wire bound (0: none)
   double copyGBps = 0;                   // -M: copy rate for the memory bound (0: measured)
+  bool cooOutput = false;                // -O coo: coo's result as the sum's COO (default dense)
   bool zipfIndices = false;              // -I zipf: coo input indices Zipf(1.1)-drawn (default uniform)
 };
 

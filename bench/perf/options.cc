@@ -31,7 +31,7 @@ const char* kHelp =
     "                  do not apply (density prints 1); dctAvg is not applied to\n"
     "                  the dense side (1-bit averages by construction); the check\n"
     "                  replays the algorithm with plain MPI, bit for bit\n"
-    "       coo:       dctSparseInputAllreduce (lossless, dense result) of each\n"
+    "       coo:       dctSparseInputAllreduce (lossless; -O: dense or COO result) of each\n"
     "                  rank's COO (density -D, values uniform in [-1,1)) vs\n"
     "                  MPI_Allreduce of the densified input; peer_us: libdct's\n"
     "                  dctSparseAllgather + zero + dctScatterAdd; -a picks the plan\n"
@@ -55,6 +55,9 @@ const char* kHelp =
     "  -u                         uniform input in [-1,1) instead of gradient-like\n"
     "  -I uniform|zipf            coo: index distribution (default uniform; zipf:\n"
     "                             density*count Zipf(1.1) draws, distinct kept)\n"
+    "  -O dense|coo               coo: the result's form (default dense: count\n"
+    "                             elements; coo: the sum's nonzeros, as SparCML\n"
+    "                             returns a sparse sum)\n"
     "  -s seed                    input seed (default 1; each rank derives its own)\n"
     "  -R, --row-length D         alltoall: elements per row (default 64); each row\n"
     "                             keeps K = ceil(density * D) entries\n"
@@ -167,7 +170,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
   static const struct option kLong[] = {{"row-length", required_argument, nullptr, 'R'},
                                         {"help", no_argument, nullptr, 'h'},
                                         {nullptr, 0, nullptr, 0}};
-  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:W:pl:M:I:h", kLong,
+  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:W:pl:M:I:O:h", kLong,
                                 nullptr)) != -1) {
     switch (c) {
       case 'C': opt.collective = optarg;
@@ -206,6 +209,11 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'I':
         if (!std::strcmp(optarg, "uniform")) opt.zipfIndices = false;
         else if (!std::strcmp(optarg, "zipf")) opt.zipfIndices = true;
+        else ok = false;
+        break;
+      case 'O':
+        if (!std::strcmp(optarg, "dense")) opt.cooOutput = false;
+        else if (!std::strcmp(optarg, "coo")) opt.cooOutput = true;
         else ok = false;
         break;
       case 'p': opt.phases = true; break;

@@ -114,10 +114,10 @@ bool appendJsonRow(const Options& opt, const PerfCase& pc, int nranks, const Row
                envOr("GLIBC_TUNABLES", ""), r.bytesReceived, r.ownerKept, r.ownerThreshold,
                r.ownerResidualMass);
   std::fprintf(f,
-               "\"peer_us\":%.3f,\"indices\":\"%s\",\"link_gbps\":%g,\"copy_us\":%.3f,\"wire_bound_us\":%.3f,\"memory_bound_us\":%.3f,"
+               "\"peer_us\":%.3f,\"indices\":\"%s\",\"output\":\"%s\",\"link_gbps\":%g,\"copy_us\":%.3f,\"wire_bound_us\":%.3f,\"memory_bound_us\":%.3f,"
                "\"bound_us\":%.3f,\"phase_us\":{\"compress\":%.3f,\"agree\":%.3f,\"exchange\":%.3f,"
                "\"reduce\":%.3f,\"other\":%.3f}}\n",
-               r.peerUs, opt.zipfIndices ? "zipf" : "uniform", opt.linkGbps, r.copyUs, r.wireBoundUs, r.memoryBoundUs, r.boundUs, r.phaseUs[dctPhaseCompress],
+               r.peerUs, opt.zipfIndices ? "zipf" : "uniform", opt.cooOutput ? "coo" : "dense", opt.linkGbps, r.copyUs, r.wireBoundUs, r.memoryBoundUs, r.boundUs, r.phaseUs[dctPhaseCompress],
                r.phaseUs[dctPhaseAgree], r.phaseUs[dctPhaseExchange], r.phaseUs[dctPhaseReduce],
                r.phaseUs[dctPhaseOther]);
   return std::fclose(f) == 0;

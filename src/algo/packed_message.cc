@@ -30,8 +30,27 @@ dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, s
   return dctSuccess;
 }
 
-dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                         void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
+namespace {
+
+dctResult_t mergeFailed(dctComm_t comm, dctResult_t res, int malformed, const std::vector<CallHeader>& all,
+                        const std::vector<size_t>& sizes, const char* fn) {
+  if (malformed < 0) return res;
+  return fail(comm, res, "%s: malformed message from rank %d (%llu entries, %zu bytes)", fn, malformed,
+              static_cast<unsigned long long>(all[malformed].nnz), sizes[malformed]);
+}
+
+MergeArgs mergeOf(dctCompressor_t c, void* target) {
+  std::vector<PackedMessage>& messages = c->rankArrays.messages;
+  MergeArgs merge{target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(),
+                  static_cast<int>(messages.size())};
+  merge.stream = usesStreamingStores(c);
+  return merge;
+}
+
+}  // namespace
+
+dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
+                         PhaseTimer& clock, size_t& received, const char* fn, bool check) {
   const int P = comm->size;
   // Reserved before the agreement (RankArrays): nothing allocates here.
   std::vector<size_t>& sizes = c->rankArrays.sizes;
@@ -52,16 +71,25 @@ dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
   std::vector<PackedMessage>& messages = c->rankArrays.messages;
   messages.assign(P, PackedMessage{});
   for (int r = 0; r < P; r++) messages[r] = packedView(gathered + offsets[r], sizes[r], all[r].nnz, dtypeSize(c->wireType));
-  MergeArgs merge{target, c->count, c->accType, c->wireType, c->indexBytes, messages.data(), P};
-  merge.stream = usesStreamingStores(c);
-  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream); res != dctSuccess) {
-    if (merge.malformed < 0) return res;
-    const int r = merge.malformed;
-    return fail(comm, res, "%s: malformed message from rank %d (%llu entries, %zu bytes)", fn, r,
-                static_cast<unsigned long long>(all[r].nnz), sizes[r]);
-  }
   received = total - sizes[comm->rank];
-  return dctSuccess;
+  if (!check) return dctSuccess;
+  MergeArgs merge = mergeOf(c, nullptr);
+  merge.checkOnly = true;
+  const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
+  return res == dctSuccess ? res : mergeFailed(comm, res, merge.malformed, all, sizes, fn);
+}
+
+dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
+                          void* stream, const char* fn) {
+  MergeArgs merge = mergeOf(c, target);
+  const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
+  return res == dctSuccess ? res : mergeFailed(comm, res, merge.malformed, all, c->rankArrays.sizes, fn);
+}
+
+dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
+                         void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
+  DCTCHECK(gatherPacked(c, comm, all, stream, clock, received, fn, false));
+  return mergeGathered(c, comm, all, target, stream, fn);
 }
 
 }  // namespace dct

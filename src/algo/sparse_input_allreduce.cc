@@ -8,19 +8,21 @@
 //                the exact counts; every size checked (count 2^62 wraps
 //                size_t) and every buffer reserved; per plan: cut into
 //                pieces or scatter into zeros; vote
-//   exchange     allgatherv + rank-order merge | split | recursive
-//                doubling (recursive_doubling.h) | dense allreduce,
-//                into the sum in scratch (accumulation type; dense:
-//                datatype)
-//   outputs      the COO selected from the sum; capacity checked; both
-//                results converted to the datatype, all in scratch; vote;
-//                then only copies into the caller's buffers
+//   exchange     allgatherv, the messages checked | split | recursive
+//                doubling (recursive_doubling.h) | dense allreduce, into
+//                the sum in scratch (accumulation type; dense: datatype)
+//   outputs      the COO: the union of the gathered messages (allgather on
+//                the CPU twin) or selected from the sum; capacity checked;
+//                converted to the datatype, all in scratch; vote; then
+//                copies into the caller's buffers, or (allgather) the
+//                checked messages merged straight into `dense`
 //
 // A size query stops after the header allgather. Nothing reaches the
 // caller's buffers before the last vote: a failure anywhere, on any rank,
-// leaves them as they were. The sum is never built in `dense` itself, even
-// where the types match (fp32 without a COO): the exchange writes it before
-// the exchange vote, so the price of the contract is one copy of it.
+// leaves them as they were. The plans that build the sum during the
+// exchange (split, recursive doubling, dense) build it in scratch and copy
+// it; the allgather plan merges after the vote, which on the host twin
+// cannot fail once the messages are checked, and so writes `dense` once.
 #include "algo/algorithms.h"
 #include "algo/agree.h"
 #include "algo/packed_message.h"
@@ -57,8 +59,16 @@ struct Call {
   PhaseTimer clock{};
   size_t sent = 0, received = 0;
   SelectArgs coo{};             // the sum's nonzeros, in scratch
+  // The allgather plan on the host twin's union op: the COO comes from the
+  // messages' entries (mergePackedCoo) instead of a select of the dense sum.
+  bool unionCoo = false;
+  // The allgather plan without a conversion: the dense result is merged
+  // after the last vote, straight into `dense` (checked messages cannot
+  // fail to merge on the host; a conversion could, so half types don't).
+  bool direct = false;
   RecursiveDoubling rd{};
   size_t accBytes() const { return dtypeSize(c->accType); }
+  double avgFactor() const { return in.op == dctAvg && comm->size > 1 ? 1.0 / comm->size : 1.0; }
   // The datatype's results differ from the sum's types (half types).
   bool denseConverts() const { return in.dense && sumType != in.dtype; }
   bool cooConverts() const { return in.wantsCoo() && c->accType != in.dtype; }
@@ -153,6 +163,7 @@ dctResult_t reserveOutputs(const Call& k) {
   if (k.denseConverts())  // sumType is the wider accumulation type: this fits
     DCTCHECK(reserve(k, c->residuals[1], in.count * dtypeSize(in.dtype), "the result in its datatype"));
   if (!in.wantsCoo()) return dctSuccess;
+  if (k.unionCoo) return reserve(k, c->selection, k.cooBytes, "the sum's COO");
   if (k.sumType != c->accType) DCTCHECK(reserve(k, c->residuals[1], k.accAll, "the widened sum"));
   DCTCHECK(reserve(k, c->residuals[0], k.accAll, "the selection's remainder"));
   return reserve(k, c->selection, k.cooBytes, "the sum's COO");
@@ -193,6 +204,10 @@ dctResult_t prepareRecursiveDoubling(Call& k) {
   return rdPrepare(rd, k.nnz.data(), k.in.indices, k.in.values, k.in.nnz, k.in.dtype, k.in.stream);
 }
 
+// Whether the call builds the sum in scratch: all but the union COO alone
+// and the direct dense result.
+bool needsSum(const Call& k) { return !k.direct && !(k.unionCoo && !k.in.dense); }
+
 // After the headers: every buffer of the call, and what the plan does locally.
 dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
@@ -200,12 +215,19 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   DCTCHECK(checkCounts(k, all));
   k.plan = choosePlan(k, all);
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
+  if (k.plan == dctAlgoAllgather) {
+    // The union's bound is the entries themselves where they fit the count.
+    k.unionCoo = in.wantsCoo() && c->ops->mergePackedCoo != nullptr && k.total <= in.count;
+    k.direct = in.dense != nullptr && in.dtype == c->accType && (k.unionCoo || !in.wantsCoo());
+  }
   DCTCHECK(sizeCall(k));
   DCTCHECK(reserveOutputs(k));
   if (k.plan == dctAlgoRecursiveDoubling) return prepareRecursiveDoubling(k);
-  DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
-  k.sum = c->staged.as();
-  DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
+  if (needsSum(k)) {
+    DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
+    k.sum = c->staged.as();
+    DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
+  }
   if (k.plan == dctAlgoAllgather) {
     size_t gathered = 0;
     DCTCHECK(checkAnnounced(k.comm, all, in.count, dtypeSize(in.dtype), c->indexBytes, gathered, in.fn));
@@ -236,8 +258,9 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
   if (k.plan == dctAlgoAllgather) {
-    DCTCHECK(gatherMerged(c, k.comm, all, k.sum, in.stream, k.clock, k.received, in.fn));
     k.sent = k.bytes;
+    if (!needsSum(k)) return gatherPacked(c, k.comm, all, in.stream, k.clock, k.received, in.fn, true);
+    DCTCHECK(gatherMerged(c, k.comm, all, k.sum, in.stream, k.clock, k.received, in.fn));
   }
   else if (k.plan == dctAlgoRecursiveDoubling) {
     DCTCHECK(rdExchange(k.rd, k.sent, k.received, in.stream));
@@ -251,8 +274,7 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
     k.sent = k.received = k.sumBytes;  // the dense plan sums in the datatype
     k.clock.lap(dctPhaseExchange);
   }
-  if (in.op == dctAvg && k.comm->size > 1) {
-    const double factor = 1.0 / k.comm->size;
+  if (const double factor = k.avgFactor(); factor != 1.0) {
     if (k.sumType == c->accType) DCTCHECK(c->ops->scale(c->kernels, k.sum, in.count, k.sumType, factor, in.stream));
     else DCTCHECK(c->ops->convert(c->kernels, k.sum, k.sumType, k.sum, k.sumType, in.count, factor, in.stream));
   }
@@ -289,6 +311,32 @@ dctResult_t selectCoo(Call& k) {
   return dctSuccess;
 }
 
+// The allgather plan's COO from the gathered messages' entries, as
+// selectCoo would select it from their dense sum (averaged as exchange()
+// averages it): the same entries and bits, without the count-sized passes.
+dctResult_t unionCoo(Call& k, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  const std::vector<PackedMessage>& messages = c->rankArrays.messages;
+  MergeCooArgs merge{messages.data(), static_cast<int>(messages.size()), in.count, c->accType, in.dtype,
+                     c->indexBytes, k.avgFactor(), tauFloor(c), c->selection.as(),
+                     c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
+  if (dctResult_t res = c->ops->mergePackedCoo(c->kernels, &merge, in.stream); res != dctSuccess) {
+    if (res == dctOutOfMemory) return fail(k.comm, res, "%s: out of memory for the union of the messages", in.fn);
+    if (merge.malformed < 0) return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
+    return fail(k.comm, res, "%s: malformed message from rank %d (%llu entries)", in.fn, merge.malformed,
+                static_cast<unsigned long long>(all[merge.malformed].nnz));
+  }
+  SelectArgs& sel = k.coo;
+  sel.outIndices = merge.outIndices;
+  sel.outValues = merge.outValues;
+  sel.nnz = sel.selected = merge.nnz;
+  if (sel.selected > in.outCapacity)
+    return fail(k.comm, dctInvalidArgument, "%s: the sum has %zu nonzeros, outCapacity is %zu", in.fn, sel.selected,
+                in.outCapacity);
+  return dctSuccess;
+}
+
 // The results in the datatype, in scratch: every step that can fail comes
 // before the exchange vote.
 dctResult_t convertOutputs(Call& k) {
@@ -303,13 +351,28 @@ dctResult_t convertOutputs(Call& k) {
   return dctSuccess;
 }
 
-// Copies the voted result into the caller's buffers: copies only (a host
-// copy cannot fail; a device twin's is voted by the caller).
-dctResult_t deliver(Call& k) {
+// The direct allgather plan's dense result, after the vote: the checked
+// messages merged into `dense`, then averaged. Nothing here allocates or
+// fails on the host twin.
+dctResult_t mergeDirect(Call& k, const std::vector<CallHeader>& all) {
+  dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  DCTCHECK(mergeGathered(c, k.comm, all, in.dense, in.stream, in.fn));
+  if (const double factor = k.avgFactor(); factor != 1.0)
+    DCTCHECK(c->ops->scale(c->kernels, in.dense, in.count, c->accType, factor, in.stream));
+  return dctSuccess;
+}
+
+// The voted result into the caller's buffers: copies, or the direct plan's
+// merge (on the host twin neither can fail; a device twin's is voted by the
+// caller).
+dctResult_t deliver(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
   const size_t valueBytes = dtypeSize(in.dtype);
-  if (in.dense) {
+  if (k.direct) {
+    DCTCHECK(mergeDirect(k, all));
+  } else if (in.dense) {
     const void* dense = k.denseConverts() ? c->residuals[1].as() : k.sum;
     DCTCHECK(c->ops->copy(c->kernels, in.dense, dense, in.count * valueBytes, in.stream));
   }
@@ -362,11 +425,11 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     return dctSuccess;
   }
   dctResult_t res = exchange(k, all);
-  if (res == dctSuccess && in.wantsCoo()) res = selectCoo(k);
+  if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k, all) : selectCoo(k);
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, "exchange"));
-  res = deliver(k);
+  res = deliver(k, all);
   // Host copies cannot fail; a device twin's can, and every rank learns it.
   if (k.c->ops->device) DCTCHECK(vote(comm, res, in.stream, fn, "copy of the result"));
   report(k, in.wantsCoo() ? k.coo.nnz : 0);

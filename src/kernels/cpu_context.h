@@ -49,6 +49,7 @@ struct CpuContext final : KernelContext {
   ThreadPool& pool = ThreadPool::instance();
   std::vector<WorkerScratch> workers = std::vector<WorkerScratch>(ThreadPool::instance().size());
   Buffer thresholdScratch;
+  Buffer cursors;  // the merges' per-worker message cursors (packed_cursor.h)
   std::unordered_map<void*, size_t> mapped;  // allocate()'s huge-page blocks: bytes mapped
 };
 
@@ -136,6 +137,7 @@ dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, voi
 bool cpuValidPackedList(KernelContext* ctx, const void* list, size_t packedBytes, size_t nnz, int indexBytes,
                         uint64_t n);
 dctResult_t cpuMergePacked(KernelContext* ctx, MergeArgs* args, void* stream);
+dctResult_t cpuMergePackedCoo(KernelContext* ctx, MergeCooArgs* args, void* stream);
 dctResult_t cpuRowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t cpuRowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t cpuRowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);

@@ -217,6 +217,7 @@ const KernelOps& cpuKernelOps() {
       .lowerBounds = NoThrow<cpuLowerBounds>::call,
       .scatterAddPacked = NoThrow<cpuScatterAddPacked>::call,
       .mergePacked = NoThrow<cpuMergePacked>::call,
+      .mergePackedCoo = NoThrow<cpuMergePackedCoo>::call,
       .zero = NoThrow<zero>::call,
       .scale = NoThrow<scale>::call,
       .absSum = NoThrow<absSum>::call,

@@ -79,8 +79,14 @@ struct KernelOps {
   dctResult_t (*scatterAddPacked)(KernelContext* ctx, const ScatterArgs* args, void* stream);
   // MergeArgs above. A malformed message (the check of scatterAddPacked)
   // returns dctInternalError with args->malformed set; dense is then
-  // undefined. The CPU twin checks every message before writing anything.
+  // undefined. The CPU twin checks every message before writing anything;
+  // once a check (checkOnly) passed, merging the same messages on the CPU
+  // allocates nothing and cannot fail, so it may follow a call's last vote.
   dctResult_t (*mergePacked)(KernelContext* ctx, MergeArgs* args, void* stream);
+  // MergeCooArgs: the sum of packed messages as COO (a malformed message:
+  // as mergePacked, nothing written). The CPU twin only: NULL in the CUDA
+  // table, whose callers build the dense sum and select it instead.
+  dctResult_t (*mergePackedCoo)(KernelContext* ctx, MergeCooArgs* args, void* stream);
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
                        double factor, void* stream);

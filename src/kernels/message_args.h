@@ -47,6 +47,30 @@ struct MergeArgs {
   int count;
   int malformed = -1;  // out: the first message failing packing::validGroup
   bool stream = false;  // the tensor is past kStreamBytes
+  bool checkOnly = false;  // validate every message (and reserve), write nothing
+};
+
+// The sum of several packed messages as COO, without a dense buffer: every
+// index present in some message, ascending, with v_0(i) + v_1(i) + ... in
+// message order from +0 in dtype (the accumulation type), times factor when
+// factor != 1 (as the scale op: x *= dtype(factor)), kept where
+// !(|x| < tau) (NaN and Inf too): the same entries and bits as mergePacked,
+// scale and a select of that dense sum. capacity >= the messages' entries
+// together (the union's bound); nnz (out) the entries written.
+struct MergeCooArgs {
+  const PackedMessage* messages;
+  int count;
+  uint64_t n;
+  dctDataType_t dtype;      // outValues' (the accumulation type)
+  dctDataType_t valueType;  // the messages' values
+  int indexBytes;
+  double factor;
+  double tau;
+  void* outIndices;
+  void* outValues;
+  size_t capacity;
+  size_t nnz = 0;
+  int malformed = -1;  // out: the first message failing packing::validGroup
 };
 
 // Delta bit-packing of a strictly ascending index list (index_packing.h).

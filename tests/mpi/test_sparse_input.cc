@@ -122,6 +122,7 @@ void checkCall(const World& w, size_t count, dctDataType_t t, dctAlgorithm_t alg
   REQUIRE(cooOnly == dctSuccess);
   CHECK(nnz == expected);
   if (exact) CHECK(std::memcmp(idx2.data(), idx.data(), nnz * sizeof(uint32_t)) == 0);
+  if (exact) CHECK(std::memcmp(val2.data(), val.data(), nnz * es) == 0);
 }
 
 }  // namespace

@@ -1,0 +1,113 @@
+// CPU twin of mergePackedCoo: the sum of P packed messages as COO, walking
+// only their entries. Building the dense sum and selecting its nonzeros
+// costs two passes over the whole tensor (64 MiB at 16M fp32) however few
+// entries there are; a union of sparse messages needs only their entries.
+// The index space is cut in chunks, one cursor per message walks each; a
+// chunk's output starts where its messages' entries start (the union of a
+// chunk has at most that many), and the chunks are closed up afterwards.
+// Per index: the same additions in the same order as mergePacked, then the
+// scale op's multiply and the select's test: the same entries and bits.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "base/checked_size.h"
+#include "base/debug.h"
+#include "kernels/cpu_context.h"
+#include "kernels/packed_cursor.h"
+
+namespace dct {
+namespace {
+
+// Entries below which one thread merges everything.
+constexpr size_t kMinEntriesPerChunk = size_t(1) << 14;
+
+template <typename T, typename V, typename I>
+void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
+  using Cursor = PackedCursor<V, I>;
+  static_assert(std::is_trivially_destructible_v<Cursor> && sizeof(Cursor) <= kCursorBytes);
+  const size_t workers = static_cast<size_t>(ctx->pool.size());
+  size_t chunks = entries / kMinEntriesPerChunk;
+  chunks = chunks < 1 ? 1 : chunks > 4 * workers ? 4 * workers : chunks;
+  if (chunks > a.n) chunks = a.n ? a.n : 1;
+  std::vector<size_t> starts(chunks), written(chunks);
+  I* outIndices = static_cast<I*>(a.outIndices);
+  T* outValues = static_cast<T*>(a.outValues);
+  const T factor = static_cast<T>(a.factor), tau = static_cast<T>(a.tau);
+  const bool scaled = a.factor != 1.0;
+  ctx->pool.parallelFor(chunks, 1, [&](size_t b, size_t e, int w) {
+    Cursor* cursors = reinterpret_cast<Cursor*>(ctx->cursors.as<char>() + size_t(w) * a.count * kCursorBytes);
+    for (size_t k = b; k < e; k++) {
+      const uint64_t begin = a.n / chunks * k + std::min<uint64_t>(k, a.n % chunks);
+      const uint64_t end = begin + a.n / chunks + (k < a.n % chunks ? 1 : 0);
+      size_t at = 0;
+      for (int r = 0; r < a.count; r++) {
+        new (&cursors[r]) Cursor(a.messages[r], a.n);
+        cursors[r].seek(begin);
+        at += cursors[r].position();
+      }
+      starts[k] = at;
+      for (;;) {
+        uint64_t next = end;
+        for (int r = 0; r < a.count; r++)
+          if (!cursors[r].done() && cursors[r].index() < next) next = cursors[r].index();
+        if (next == end) break;
+        T sum = T(0);  // +0: the first addition is exact, as in mergePacked
+        for (int r = 0; r < a.count; r++) {
+          if (cursors[r].done() || cursors[r].index() != next) continue;
+          addInto(sum, cursors[r].value());
+          cursors[r].advance();
+        }
+        if (scaled) sum *= factor;
+        if (std::fabs(sum) < tau) continue;  // NaN stays: !(NaN < tau)
+        outIndices[at] = static_cast<I>(next);
+        outValues[at++] = sum;
+      }
+      written[k] = at - starts[k];
+    }
+  });
+  size_t nnz = 0;
+  for (size_t k = 0; k < chunks; k++) {
+    if (starts[k] != nnz) {
+      std::memmove(outIndices + nnz, outIndices + starts[k], written[k] * sizeof(I));
+      std::memmove(outValues + nnz, outValues + starts[k], written[k] * sizeof(T));
+    }
+    nnz += written[k];
+  }
+  a.nnz = nnz;
+}
+
+}  // namespace
+
+dctResult_t cpuMergePackedCoo(KernelContext* kc, MergeCooArgs* args, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  MergeCooArgs& a = *args;
+  a.malformed = -1;
+  a.nnz = 0;
+  if (a.dtype != dctFloat32 && a.dtype != dctFloat64) return dctNotSupported;  // sums in an accumulation type
+  size_t entries = 0;
+  for (int r = 0; r < a.count; r++) {
+    const PackedMessage& m = a.messages[r];
+    if (!cpuValidPackedList(kc, m.indices, m.packedBytes, m.nnz, a.indexBytes, a.n)) {
+      a.malformed = r;
+      return dctInternalError;
+    }
+    if (!checkedAdd(entries, m.nnz, entries)) return dctInvalidArgument;
+  }
+  if (entries > a.capacity) return dctInvalidArgument;
+  if (entries == 0) return dctSuccess;
+  size_t bytes = 0;
+  if (!checkedMul(static_cast<size_t>(ctx->pool.size()) * kCursorBytes, static_cast<size_t>(a.count), bytes))
+    return dctOutOfMemory;
+  DCTCHECK(ctx->cursors.reserve(bytes));
+  ScatterArgs types{nullptr, a.n, a.dtype, a.indexBytes, nullptr, nullptr, 0, true};
+  types.valueType = a.valueType;
+  return dispatchScatter(types, [&]<typename T, typename V, typename I>() {
+    if constexpr (std::is_floating_point_v<T>) mergeCoo<T, V, I>(ctx, a, entries);
+  });
+}
+
+}  // namespace dct

@@ -1,0 +1,78 @@
+// A cursor over one packed message (index_packing.h): its entries in
+// ascending index order, a decoded group of kPackGroup indices at a time.
+// The CPU merges (cpu_merge.cc, cpu_merge_coo.cc) walk one per message.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu_context.h"
+#include "kernels/index_packing.h"
+#include "kernels/message_args.h"
+
+namespace dct {
+
+template <typename V, typename I>
+class PackedCursor {
+ public:
+  PackedCursor(const PackedMessage& m, uint64_t n)
+      : layout_(m.nnz, sizeof(I)), s_(const_cast<void*>(m.indices), layout_),
+        values_(static_cast<const V*>(m.values)), nnz_(m.nnz), n_(n) {}
+
+  // Positions the cursor on the first entry at or after `begin`.
+  void seek(uint64_t begin) {
+    if (nnz_ == 0) return;
+    const I* bases = s_.bases;
+    const I* after = std::upper_bound(bases, bases + layout_.groups, static_cast<I>(begin));
+    group_ = after == bases ? 0 : static_cast<size_t>(after - bases) - 1;
+    decode();
+    while (!done() && index_[pos_] < begin) advance();
+  }
+
+  bool done() const { return group_ >= layout_.groups; }
+  // The entry under the cursor (not done()): its index, value, and place in
+  // the message.
+  uint64_t index() const { return index_[pos_]; }
+  V value() const { return values_[position()]; }
+  size_t position() const { return done() ? nnz_ : group_ * packing::kPackGroup + pos_; }
+
+  void advance() {
+    if (++pos_ < count_) return;
+    group_++;
+    decode();
+  }
+
+  // Adds every entry below `end` into block (block[0] holds index `base`).
+  template <typename T>
+  void addBelow(uint64_t end, T* block, uint64_t base) {
+    while (!done() && index_[pos_] < end) {
+      addInto(block[index_[pos_] - base], values_[group_ * packing::kPackGroup + pos_]);
+      advance();
+    }
+  }
+
+ private:
+  void decode() {
+    if (done()) return;
+    count_ = packing::groupSize(nnz_, group_);
+    pos_ = 0;
+    // Checked before any merge (cpuValidPackedList): decodes whole.
+    packing::decodeGroup<I>(s_.bases[group_], s_.data + s_.offsets[group_],
+                            s_.offsets[group_ + 1] - s_.offsets[group_], s_.widths[group_], count_, n_,
+                            [&](size_t j, I i) { index_[j] = i; });
+  }
+
+  packing::Layout layout_;
+  packing::Sections<I> s_;
+  const V* values_;
+  size_t nnz_;
+  uint64_t n_;
+  size_t group_ = 0, pos_ = 0, count_ = 0;
+  I index_[packing::kPackGroup];
+};
+
+// Room for any cursor (the widest index; V is only a pointer's type).
+constexpr size_t kCursorBytes = sizeof(PackedCursor<double, uint64_t>);
+
+}  // namespace dct

@@ -1,0 +1,149 @@
+// mergePackedCoo (CPU twin) against its definition: the dense sum of the
+// messages (mergePacked), averaged with the scale op, its entries kept by
+// the select's rule !(|x| < tau). And the check-only merge: it rejects what
+// the merge rejects and writes nothing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/half_types.h"
+#include "kernels/kernels.h"
+#include "malformed_lists.h"
+#include "reference.h"
+
+using namespace dct;
+using namespace dct::test;
+
+namespace {
+
+struct Twin {
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  Twin() { REQUIRE(ops.createContext(&ctx) == dctSuccess); }
+  ~Twin() { ops.destroyContext(ctx); }
+
+  template <typename I>
+  std::vector<uint8_t> pack(const std::vector<I>& idx) {
+    std::vector<uint8_t> out(packing::maxPackedBytes(idx.size(), sizeof(I)));
+    PackArgs args{idx.data(), idx.size(), static_cast<int>(sizeof(I)), out.data()};
+    REQUIRE(ops.packIndices(ctx, &args, nullptr) == dctSuccess);
+    out.resize(args.bytes);
+    return out;
+  }
+};
+
+template <typename T>
+constexpr dctDataType_t typeOf() {
+  if constexpr (std::is_same_v<T, double>) return dctFloat64;
+  else if constexpr (std::is_same_v<T, Half>) return dctFloat16;
+  else return dctFloat32;
+}
+
+template <typename V>
+V toValue(float x) {
+  if constexpr (std::is_same_v<V, Half>) return Half{floatToHalfBits(x)};
+  else return static_cast<V>(x);
+}
+
+// Messages of mixed lengths (empty ones too). Even ranks draw normals with
+// zeros, NaN and Inf; odd ranks draw from {-1.5, ..., 1.5} so that sums
+// cancel to 0 and drop out.
+template <typename T, typename V, typename I>
+void checkUnion(size_t n, int ranks, double factor, uint64_t seed) {
+  CAPTURE(n);
+  CAPTURE(ranks);
+  CAPTURE(factor);
+  Twin twin;
+  std::vector<std::vector<uint8_t>> packed(ranks);
+  std::vector<std::vector<V>> values(ranks);
+  std::vector<PackedMessage> messages(ranks);
+  size_t entries = 0;
+  for (int r = 0; r < ranks; r++) {
+    const size_t sizes[] = {0, 1, n / 100, n / 7, n / 2, n};
+    const size_t nnz = std::min(n, sizes[(seed + r) % 6]);
+    const auto idx = randomIndices<I>(n, nnz, true, seed + 10 * r);
+    const auto normal = randomVector<float>(nnz, seed + 10 * r + 1);
+    values[r].resize(nnz);
+    for (size_t j = 0; j < nnz; j++)
+      values[r][j] = toValue<V>(r % 2 ? 0.5f * static_cast<float>(int(idx[j] % 7) - 3) : normal[j]);
+    packed[r] = twin.pack(idx);
+    messages[r] = PackedMessage{packed[r].data(), values[r].data(), nnz, packed[r].size()};
+    entries += nnz;
+  }
+  const dctDataType_t acc = typeOf<T>(), wire = typeOf<V>();
+  const int indexBytes = sizeof(I);
+  std::vector<T> dense(n);
+  MergeArgs merge{dense.data(), n, acc, wire, indexBytes, messages.data(), ranks};
+  REQUIRE(twin.ops.mergePacked(twin.ctx, &merge, nullptr) == dctSuccess);
+  if (factor != 1.0) REQUIRE(twin.ops.scale(twin.ctx, dense.data(), n, acc, factor, nullptr) == dctSuccess);
+  const T tau = std::numeric_limits<T>::denorm_min();
+  std::vector<I> outIdx(entries + 1, I(7));
+  std::vector<T> outVal(entries + 1, T(7));
+  MergeCooArgs coo{messages.data(), ranks, n, acc, wire, indexBytes, factor, double(tau),
+                   outIdx.data(), outVal.data(), entries};
+  REQUIRE(twin.ops.mergePackedCoo(twin.ctx, &coo, nullptr) == dctSuccess);
+  size_t j = 0, wrong = 0;
+  for (size_t i = 0; i < n && j <= coo.nnz; i++) {
+    if (std::fabs(dense[i]) < tau) continue;
+    wrong += j == coo.nnz || outIdx[j] != i || !sameBits(outVal[j], dense[i]);
+    j++;
+  }
+  CHECK(wrong == 0);
+  CHECK(j == coo.nnz);
+  CHECK(outIdx[entries] == I(7));  // nothing past the capacity
+  if (entries > 0) {  // a capacity short of the entries is refused
+    coo.capacity = entries - 1;
+    CHECK(twin.ops.mergePackedCoo(twin.ctx, &coo, nullptr) == dctInvalidArgument);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the union of packed messages equals selecting their dense sum") {
+  for (size_t n : kOddSizes) {
+    for (int ranks : {1, 2, 3, 5}) {
+      checkUnion<float, float, uint32_t>(n, ranks, 1.0, 90 + n + ranks);
+      checkUnion<double, double, uint64_t>(n, ranks, 1.0 / ranks, 91 + n + ranks);
+      checkUnion<float, Half, uint32_t>(n, ranks, 1.0 / 3, 92 + n + ranks);
+    }
+  }
+  checkUnion<float, float, uint32_t>(4000037, 4, 0.25, 93);  // many chunks: several workers
+}
+
+TEST_CASE("a malformed message fails the union and the check-only merge, writing nothing") {
+  Twin twin;
+  const size_t n = 10000, nnz = 300;
+  const auto idx = randomIndices<uint32_t>(n, nnz, true, 94);
+  const auto val = randomVector<float>(nnz, 95, false);
+  const auto good = twin.pack(idx);
+  for (const MalformedList& m : malformedLists(good, idx, n)) {
+    CAPTURE(m.what);
+    const PackedMessage messages[3] = {{good.data(), val.data(), nnz, good.size()},
+                                       {m.bytes.data(), val.data(), nnz, m.bytes.size()},
+                                       {good.data(), val.data(), nnz, good.size()}};
+    const int bad = m.n == n ? 1 : 0;  // a smaller n fails the good list too
+    std::vector<float> dense(m.n, 7.0f);
+    MergeArgs check{dense.data(), m.n, dctFloat32, dctFloat32, 4, messages, 3};
+    check.checkOnly = true;
+    CHECK(twin.ops.mergePacked(twin.ctx, &check, nullptr) == dctInternalError);
+    CHECK(check.malformed == bad);
+    std::vector<uint32_t> outIdx(3 * nnz, 7);
+    std::vector<float> outVal(3 * nnz, 7.0f);
+    MergeCooArgs coo{messages, 3, m.n, dctFloat32, dctFloat32, 4, 1.0, 1e-45, outIdx.data(), outVal.data(), 3 * nnz};
+    CHECK(twin.ops.mergePackedCoo(twin.ctx, &coo, nullptr) == dctInternalError);
+    CHECK(coo.malformed == bad);
+    CHECK(coo.nnz == 0);
+    CHECK(std::count(outIdx.begin(), outIdx.end(), 7u) == static_cast<long>(outIdx.size()));
+    CHECK(std::count(outVal.begin(), outVal.end(), 7.0f) == static_cast<long>(outVal.size()));
+    CHECK(std::count(dense.begin(), dense.end(), 7.0f) == static_cast<long>(dense.size()));
+  }
+  // Well-formed messages pass the check and still nothing is written.
+  const PackedMessage ok[2] = {{good.data(), val.data(), nnz, good.size()}, {good.data(), val.data(), nnz, good.size()}};
+  std::vector<float> dense(n, 7.0f);
+  MergeArgs check{dense.data(), n, dctFloat32, dctFloat32, 4, ok, 2};
+  check.checkOnly = true;
+  CHECK(twin.ops.mergePacked(twin.ctx, &check, nullptr) == dctSuccess);
+  CHECK(std::count(dense.begin(), dense.end(), 7.0f) == static_cast<long>(n));
+}
