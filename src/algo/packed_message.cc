@@ -80,8 +80,9 @@ dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
 }
 
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                          void* stream, const char* fn) {
+                          void* stream, const char* fn, bool checked) {
   MergeArgs merge = mergeOf(c, target);
+  merge.checked = checked;
   const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
   return res == dctSuccess ? res : mergeFailed(comm, res, merge.malformed, all, c->rankArrays.sizes, fn);
 }
@@ -89,7 +90,7 @@ dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<C
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
                          void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
   DCTCHECK(gatherPacked(c, comm, all, stream, clock, received, fn, false));
-  return mergeGathered(c, comm, all, target, stream, fn);
+  return mergeGathered(c, comm, all, target, stream, fn, false);
 }
 
 }  // namespace dct

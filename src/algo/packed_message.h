@@ -77,12 +77,13 @@ dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
 // gatherMerged in two halves. gatherPacked: the gather, the messages viewed
 // in c->rankArrays.messages and, with `check`, checked (mergePacked's
 // checkOnly: a malformed one fails naming its rank). mergeGathered: their
-// sum into `target`; after a check it cannot fail on the host, so it may
-// follow the call's last vote and write straight into the caller's buffer.
+// sum into `target` (`checked`: after such a check, not validated again);
+// after a check it cannot fail on the host, so it may follow the call's
+// last vote and write straight into the caller's buffer.
 dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
                          PhaseTimer& clock, size_t& received, const char* fn, bool check);
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                          void* stream, const char* fn);
+                          void* stream, const char* fn, bool checked);
 
 }  // namespace dct
 

@@ -321,6 +321,7 @@ dctResult_t unionCoo(Call& k, const std::vector<CallHeader>& all) {
   MergeCooArgs merge{messages.data(), static_cast<int>(messages.size()), in.count, c->accType, in.dtype,
                      c->indexBytes, k.avgFactor(), tauFloor(c), c->selection.as(),
                      c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
+  merge.checked = true;  // by exchange(): gatherPacked
   if (dctResult_t res = c->ops->mergePackedCoo(c->kernels, &merge, in.stream); res != dctSuccess) {
     if (res == dctOutOfMemory) return fail(k.comm, res, "%s: out of memory for the union of the messages", in.fn);
     if (merge.malformed < 0) return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
@@ -357,7 +358,7 @@ dctResult_t convertOutputs(Call& k) {
 dctResult_t mergeDirect(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  DCTCHECK(mergeGathered(c, k.comm, all, in.dense, in.stream, in.fn));
+  DCTCHECK(mergeGathered(c, k.comm, all, in.dense, in.stream, in.fn, true));
   if (const double factor = k.avgFactor(); factor != 1.0)
     DCTCHECK(c->ops->scale(c->kernels, in.dense, in.count, c->accType, factor, in.stream));
   return dctSuccess;

@@ -57,7 +57,7 @@ dctResult_t cpuMergePacked(KernelContext* kc, MergeArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   MergeArgs& a = *args;
   a.malformed = -1;
-  for (int r = 0; r < a.count; r++) {
+  for (int r = 0; r < a.count && !a.checked; r++) {
     const PackedMessage& m = a.messages[r];
     if (!cpuValidPackedList(kc, m.indices, m.packedBytes, m.nnz, a.indexBytes, a.n)) {
       a.malformed = r;

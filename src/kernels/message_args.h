@@ -48,6 +48,7 @@ struct MergeArgs {
   int malformed = -1;  // out: the first message failing packing::validGroup
   bool stream = false;  // the tensor is past kStreamBytes
   bool checkOnly = false;  // validate every message (and reserve), write nothing
+  bool checked = false;    // the same messages passed a checkOnly call: not validated again
 };
 
 // The sum of several packed messages as COO, without a dense buffer: every
@@ -71,6 +72,7 @@ struct MergeCooArgs {
   size_t capacity;
   size_t nnz = 0;
   int malformed = -1;  // out: the first message failing packing::validGroup
+  bool checked = false;  // the messages passed a checkOnly mergePacked: not validated again
 };
 
 // Delta bit-packing of a strictly ascending index list (index_packing.h).
