@@ -102,10 +102,11 @@ TEST_CASE("halving gives the pairwise exchange's results bit for bit on grid val
   World w;
   for (dctAlgorithm_t algo : {dctAlgoSplit, dctAlgoGlobalTopk})
     for (dctDataType_t t : {dctFloat32, dctFloat64, dctFloat16, dctBFloat16})
-      for (size_t n : {size_t(1), size_t(3), size_t(7), size_t(1000), size_t(4099)})
+      for (size_t n : {size_t(1), size_t(7), size_t(1000), size_t(4099)})
         for (int scenario = 0; scenario < 3; scenario++)
           for (double density : {0.01, 0.3, 1.0}) {
-            if (t != dctFloat32 && (n == 4099 || density == 0.3)) continue;  // the grid, kept short
+            // fp32 in full; the other types on a smaller grid (tests stay short at 8 ranks).
+            if (t != dctFloat32 && (n == 1 || n == 4099 || density == 0.3)) continue;
             CAPTURE(static_cast<int>(algo));
             CAPTURE(static_cast<int>(t));
             CAPTURE(n);
