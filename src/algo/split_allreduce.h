@@ -17,9 +17,10 @@
 //                all of them into the target
 //   (sparse_allreduce.cc) exchange vote, commit
 //
-// Every entry is the same rank-order sum from +0 as the allgather
-// algorithm's, carried exactly: results are bit-identical to it and across
-// ranks. A rank that fails anywhere still takes part in every collective up
+// With the pairwise exchange every entry is the same rank-order sum from +0
+// as the allgather algorithm's, carried exactly: results are bit-identical
+// to it and across ranks (recursive halving sums a fixed tree instead:
+// bit-identical across ranks, equal to these wherever sums are exact). A rank that fails anywhere still takes part in every collective up
 // to the next vote, which carries its failure to all.
 #pragma once
 
