@@ -296,14 +296,6 @@ void firstPartial(SplitHalving& h, const View& v, const I* idx, const V* vals, s
 
 bool splitHalvingAvailable(dctCompressor_t c, dctComm_t comm) { return recursiveDoublingAvailable(c, comm); }
 
-int halvingRounds(int ranks, int rank) {
-  const int p2 = rdCoreRanks(ranks);
-  int rounds = 0;
-  for (int d = p2 / 2; d >= 1; d /= 2) rounds++;
-  if (rank >= p2) return 2;
-  return rounds + (rank < ranks - p2 ? 2 : 0);
-}
-
 dctResult_t halvingPrepare(SplitHalving& h, const uint64_t* nnz, const Message& msg, void* stream) {
   dctCompressor_t c = h.c;
   dctComm_t comm = h.comm;
@@ -379,8 +371,9 @@ dctResult_t halvingExchange(SplitHalving& h, void* target, uint64_t& inflow, siz
     if (res != dctSuccess || !r.receives) continue;
     if (got > 0) res = check(v, r.peer, h.in, got, r.keepA, r.keepB);
     if (res != dctSuccess) continue;
-    if (r.adopt) {
-      if (got > 0) writeRange(h, v, me, h.in, target, inflow);
+    if (r.adopt) {  // nothing from a peer that failed: an empty range, never read uninitialised
+      static const uint64_t kEmpty = 0;
+      writeRange(h, v, me, got > 0 ? h.in : reinterpret_cast<const char*>(&kEmpty), target, inflow);
       return dctSuccess;
     }
     merge(h, v, r, got > 0 ? h.in : nullptr, h.holdA);

@@ -68,10 +68,6 @@ struct SplitHalving {
 // Whether the exchange can run here: host kernels, a transport with sendrecv.
 bool splitHalvingAvailable(dctCompressor_t c, dctComm_t comm);
 
-// The rounds this rank's schedule takes (fold in and out counted), for
-// the fault tests and the model.
-int halvingRounds(int ranks, int rank);
-
 // In the agreement, before its vote: the schedule and every bound from the
 // agreed counts (nnz, one per rank), buffers reserved (c->wire, c->selection,
 // c->gathered), and this rank's selection (msg: ascending, c->wireType,
