@@ -230,3 +230,31 @@ TEST_CASE("a transport fault at any operation of a halving step fails every rank
       }
   }
 }
+
+TEST_CASE("auto: the cost model picks the exchange, alike on every rank") {
+  World w;
+  const dct::CostOverrides saved = w.comm->settings.cost;
+  Settings s;
+  s.algorithm = dctAlgoSplit;
+  s.density = 0.05;
+  dctConfig_t cfg = explicitConfig(s);
+  const size_t n = 100000;
+  const std::vector<char> g = gradient(dctFloat32, n, w.rank, 0, 0);
+  std::vector<char> out(g.size());
+  // Latency dominates: halving's log2 P rounds (where there is a peer);
+  // the link dominates: the pairwise pieces, packed, move fewer bytes.
+  for (const bool slowStart : {true, false}) {
+    CAPTURE(slowStart);
+    w.comm->settings.cost.alphaUs = slowStart ? 1000 : 0.001;
+    w.comm->settings.cost.linkGBps = slowStart ? 100 : 0.001;
+    dctCompressor_t c = nullptr;
+    REQUIRE(dctCompressorCreate(w.comm, n, dctFloat32, &cfg, &c) == dctSuccess);
+    REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c, w.comm, nullptr) == dctSuccess);
+    CHECK(identicalOnAllRanks(out.data(), out.size()));
+    const bool halving = dct::planAlgorithm(c, w.comm).halving;
+    CHECK(allRanksAgree(halving));
+    CHECK(halving == (slowStart && w.size > 1));
+    dctCompressorDestroy(c);
+  }
+  w.comm->settings.cost = saved;
+}
