@@ -43,19 +43,27 @@ int main(int argc, char** argv) {
   const CostInputs tensor{1, count, 4, 4, nullptr, 4};
   std::printf("The sparse columns leave out the compressor's pass over the tensor (%.2f ms; dense has none).\n\n",
               compressPassUs(p, tensor) / 1e3);
-  std::printf("| ranks | density | k per rank | union (est.) | allgather ms | split ms | global top-k ms | dense ms "
-              "| rec. doubling ms | dense / global top-k | model picks | sparse input picks |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|:---|\n");
+  std::printf("Split and global top-k priced with each reduce-scatter: pairwise (one alltoallv) and recursive halving "
+              "(log2 P rounds, merging as they go); the exchange column is the one the plans pick (where the "
+              "transport has sendrecv).\n\n");
+  std::printf("| ranks | density | k per rank | union (est.) | allgather ms | split ms | split halving ms | global top-k ms "
+              "| global top-k halving ms | dense ms | rec. doubling ms | dense / global top-k | dense / global top-k "
+              "halving | split exchange | model picks | sparse input picks |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|:---|:---|\n");
   for (int ranks : {4, 8, 64, 256, 1024})
     for (double density : {1e-4, 1e-3, 1e-2, 1e-1}) {
       std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count + 0.5));
       CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
       const double topk = globalTopkCostUs(p, in), dense = denseCostUs(p, in);
+      const double topkHalving = globalTopkCostUs(p, in, nullptr, SplitExchange::Halving);
       const double allgather = allgatherCostUs(p, in), split = splitCostUs(p, in);
+      const double splitHalving = splitCostUs(p, in, nullptr, SplitExchange::Halving);
       const double pairs = recursiveDoublingCostUs(p, in);
-      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %s | %s |\n", ranks,
-                  density * 100, static_cast<unsigned long long>(nnz[0]), 100.0 * unionEstimate(in) / count,
-                  allgather / 1e3, split / 1e3, topk / 1e3, dense / 1e3, pairs / 1e3, dense / topk,
+      const bool halving = cheaperSplitExchange(p, in) == SplitExchange::Halving;
+      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %s | %s | %s |\n",
+                  ranks, density * 100, static_cast<unsigned long long>(nnz[0]), 100.0 * unionEstimate(in) / count,
+                  allgather / 1e3, split / 1e3, splitHalving / 1e3, topk / 1e3, topkHalving / 1e3, dense / 1e3,
+                  pairs / 1e3, dense / topk, dense / topkHalving, halving ? "halving" : "pairwise",
                   name(chooseAlgorithm(p, in)), name(sparseInputPick(allgather, split, pairs, dense)));
     }
   return 0;

@@ -21,6 +21,10 @@ namespace dct {
 struct Plan {
   dctAlgorithm_t algorithm = dctAlgoDense;
   AutoTuner::Decision decision;  // auto's bookkeeping, applied on commit
+  // Split and global top-k: the reduce-scatter by recursive halving
+  // (split_halving.h) instead of one alltoallv; DCT_SPLIT_EXCHANGE, else
+  // the cost model, from agreed data only.
+  bool halving = false;
 };
 Plan planAlgorithm(dctCompressor_t c, dctComm_t comm);
 

@@ -8,6 +8,7 @@
 #include "algo/agree.h"
 #include "algo/algorithms.h"
 #include "algo/split_allreduce.h"
+#include "algo/split_halving.h"
 #include "base/phase_timer.h"
 
 namespace dct {
@@ -32,6 +33,7 @@ struct Step {
   const Nesting* nesting = nullptr;  // set inside a hierarchical step
   SplitPieces pieces{};  // split plans: this rank's message cut by range
   OwnerDraft owner{};    // global top-k: this rank's range owner's outcome
+  SplitHalving halving{};  // split plans with plan.halving: the rounds
   // Pipelined attempts: elements per chunk (0: unchunked), and the bytes
   // every rank's chunks needed ([chunk * ranks + rank]), kept on commit.
   size_t chunkElems = 0;

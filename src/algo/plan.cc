@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algo/algorithms.h"
+#include "algo/split_halving.h"
 #include "base/checked_size.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -38,9 +39,30 @@ double denseUs(dctComm_t comm, const Model& m, const CostInputs& in, double* wir
   return denseCostUs(m.params, in, wireUs);
 }
 
-}  // namespace
+// This step's counts: the last sparse step's (identical on every rank),
+// else k per rank (the first step, and after a dense step).
+std::vector<uint64_t> forecastCounts(dctCompressor_t c, dctComm_t comm) {
+  std::vector<uint64_t> forecast(comm->size, targetNnz(c));
+  const bool sparse = c->stats.algorithm == dctAlgoAllgather || c->stats.algorithm == dctAlgoSplit ||
+                      c->stats.algorithm == dctAlgoGlobalTopk;
+  if (c->lastMessages.size() == forecast.size() && sparse)
+    for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
+  return forecast;
+}
 
-Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
+bool splits(dctAlgorithm_t a) { return a == dctAlgoSplit || a == dctAlgoGlobalTopk; }
+
+// The split plans' exchange: DCT_SPLIT_EXCHANGE where set, else the model's
+// cheaper; halving only where it can run (every rank alike: the transport
+// and the kernels are the comm's and the compressor's, agreed at creation).
+bool halvingExchange(dctComm_t comm, dctCompressor_t c, const CostParams& params, const CostInputs& in) {
+  if (!splitHalvingAvailable(c, comm)) return false;
+  if (comm->settings.splitExchange != kSplitExchangeAuto) return comm->settings.splitExchange == kSplitExchangeHalving;
+  return cheaperSplitExchange(params, in) == SplitExchange::Halving;
+}
+
+// The algorithm: the config's, a DCT_TUNE rule's, or auto's.
+Plan planStep(dctCompressor_t c, dctComm_t comm) {
   Plan p;
   if (inWarmup(c)) return p;
   // Packed lists have uint32 word offsets: past that size, stay dense.
@@ -57,13 +79,7 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
     p.algorithm = static_cast<dctAlgorithm_t>(tuned);
     return p;
   }
-  // This step's counts: the last sparse step's (identical on every rank),
-  // else k per rank (the first step, and after a dense step).
-  std::vector<uint64_t> forecast(comm->size, targetNnz(c));
-  const bool sparse = c->stats.algorithm == dctAlgoAllgather || c->stats.algorithm == dctAlgoSplit ||
-                      c->stats.algorithm == dctAlgoGlobalTopk;
-  if (c->lastMessages.size() == forecast.size() && sparse)
-    for (int r = 0; r < comm->size; r++) forecast[r] = c->lastMessages[r].nnz;
+  const std::vector<uint64_t> forecast = forecastCounts(c, comm);
   const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
                       forecast.data(), dtypeSize(c->accType)};
   const Model m = modelFor(comm, c->count * dtypeSize(c->wireType));
@@ -84,16 +100,30 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   const double pass = compressPassUs(m.params, in);
   allgather.us = pass + allgatherCostUs(m.params, in, wire[0]);
   dense.us = denseUs(comm, m, in, wire[1]);
-  split.us = pass + splitCostUs(m.params, in, wire[2]);
+  // The split plans priced with the exchange they would run.
+  const SplitExchange exchange = halvingExchange(comm, c, m.params, in) ? SplitExchange::Halving : SplitExchange::Pairwise;
+  split.us = pass + splitCostUs(m.params, in, wire[2], exchange);
   // At two ranks split never undercuts the cheaper of the others (the cost
   // model's tests check it): only noise could pick it.
   split.available = comm->size > 2;
   // Global top-k changes the result: a candidate only where the config
   // allows it. Its model counts the ranks' mean selection as delivered.
   global.available = c->config.autoGlobalTopk != 0;
-  if (global.available) global.us = pass + globalTopkCostUs(m.params, in, wire[3]);
+  if (global.available) global.us = pass + globalTopkCostUs(m.params, in, wire[3], exchange);
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step, global);
   p.algorithm = p.decision.algorithm();
+  return p;
+}
+
+}  // namespace
+
+Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
+  Plan p = planStep(c, comm);
+  if (!splits(p.algorithm)) return p;
+  const std::vector<uint64_t> forecast = forecastCounts(c, comm);
+  const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
+                      forecast.data(), dtypeSize(c->accType)};
+  p.halving = halvingExchange(comm, c, modelFor(comm, c->count * dtypeSize(c->wireType)).params, in);
   return p;
 }
 

@@ -2,6 +2,8 @@
 // checks and the host merges.
 #include "algo/recursive_doubling.h"
 
+#include "algo/coo_merge.h"
+
 #include <cstring>
 
 #include "base/checked_size.h"
@@ -11,6 +13,10 @@
 
 namespace dct {
 namespace {
+
+using coo::addSparse;
+using coo::mergeSparse;
+using coo::withTypes;
 
 constexpr uint64_t kDenseForm = UINT64_MAX;
 constexpr size_t kHeader = sizeof(uint64_t);
@@ -42,54 +48,6 @@ uint64_t blockBound(const RecursiveDoubling& rd, int first, int len) {
   uint64_t b = 0;
   for (int j = first; j < first + len; j++) b += rd.core[j];  // agreed counts: their sum fits
   return b < rd.count ? b : rd.count;
-}
-
-template <typename F>
-auto withTypes(int indexBytes, dctDataType_t acc, F&& f) {
-  if (indexBytes == 4) return acc == dctFloat64 ? f(uint32_t{}, double{}) : f(uint32_t{}, float{});
-  return acc == dctFloat64 ? f(uint64_t{}, double{}) : f(uint64_t{}, float{});
-}
-
-// Strictly ascending, below count.
-template <typename I>
-bool validIndices(const I* idx, uint64_t n, size_t count) {
-  for (uint64_t j = 0; j < n; j++)
-    if (idx[j] >= count || (j > 0 && idx[j] <= idx[j - 1])) return false;
-  return true;
-}
-
-// dense[i] (+)= the sparse entries, the sparse value first where `first`.
-template <typename I, typename V>
-void addSparse(V* dense, const I* idx, const V* vals, uint64_t n, bool first) {
-  if (first)
-    for (uint64_t j = 0; j < n; j++) dense[idx[j]] = vals[j] + dense[idx[j]];
-  else
-    for (uint64_t j = 0; j < n; j++) dense[idx[j]] = dense[idx[j]] + vals[j];
-}
-
-// The union of two sorted lists, `a` the lower block's: o = a + b where
-// both have an entry. Returns the union's length (written when out is set).
-template <typename I, typename V>
-uint64_t mergeSparse(const I* ai, const V* av, uint64_t an, const I* bi, const V* bv, uint64_t bn, I* oi, V* ov) {
-  uint64_t x = 0, y = 0, n = 0;
-  while (x < an && y < bn) {
-    if (ai[x] < bi[y]) {
-      if (oi) oi[n] = ai[x], ov[n] = av[x];
-      x++;
-    } else if (bi[y] < ai[x]) {
-      if (oi) oi[n] = bi[y], ov[n] = bv[y];
-      y++;
-    } else {
-      if (oi) oi[n] = ai[x], ov[n] = av[x] + bv[y];
-      x++, y++;
-    }
-    n++;
-  }
-  for (; x < an; x++, n++)
-    if (oi) oi[n] = ai[x], ov[n] = av[x];
-  for (; y < bn; y++, n++)
-    if (oi) oi[n] = bi[y], ov[n] = bv[y];
-  return n;
 }
 
 struct Sparse {
@@ -128,8 +86,8 @@ dctResult_t parse(const RecursiveDoubling& rd, const RdRound& r, const char* msg
       bytes != got)
     return malformed(rd, r.peer, "entries and length");
   theirs = sparseAt(msg, h, rd.c->indexBytes);
-  const bool ok = rd.c->indexBytes == 4 ? validIndices(reinterpret_cast<const uint32_t*>(theirs.idx), h, rd.count)
-                                        : validIndices(reinterpret_cast<const uint64_t*>(theirs.idx), h, rd.count);
+  const bool ok = rd.c->indexBytes == 4 ? coo::validIndices(reinterpret_cast<const uint32_t*>(theirs.idx), h, 0, rd.count)
+                                        : coo::validIndices(reinterpret_cast<const uint64_t*>(theirs.idx), h, 0, rd.count);
   return ok ? dctSuccess : malformed(rd, r.peer, "indices");
 }
 

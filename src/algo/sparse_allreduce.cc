@@ -89,13 +89,36 @@ dctResult_t localWork(Step& s) {
   s.msg.storage = &c->selection;
   DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
   if (!splits(s)) return pack(s);
+  if (s.plan.halving) {  // laid out in the agreement, from the selection
+    s.bytes = 0;
+    return dctSuccess;
+  }
   DCTCHECK(splitPack(c, s.comm, s.msg, s.pieces, s.stream));
   s.bytes = s.pieces.bytes;
   return dctSuccess;
 }
 
+// In the header's flags: this rank's split plan exchanges by recursive halving.
+constexpr int32_t kHalving = 2;
+
+// Recursive halving's schedule, bounds and buffers from the agreed counts,
+// once every rank is known to run it.
+dctResult_t prepareHalving(Step& s, const std::vector<CallHeader>& all) {
+  std::vector<uint64_t> nnz(all.size());
+  for (size_t r = 0; r < all.size(); r++) {
+    if (!(all[r].flags & kHalving))
+      return fail(s.comm, dctInvalidArgument, "dctSparseAllreduce: rank %zu exchanges pairwise, this rank by halving",
+                  r);
+    nnz[r] = all[r].nnz;
+  }
+  s.halving.c = s.c;
+  s.halving.comm = s.comm;
+  return halvingPrepare(s.halving, nnz.data(), s.msg, s.stream);
+}
+
 // After the headers: room for every rank's message, sized by the agreement.
 dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
+  if (splits(s) && s.plan.halving) return prepareHalving(s, all);
   if (s.plan.algorithm != dctAlgoAllgather) return dctSuccess;
   size_t total = 0;
   DCTCHECK(checkAnnounced(s.comm, all, s.c->count, dtypeSize(s.c->wireType), s.c->indexBytes, total,
@@ -108,7 +131,13 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   if (s.plan.algorithm == dctAlgoAllgather)
     DCTCHECK(gatherMerged(c, s.comm, all, s.target, s.stream, s.clock, s.received, "dctSparseAllreduce"));
-  else if (splits(s)) {
+  else if (splits(s) && s.plan.halving) {
+    OwnerDraft* owner = s.plan.algorithm == dctAlgoGlobalTopk ? &s.owner : nullptr;
+    uint64_t inflow = 0;
+    const dctResult_t res = halvingExchange(s.halving, s.target, inflow, s.bytes, s.received, s.stream);
+    s.clock.lap(dctPhaseExchange);
+    DCTCHECK(splitRanges(c, s.comm, res, inflow, s.target, s.stream, s.clock, s.bytes, s.received, owner));
+  } else if (splits(s)) {
     size_t allRanksBytes = 0;
     for (const CallHeader& h : all) allRanksBytes += h.bytes;
     OwnerDraft* owner = s.plan.algorithm == dctAlgoGlobalTopk ? &s.owner : nullptr;
@@ -281,6 +310,7 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   s.targetType = s.plan.algorithm == dctAlgoDense ? c->wireType : c->accType;
   stampConfig(mine, c->config, nesting ? kPathHierarchical : kPathTopk);
   mine.algorithm = s.plan.algorithm;
+  if (splits(s) && s.plan.halving) mine.flags |= kHalving;
   mine.mode = inWarmup(c) ? 1 : 0;
   mine.lastStepNs = c->lastStepNs;
   mine.lastLocalNs = c->lastLocalNs;

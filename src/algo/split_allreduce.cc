@@ -225,10 +225,21 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
                      recvOffsets.data(), allRanksBytes, stream);
   clock.lap(dctPhaseExchange);
   if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), theirs, recvOffsets);
+  sent = pieces.bytes - sendBytes[me];
+  received = recvTotal - recvBytes[me];
+  return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner);
+}
+
+dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
+                        void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner) {
+  const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
+  const int P = s.P, me = s.me;
+  const Transport* t = comm->transport;
+  RankArrays& a = c->rankArrays;
   const void* form = nullptr;
   uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kDenseForm: dense)
   if (res == dctSuccess)
-    res = owner ? ownerForm(s, bound, *owner, form, mine[0], mine[1]) : reduceForm(s, bound, form, mine[0], mine[1]);
+    res = owner ? ownerForm(s, inflow, *owner, form, mine[0], mine[1]) : reduceForm(s, inflow, form, mine[0], mine[1]);
   clock.lap(dctPhaseReduce);
 
   // Range forms: every rank's, then room for all of them, 8-byte aligned.
@@ -259,8 +270,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
     if (s.length(q) == 0 || (q == me && mine[1] == kDenseForm)) continue;  // a dense own range is in place
     DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1]));
   }
-  sent = pieces.bytes - sendBytes[me] + mine[0];
-  received = recvTotal - recvBytes[me];
+  sent += mine[0];
   for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
   return dctSuccess;
 }

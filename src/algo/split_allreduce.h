@@ -8,6 +8,8 @@
 //                bytes per pair; NCCL: an allgather of all P x P), reserve, vote;
 //                alltoallv of the pieces; each owner sums its range in rank
 //                order (mergePacked) straight into the step's target
+//   (or, with recursive halving, split_halving.h: log2 P pairwise rounds
+//   that merge as they go, their bounds reserved in the agreement)
 //   ranges       each owner selects its range's nonzeros (NaN and Inf
 //                included) and keeps the smaller of sparse (packed indices +
 //                values) and dense form; allgather of the form sizes,
@@ -15,9 +17,10 @@
 //                all of them into the target
 //   (sparse_allreduce.cc) exchange vote, commit
 //
-// Every entry is the same rank-order sum from +0 as the allgather
-// algorithm's, carried exactly: results are bit-identical to it and across
-// ranks. A rank that fails anywhere still takes part in every collective up
+// With the pairwise exchange every entry is the same rank-order sum from +0
+// as the allgather algorithm's, carried exactly: results are bit-identical
+// to it and across ranks (recursive halving sums a fixed tree instead:
+// bit-identical across ranks, equal to these wherever sums are exact). A rank that fails anywhere still takes part in every collective up
 // to the next vote, which carries its failure to all.
 #pragma once
 
@@ -63,5 +66,14 @@ dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, Spl
 dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
                           void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
                           OwnerDraft* owner = nullptr);
+
+// The second phase alone, from this rank's range summed in its place in
+// `target` on (split_halving.h gets there by recursive halving): `res` is
+// this rank's status so far (a failure goes to the range-sizes vote, and
+// this rank still takes part in its collectives), `inflow` the entries
+// summed into the range (bounds the owner's selection; 0: nothing came).
+// sent / received: this phase's bytes are added.
+dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
+                        void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner);
 
 }  // namespace dct

@@ -12,12 +12,13 @@ const char* const kMethods[] = {"sampled", "exact", "bisect"};
 const char* const kTypes[] = {"fp32", "fp64", "fp16", "bf16"};
 const char* const kKinds[] = {"topk", "onebit"};
 const char* const kRowSelections[] = {"topk", "threshold"};
+const char* const kSplitExchanges[] = {"auto", "pairwise", "halving"};
 
 const char* const kAgreedNames[kAgreedSettings] = {
     "DCT_DENSITY",    "DCT_WARMUP_STEPS", "DCT_ALGORITHM",    "DCT_WIRE_TYPE",    "DCT_COMPRESSOR",
     "DCT_PIPELINE",   "DCT_CHUNK_ELEMENTS", "DCT_HIERARCHY",  "DCT_LOCAL_SIZE",   "DCT_ALPHA_US",
     "DCT_LINK_GBPS",  "DCT_SCATTER_GBPS", "DCT_REDUCE_GBPS",  "DCT_SELECT_GBPS",
-    "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK", "DCT_CAPACITY_FACTOR"};
+    "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK", "DCT_CAPACITY_FACTOR", "DCT_SPLIT_EXCHANGE"};
 
 constexpr double kUnset = -1.0e300, kMalformed = -2.0e300;
 
@@ -85,6 +86,11 @@ Settings readSettings() {
       s.error = std::string("DCT_LOCAL_SIZE='") + local.text + "': want a positive rank count";
     else if (local.valid()) s.localSize = static_cast<int>(local.value);
   }
+  const EnvValue<int> exchange = envChoice("DCT_SPLIT_EXCHANGE", kSplitExchanges, 3);
+  if (exchange.status == EnvStatus::Invalid || (exchange.valid() && (exchange.value < 0 || exchange.value > 2))) {
+    if (s.error.empty()) s.error = std::string("DCT_SPLIT_EXCHANGE='") + exchange.text + "': want auto, pairwise or halving";
+  } else if (exchange.valid())
+    s.splitExchange = exchange.value;
   const std::string tuneError = parseTuneRules(std::getenv("DCT_TUNE"), &s.tune);
   if (s.error.empty()) s.error = tuneError;
   if (logLevel() >= LogLevel::Info) {
@@ -110,7 +116,7 @@ AgreedSettings agreedSettings(const Settings& s) {
                          static_cast<double>(s.hierarchy), static_cast<double>(s.localSize), s.cost.alphaUs,
                          s.cost.linkGBps, s.cost.scatterGBps, s.cost.reduceGBps, s.cost.selectGBps,
                          s.tune.text.empty() ? kUnset : s.tune.fingerprint(), encode(c.autoGlobalTopk),
-                         encode(c.capacityFactor)}};
+                         encode(c.capacityFactor), static_cast<double>(s.splitExchange)}};
 }
 
 std::string settingText(double value) {

@@ -37,6 +37,11 @@ ConfigEnv configEnvFromEnv();
 // nonblocking collective, and the chunk count must fit the header's int.
 constexpr uint64_t kMaxExplicitChunks = 4096;
 
+// DCT_SPLIT_EXCHANGE's values ("auto", "pairwise", "halving"): the cost
+// model's choice, one alltoallv, or recursive halving where the transport
+// has sendrecv.
+enum : int { kSplitExchangeAuto = 0, kSplitExchangePairwise = 1, kSplitExchangeHalving = 2 };
+
 struct Settings {
   ConfigEnv config;
   CostOverrides cost;
@@ -45,6 +50,8 @@ struct Settings {
   int hierarchy = 0;        // DCT_HIERARCHY: 0 or 1
   int localSize = 0;        // DCT_LOCAL_SIZE: ranks per node (0: by shared memory)
   TuneRules tune;           // DCT_TUNE: auto's choice fixed by size and density
+  // DCT_SPLIT_EXCHANGE: the split plans' reduce-scatter, kSplitExchange*.
+  int splitExchange = 0;
   std::string error;        // a malformed comm-level setting: the comm is not made
 };
 
@@ -53,7 +60,7 @@ Settings readSettings();
 
 // The agreed settings as numbers, each named after its variable, so that
 // ranks compare them value by value and name the one that differs.
-constexpr int kAgreedSettings = 17;
+constexpr int kAgreedSettings = 18;
 struct AgreedSettings {
   double value[kAgreedSettings];
 };

@@ -97,14 +97,25 @@ double unionEstimate(const CostInputs& in) {
 
 namespace {
 
-// Phase 1 of split and global top-k: each rank sends (P-1)/P of its message
-// to the ranges' owners (the busiest rank bounds the alltoallv) and each
-// owner merges ~1/P of all messages into its range. Latency not included.
-struct RangeScatter {
-  double wire, local;
+double log2Ceil(double P) { return std::ceil(std::log2(std::max(P, 2.0))); }
+
+int coreRanks(int ranks) {
+  int p2 = 1;
+  while (p2 * 2 <= ranks) p2 *= 2;
+  return p2;
+}
+
+struct Phase {
+  double latency = 0, wire = 0, local = 0;
 };
-RangeScatter rangeScatter(const CostParams& p, const CostInputs& in) {
-  const double P = in.ranks, n = static_cast<double>(in.count);
+
+// Pairwise: each rank sends (P-1)/P of its message to the ranges' owners
+// (P-1 latencies; the busiest rank bounds the alltoallv) and each owner
+// merges ~1/P of all messages into its range. Before it, the piece sizes
+// (16 bytes per peer by MPI_Alltoall, Bruck's log2 P rounds of P/2 blocks
+// for such small ones) and their vote: log2 P latencies each.
+Phase pairwiseScatter(const CostParams& p, const CostInputs& in) {
+  const double P = in.ranks, n = static_cast<double>(in.count), link = p.linkGBps * 1e3;
   double busiest = 0, total = 0;
   for (int r = 0; r < in.ranks; r++) {
     const double nnz = static_cast<double>(in.nnz[r]);
@@ -112,48 +123,120 @@ RangeScatter rangeScatter(const CostParams& p, const CostInputs& in) {
     busiest = std::max(busiest, bytes);
     total += bytes;
   }
-  const double range = n / P;
-  return {busiest * (P - 1) / P / (p.linkGBps * 1e3),
-          total / P / (p.scatterGBps * 1e3) + range * sumBytesOf(in) / (p.reduceGBps * 1e3)};
+  Phase f;
+  f.latency = (P - 1) * p.alphaUs + 2 * log2Ceil(P) * p.alphaUs;
+  f.wire = busiest * (P - 1) / P / link + 8 * P * log2Ceil(P) / link;
+  f.local = total / P / (p.scatterGBps * 1e3) + n / P * sumBytesOf(in) / (p.reduceGBps * 1e3);
+  return f;
 }
 
-double log2Ceil(double P) { return std::ceil(std::log2(std::max(P, 2.0))); }
+// Recursive halving (split_halving.h): a fold where P is no power of two
+// (the extra ranks' whole messages in, their ranges' sums out), then
+// log2 p2 rounds. In round i a rank sends the half of its window the peer
+// keeps: n / 2^(i+1) positions holding the union of 2^i ranks' entries
+// (uniform positions: each misses a position with prod(1 - nnz_r / n)),
+// raw COO in the accumulation type (index + value per entry, a header per
+// range), dense where that is smaller; the slowest pair bounds the round,
+// and both halves go through the host merge.
+Phase halvingScatter(const CostParams& p, const CostInputs& in) {
+  const int P = in.ranks, p2 = coreRanks(P);
+  const double n = static_cast<double>(in.count), sb = sumBytesOf(in), entry = sb + in.indexBytes;
+  const double link = p.linkGBps * 1e3, merge = p.scatterGBps * 1e3;
+  auto missOf = [&](int r) { return n > 0 ? 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n) : 1.0; };
+  // A partial over `length` positions missing each with `missed`, across `ranges` ranges.
+  auto message = [&](double length, double missed, double ranges) {
+    return std::min(length * (1 - missed) * entry, length * sb) + 8 * ranges;
+  };
+  std::vector<double> missed(p2);
+  Phase f;
+  double first = 0, folded = 0;
+  for (int j = 0; j < P; j++) first = std::max(first, message(n, missOf(j), P));
+  f.local += first / merge;  // the selection laid out as the first partial
+  for (int j = 0; j < p2; j++) {
+    missed[j] = missOf(j);
+    if (j + p2 < P) {
+      folded = std::max(folded, message(n, missOf(j + p2), P));
+      missed[j] *= missOf(j + p2);
+    }
+  }
+  if (P > p2) f.latency += p.alphaUs, f.wire += folded / link, f.local += 2 * folded / merge;
+  std::vector<double> next(p2);
+  for (int d = p2 / 2; d >= 1; d /= 2) {
+    const double length = n * d / p2, ranges = static_cast<double>(P) * d / p2;
+    double largest = 0;
+    for (int j = 0; j < p2; j++) {
+      largest = std::max(largest, message(length, missed[j], ranges));
+      next[j] = missed[j] * missed[j ^ d];
+    }
+    missed.swap(next);
+    f.latency += p.alphaUs;
+    f.wire += largest / link;
+    f.local += 2 * largest / merge;
+  }
+  const double range = message(n / P, missed[0], 1);
+  if (P > p2) f.latency += p.alphaUs, f.wire += range / link;
+  f.local += range / merge;  // the range written into the target
+  return f;
+}
 
-// Control beyond the other plans', split and global top-k alike: the piece
-// sizes (16 bytes per peer by MPI_Alltoall, Bruck's log2 P rounds of P/2
-// blocks for such small ones), the range sizes' allgather and two votes:
-// log2 P latencies each.
-double splitControlUs(const CostParams& p, double P) {
-  return 8 * P * log2Ceil(P) / (p.linkGBps * 1e3) + 4 * log2Ceil(P) * p.alphaUs;
+Phase scatterPhase(const CostParams& p, const CostInputs& in, SplitExchange exchange) {
+  return exchange == SplitExchange::Halving ? halvingScatter(p, in) : pairwiseScatter(p, in);
+}
+
+// Phase 2 of both plans: the range sizes' allgather and its vote (log2 P
+// latencies each), then the allgatherv of the ranges. Open MPI 4.1's tuned
+// allgatherv runs Bruck's log2 P rounds for small blocks (under 4 KiB a
+// rank: at 1024 ranks and more, and most small-block cases below) and a
+// ring or neighbour exchange (P-1 or P/2 latencies) for large ones: priced
+// as log2 P rounds under 4 KiB a rank, else P-1. The bytes are the ring's
+// either way, (P-1) blocks each.
+double gatherLatencyUs(const CostParams& p, double P, double formBytes) {
+  const double rounds = formBytes < 4096 ? log2Ceil(P) : P - 1;
+  return (rounds + 2 * log2Ceil(P)) * p.alphaUs;
+}
+
+double splitTotal(const Phase& scatter, double latency2, double wire2, double local2, double* wireUs) {
+  return withWire(scatter.latency + latency2 + scatter.wire + wire2, scatter.local + local2, wireUs);
 }
 
 }  // namespace
 
-// Split (split_allreduce.cc). Phase 1: rangeScatter. Phase 2: each owner
-// selects its range's nonzeros and ring-allgathers the range in the cheaper
-// of sparse and dense form; every rank writes all P of them. Control:
-// splitControlUs.
-double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
+double splitScatterUs(const CostParams& p, const CostInputs& in, SplitExchange exchange, double* wireUs) {
+  const Phase f = scatterPhase(p, in, exchange);
+  return withWire(f.latency + f.wire, f.local, wireUs);
+}
+
+SplitExchange cheaperSplitExchange(const CostParams& p, const CostInputs& in) {
+  if (in.ranks < 2) return SplitExchange::Pairwise;
+  return splitScatterUs(p, in, SplitExchange::Halving) < splitScatterUs(p, in, SplitExchange::Pairwise)
+             ? SplitExchange::Halving
+             : SplitExchange::Pairwise;
+}
+
+// Split (split_allreduce.cc). Phase 1: the exchange's scatter. Phase 2:
+// each owner selects its range's nonzeros and allgathers the range in the
+// cheaper of sparse and dense form; every rank writes all P of them.
+double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs, SplitExchange exchange) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = sumBytesOf(in);
-  const RangeScatter phase1 = rangeScatter(p, in);
+  const Phase phase1 = scatterPhase(p, in, exchange);
   const double range = n / P, reduced = unionEstimate(in) / P;
   const double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
-  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + splitControlUs(p, P), phase1.local + local2, wireUs);
+  return splitTotal(phase1, gatherLatencyUs(p, P, form), wire2, local2, wireUs);
 }
 
 // Global top-k (split with owner-side selection, Ok-Topk/gTop-k style).
-// Phase 1: rangeScatter. Then each owner adds its residual to its summed
-// range and keeps its ~k/P largest, k the ranks' mean selection (one pass
-// over the range at the compressor's rate), and ring-allgathers them packed:
-// ~k entries on the wire in all, whatever P and the ranks' overlap, every
-// rank writing all P of them. Control: splitControlUs.
-double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
+// Phase 1: the exchange's scatter. Then each owner adds its residual to its
+// summed range and keeps its ~k/P largest, k the ranks' mean selection (one
+// pass over the range at the compressor's rate), and allgathers them
+// packed: ~k entries on the wire in all, whatever P and the ranks' overlap,
+// every rank writing all P of them.
+double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs, SplitExchange exchange) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = sumBytesOf(in);
-  const RangeScatter phase1 = rangeScatter(p, in);
+  const Phase phase1 = scatterPhase(p, in, exchange);
   double k = 0;  // the ranks' mean selection, delivered in all
   for (int r = 0; r < in.ranks; r++) k += static_cast<double>(in.nnz[r]) / P;
   const double range = n / P, kept = std::min(k / P, range);
@@ -161,8 +244,7 @@ double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireU
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   const double pass = range * sumBytes / (p.selectGBps * 1e3);
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
-  return withWire(2 * (P - 1) * p.alphaUs + phase1.wire + wire2 + splitControlUs(p, P), phase1.local + pass + local2,
-                  wireUs);
+  return splitTotal(phase1, gatherLatencyUs(p, P, form), wire2, pass + local2, wireUs);
 }
 
 double recursiveDoublingCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {

@@ -44,14 +44,27 @@ struct CostInputs {
   size_t sumBytes = 0;  // bytes of a reduced value (the accumulation type; 0: valueBytes)
 };
 
+// The split plans' reduce-scatter (split_halving.h): one alltoallv of the
+// pieces after an alltoall of their sizes, or recursive halving.
+enum class SplitExchange { Pairwise, Halving };
+
 // Modelled step times (us); wireUs, when given, receives the latency and
 // link part of it (the rest is local: scatter, merge, reduction).
 double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
-double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
+double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr,
+                   SplitExchange exchange = SplitExchange::Pairwise);
 // Split whose owners keep only their range's share of k = the ranks' mean
 // selection (dctAlgoGlobalTopk): ~k entries allgathered whatever the union.
-double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
+double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr,
+                        SplitExchange exchange = SplitExchange::Pairwise);
+// The reduce-scatter alone (latencies, wire and merges up to every owner
+// holding its range summed, the control it needs included), by exchange:
+// what the split plans choose between, both plans alike.
+double splitScatterUs(const CostParams& p, const CostInputs& in, SplitExchange exchange, double* wireUs = nullptr);
+// The cheaper exchange (ties: pairwise). Halving needs sendrecv: the caller
+// asks only where it can run.
+SplitExchange cheaperSplitExchange(const CostParams& p, const CostInputs& in);
 // Recursive doubling (dctSparseInputAllreduce): floor(log2 P) rounds of a
 // latency and the largest block's partial sum (uniform-random fill growth,
 // raw COO below the index + value vs value break-even, dense above), the

@@ -134,7 +134,12 @@ std::vector<Settings> scenarios() {
 }  // namespace
 
 // Every transport op of `scenarios` on comm w, failed on each rank and on all.
+// Split's exchange pinned to pairwise, every rank running the same ops
+// (recursive halving's folded ranks run fewer: test_split_halving.cc
+// injects its faults rank by rank).
 static void everyTransportFault(World& w, const std::vector<Settings>& scenarios) {
+  for (dctComm_t c : {w.comm, w.comm->node, w.comm->leaders})
+    if (c) c->settings.splitExchange = dct::kSplitExchangePairwise;
   REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
   for (const Settings& s : scenarios)
     for (bool inPlace : {false, true}) {

@@ -78,8 +78,12 @@ size_t countWrong(const std::vector<T>& out, const std::vector<T>& sum, const st
 // rank. The sampled method's tau is the library's (stats.threshold): the
 // reference checks it reproduces exactly the selection made, and that the
 // count stays in the drift band.
+// Split's exchange pinned to pairwise: its sums in rank order, as the
+// reference's (recursive halving sums a fixed tree: equal where sums are
+// exact, test_split_halving.cc).
 template <typename T>
 void run(size_t n, const Case& k, const GradFn<T>& grad, std::vector<T>* lastOut = nullptr) {
+  ScopedEnv pairwise("DCT_SPLIT_EXCHANGE", 1);
   World w;
   CAPTURE(n);
   CAPTURE(sizeof(T));
@@ -321,6 +325,9 @@ TEST_CASE("a NaN or Inf on one rank reaches every rank at that index") {
 // owner receives no piece and exactly range 0's dense bytes. The result is
 // the rank-order float sum from +0, bit for bit, NaN and Inf included.
 TEST_CASE("split: a dense range travels dense, empty ranges cost nothing") {
+  // The pairwise exchange's bytes (recursive halving's rounds carry a
+  // header per range: test_split_halving.cc).
+  ScopedEnv pairwise("DCT_SPLIT_EXCHANGE", 1);
   World w;
   for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(5), size_t(4099)}) {
     CAPTURE(n);
