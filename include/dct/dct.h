@@ -570,10 +570,13 @@ typedef struct {
  * does. Every rank ends with bit-identical results. Unsorted or duplicate
  * indices, an index >= count, NULL or misaligned buffers with entries, or
  * arguments that differ across ranks (count, datatype, op, algorithm) fail
- * every rank with nothing written. Every result form needs count-sized
- * scratch (the sum): a count whose bytes pass size_t (a hashed 64-bit index
- * space) fails every rank with dctInvalidArgument, one whose bytes cannot
- * be had with dctOutOfMemory. info may be NULL. Collective. */
+ * every rank with nothing written. The allgather plan on host buffers
+ * builds the COO from the messages' entries and merges an fp32/fp64 dense
+ * result straight into `dense`; the other plans, half types and device
+ * buffers need count-sized scratch (the sum). A count whose bytes pass
+ * size_t (a hashed 64-bit index space) fails every rank with
+ * dctInvalidArgument, scratch that cannot be had with dctOutOfMemory. info
+ * may be NULL. Collective. */
 DCT_EXPORT dctResult_t dctSparseInputAllreduce(const void* indices, const void* values, size_t nnz,
                                                size_t count, dctDataType_t datatype, dctRedOp_t op,
                                                dctAlgorithm_t algorithm, void* dense, void* outIndices,
