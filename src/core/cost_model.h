@@ -49,8 +49,9 @@ struct CostInputs {
 double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
-// Split whose owners keep only their range's share of k = the ranks' mean
-// selection (dctAlgoGlobalTopk): ~k entries allgathered whatever the union.
+// Split whose owners keep only their range's share of kOwnerTargetScale x k,
+// k the ranks' mean selection (dctAlgoGlobalTopk): ~4k entries allgathered
+// whatever the union.
 double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 // Recursive doubling (dctSparseInputAllreduce): floor(log2 P) rounds of a
 // latency and the largest block's partial sum (uniform-random fill growth,
