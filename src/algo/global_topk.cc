@@ -6,13 +6,17 @@
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/drain.h"
+#include "core/owner_target.h"
 #include "kernels/sampling.h"
 
 namespace dct {
 namespace {
 
+// The owner's share of the step's delivery (owner_target.h), a density.
+double ownerDensity(dctCompressor_t c) { return std::min(1.0, kOwnerTargetScale * c->config.density); }
+
 size_t rangeTarget(dctCompressor_t c, size_t length) {
-  const double k = std::round(c->config.density * static_cast<double>(length));
+  const double k = std::round(ownerDensity(c) * static_cast<double>(length));
   return k < 1 ? 1 : static_cast<size_t>(k);
 }
 
@@ -104,7 +108,7 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   const double minTau = tauFloor(c);
   const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
   const bool due = !o.haveTau || c->stats.step - o.lastEstimateStep >= uint64_t(c->config.thresholdInterval);
-  const bool sparse = c->config.density < 1.0;
+  const bool sparse = ownerDensity(c) < 1.0;
   if (!sparse) {
     d.tau = minTau;  // every nonzero entry
   } else if (due) {
@@ -113,7 +117,7 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   }
   size_t aim = k;  // the entries this step's tau is meant to deliver
   auto room = [&] { return std::min(length, 2 * aim + 64); };
-  auto aimDensity = [&] { return aim == k ? c->config.density : static_cast<double>(aim) / static_cast<double>(length); };
+  auto aimDensity = [&] { return static_cast<double>(aim) / static_cast<double>(length); };
   DCTCHECK(selectInto(c, range, length, d.tau, room(), sel, stream));
   if (sparse && !d.estimated && starvedSelection(sel.selected, d.tau, minTau)) {
     aim = drainAim(c, k, length, inflow);

@@ -2,10 +2,11 @@
 // algorithm (split_allreduce.h), except that each range's owner, once it
 // has summed the ranks' pieces in rank order, adds its owner residual and
 // delivers only the entries with |x| >= tau_owner, tau_owner estimated on
-// that sum so its range keeps about density * range entries (so the
-// tensor about k). The rest becomes the new owner residual. The allgather
-// of the ranges then carries about k entries in all instead of the union of
-// every rank's selection, which fills the tensor as ranks are added.
+// that sum so its range keeps about kOwnerTargetScale * density * range
+// entries (core/owner_target.h: the tensor about 4k). The rest becomes the
+// new owner residual. The allgather of the ranges then carries about 4k
+// entries in all instead of the union of every rank's selection, which
+// fills the tensor as ranks are added.
 //
 // Nothing is lost: summed over ranks, delivered results + worker residuals
 // + owner residuals = all gradients, exactly where the arithmetic is exact.

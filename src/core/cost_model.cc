@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/owner_target.h"
 
 namespace dct {
 
@@ -229,18 +230,18 @@ double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs, Sp
 
 // Global top-k (split with owner-side selection, Ok-Topk/gTop-k style).
 // Phase 1: the exchange's scatter. Then each owner adds its residual to its
-// summed range and keeps its ~k/P largest, k the ranks' mean selection (one
-// pass over the range at the compressor's rate), and allgathers them
-// packed: ~k entries on the wire in all, whatever P and the ranks' overlap,
-// every rank writing all P of them.
+// summed range and keeps its ~m k/P largest, k the ranks' mean selection and
+// m kOwnerTargetScale (one pass over the range at the compressor's rate),
+// and allgathers them in the smaller form: ~m k entries on the wire in all,
+// whatever P and the ranks' overlap, every rank writing all P of them.
 double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs, SplitExchange exchange) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = sumBytesOf(in);
   const Phase phase1 = scatterPhase(p, in, exchange);
   double k = 0;  // the ranks' mean selection, delivered in all
   for (int r = 0; r < in.ranks; r++) k += static_cast<double>(in.nnz[r]) / P;
-  const double range = n / P, kept = std::min(k / P, range);
-  const double form = kept * sumBytes + packedIndexBytes(kept, range, in.indexBytes);
+  const double range = n / P, kept = std::min(kOwnerTargetScale * k / P, range);
+  const double form = std::min(range * sumBytes, kept * sumBytes + packedIndexBytes(kept, range, in.indexBytes));
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   const double pass = range * sumBytes / (p.selectGBps * 1e3);
   const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;

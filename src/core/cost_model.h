@@ -54,8 +54,9 @@ double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs
 double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr);
 double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr,
                    SplitExchange exchange = SplitExchange::Pairwise);
-// Split whose owners keep only their range's share of k = the ranks' mean
-// selection (dctAlgoGlobalTopk): ~k entries allgathered whatever the union.
+// Split whose owners keep only their range's share of kOwnerTargetScale x k,
+// k the ranks' mean selection (dctAlgoGlobalTopk): ~4k entries allgathered
+// whatever the union.
 double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireUs = nullptr,
                         SplitExchange exchange = SplitExchange::Pairwise);
 // The reduce-scatter alone (latencies, wire and merges up to every owner
