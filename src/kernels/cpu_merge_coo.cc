@@ -34,37 +34,46 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
   chunks = chunks < 1 ? 1 : chunks > 4 * workers ? 4 * workers : chunks;
   if (chunks > a.n) chunks = a.n ? a.n : 1;
   std::vector<size_t> starts(chunks), written(chunks);
-  I* outIndices = static_cast<I*>(a.outIndices);
-  T* outValues = static_cast<T*>(a.outValues);
+  I* const outIndices = static_cast<I*>(a.outIndices);
+  T* const outValues = static_cast<T*>(a.outValues);
   const T factor = static_cast<T>(a.factor), tau = static_cast<T>(a.tau);
   const bool scaled = a.factor != 1.0;
   ctx->pool.parallelFor(chunks, 1, [&](size_t b, size_t e, int w) {
-    Cursor* cursors = reinterpret_cast<Cursor*>(ctx->cursors.as<char>() + size_t(w) * a.count * kCursorBytes);
+    char* arena = ctx->cursors.as<char>() + size_t(w) * a.count * (kCursorBytes + sizeof(uint64_t));
+    Cursor* cursors = reinterpret_cast<Cursor*>(arena);
+    // Each cursor's next index (end once past the chunk), kept apart from
+    // the cursors and the outputs so the scan for the smallest stays in
+    // registers and cache.
+    uint64_t* heads = reinterpret_cast<uint64_t*>(arena + a.count * kCursorBytes);
+    I* __restrict idxOut = outIndices;
+    T* __restrict valOut = outValues;
     for (size_t k = b; k < e; k++) {
       const uint64_t begin = a.n / chunks * k + std::min<uint64_t>(k, a.n % chunks);
       const uint64_t end = begin + a.n / chunks + (k < a.n % chunks ? 1 : 0);
+      auto headOf = [&](const Cursor& c) { return c.done() ? end : std::min<uint64_t>(c.index(), end); };
       size_t at = 0;
       for (int r = 0; r < a.count; r++) {
         new (&cursors[r]) Cursor(a.messages[r], a.n);
         cursors[r].seek(begin);
         at += cursors[r].position();
+        heads[r] = headOf(cursors[r]);
       }
       starts[k] = at;
       for (;;) {
         uint64_t next = end;
-        for (int r = 0; r < a.count; r++)
-          if (!cursors[r].done() && cursors[r].index() < next) next = cursors[r].index();
+        for (int r = 0; r < a.count; r++) next = heads[r] < next ? heads[r] : next;
         if (next == end) break;
         T sum = T(0);  // +0: the first addition is exact, as in mergePacked
         for (int r = 0; r < a.count; r++) {
-          if (cursors[r].done() || cursors[r].index() != next) continue;
+          if (heads[r] != next) continue;
           addInto(sum, cursors[r].value());
           cursors[r].advance();
+          heads[r] = headOf(cursors[r]);
         }
         if (scaled) sum *= factor;
         if (std::fabs(sum) < tau) continue;  // NaN stays: !(NaN < tau)
-        outIndices[at] = static_cast<I>(next);
-        outValues[at++] = sum;
+        idxOut[at] = static_cast<I>(next);
+        valOut[at++] = sum;
       }
       written[k] = at - starts[k];
     }
@@ -100,7 +109,8 @@ dctResult_t cpuMergePackedCoo(KernelContext* kc, MergeCooArgs* args, void*) {
   if (entries > a.capacity) return dctInvalidArgument;
   if (entries == 0) return dctSuccess;
   size_t bytes = 0;
-  if (!checkedMul(static_cast<size_t>(ctx->pool.size()) * kCursorBytes, static_cast<size_t>(a.count), bytes))
+  if (!checkedMul(static_cast<size_t>(ctx->pool.size()) * (kCursorBytes + sizeof(uint64_t)), static_cast<size_t>(a.count),
+                  bytes))
     return dctOutOfMemory;
   DCTCHECK(ctx->cursors.reserve(bytes));
   ScatterArgs types{nullptr, a.n, a.dtype, a.indexBytes, nullptr, nullptr, 0, true};
