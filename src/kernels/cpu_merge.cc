@@ -15,6 +15,7 @@
 
 #include "base/checked_size.h"
 #include "base/debug.h"
+#include "base/dtype.h"
 #include "kernels/cpu_context.h"
 #include "kernels/cpu_stream.h"
 #include "kernels/index_packing.h"
@@ -24,6 +25,9 @@ namespace dct {
 namespace {
 
 constexpr size_t kBlockBytes = 16 << 10;
+// Below one entry in kSparseFill elements (all messages together) the
+// merge zeroes and scatters instead (cpuMergePacked).
+constexpr size_t kSparseFill = 64;
 
 template <typename T, typename V, typename I>
 void merge(CpuContext* ctx, const MergeArgs& a) {
@@ -71,6 +75,24 @@ dctResult_t cpuMergePacked(KernelContext* kc, MergeArgs* args, void*) {
     return dctOutOfMemory;
   DCTCHECK(ctx->cursors.reserve(bytes));
   if (a.checkOnly) return dctSuccess;
+  size_t entries = 0;  // each below n: no overflow
+  for (int r = 0; r < a.count; r++) entries += a.messages[r].nnz;
+  if (entries < a.n / kSparseFill) {
+    // A few entries a block: every block's cursor seeks cost more than
+    // zeroing at memset's rate and adding message after message, which is
+    // the merge's definition: the same bits.
+    const size_t bytes = a.n * dtypeSize(a.dtype);
+    ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
+      std::memset(static_cast<char*>(a.dense) + b, 0, e - b);
+    });
+    for (int r = 0; r < a.count; r++) {
+      const PackedMessage& m = a.messages[r];
+      ScatterArgs add{a.dense, a.n, a.dtype, a.indexBytes, m.indices, m.values, m.nnz, true, m.packedBytes};
+      add.valueType = a.valueType;
+      DCTCHECK(cpuScatterAddPacked(kc, &add, nullptr));
+    }
+    return dctSuccess;
+  }
   ScatterArgs types{a.dense, a.n, a.dtype, a.indexBytes, nullptr, nullptr, 0, true};
   types.valueType = a.valueType;
   return dispatchScatter(types, [&]<typename T, typename V, typename I>() { merge<T, V, I>(ctx, a); });

@@ -5,6 +5,10 @@
 // The index space is cut in chunks, one cursor per message walks each; a
 // chunk's output starts where its messages' entries start (the union of a
 // chunk has at most that many), and the chunks are closed up afterwards.
+// Within a chunk, windows of the index space are summed in cache (message
+// after message, a bit marking each touched element) and read out in index
+// order: per entry an add and a bit, no data-dependent choice of the next
+// message (a k-way scan mispredicted every step: 20 ns an entry).
 // Per index: the same additions in the same order as mergePacked, then the
 // scale op's multiply and the select's test: the same entries and bits.
 #include <algorithm>
@@ -22,6 +26,8 @@
 namespace dct {
 namespace {
 
+// Elements of one summing window (16 KiB of fp32): it stays in L1.
+constexpr size_t kWindow = 4096;
 // Entries below which one thread merges everything.
 constexpr size_t kMinEntriesPerChunk = size_t(1) << 14;
 
@@ -41,10 +47,14 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
   ctx->pool.parallelFor(chunks, 1, [&](size_t b, size_t e, int w) {
     char* arena = ctx->cursors.as<char>() + size_t(w) * a.count * (kCursorBytes + sizeof(uint64_t));
     Cursor* cursors = reinterpret_cast<Cursor*>(arena);
-    // Each cursor's next index (end once past the chunk), kept apart from
-    // the cursors and the outputs so the scan for the smallest stays in
-    // registers and cache.
-    uint64_t* heads = reinterpret_cast<uint64_t*>(arena + a.count * kCursorBytes);
+    uint64_t* heads = reinterpret_cast<uint64_t*>(arena + a.count * kCursorBytes);  // each cursor's next index
+    // A window of the index space summed in cache: the sums, and a bit per
+    // element that some message touched (the union's members), both left
+    // zero after each window.
+    alignas(64) T window[kWindow];
+    uint64_t touched[kWindow / 64];
+    std::fill(window, window + kWindow, T(0));  // +0: the first addition is exact, as in mergePacked
+    std::fill(touched, touched + kWindow / 64, uint64_t(0));
     I* __restrict idxOut = outIndices;
     T* __restrict valOut = outValues;
     for (size_t k = b; k < e; k++) {
@@ -60,20 +70,34 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
       }
       starts[k] = at;
       for (;;) {
-        uint64_t next = end;
-        for (int r = 0; r < a.count; r++) next = heads[r] < next ? heads[r] : next;
-        if (next == end) break;
-        T sum = T(0);  // +0: the first addition is exact, as in mergePacked
-        for (int r = 0; r < a.count; r++) {
-          if (heads[r] != next) continue;
-          addInto(sum, cursors[r].value());
-          cursors[r].advance();
-          heads[r] = headOf(cursors[r]);
+        uint64_t base = end;  // the window starts at the smallest index left
+        for (int r = 0; r < a.count; r++) base = heads[r] < base ? heads[r] : base;
+        if (base == end) break;
+        const uint64_t stop = std::min<uint64_t>(base + kWindow, end);
+        uint64_t last = base;
+        for (int r = 0; r < a.count; r++) {  // message after message: rank order per index
+          Cursor& c = cursors[r];
+          while (!c.done() && c.index() < stop) {
+            const uint64_t i = c.index() - base;
+            addInto(window[i], c.value());
+            touched[i / 64] |= uint64_t(1) << (i % 64);
+            last = std::max<uint64_t>(last, c.index());
+            c.advance();
+          }
+          heads[r] = headOf(c);
         }
-        if (scaled) sum *= factor;
-        if (std::fabs(sum) < tau) continue;  // NaN stays: !(NaN < tau)
-        idxOut[at] = static_cast<I>(next);
-        valOut[at++] = sum;
+        for (uint64_t word = 0; word <= (last - base) / 64; word++) {
+          for (uint64_t bits = touched[word]; bits != 0; bits &= bits - 1) {
+            const uint64_t i = word * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
+            T sum = window[i];
+            window[i] = T(0);
+            if (scaled) sum *= factor;
+            if (std::fabs(sum) < tau) continue;  // NaN stays: !(NaN < tau)
+            idxOut[at] = static_cast<I>(base + i);
+            valOut[at++] = sum;
+          }
+          touched[word] = 0;
+        }
       }
       written[k] = at - starts[k];
     }

@@ -16,7 +16,9 @@
 # Env: RANKS (4), N (7), W (3), SEED (1), SHM (1), NETEM (0), MODES (dct_perf
 #      output modes; default "coo dense" when dct_perf -h lists -O, else "default"),
 #      SHM_ROWS / NETEM_ROWS ("count:density ...", counts in elements, K/M = 2^10/2^20),
-#      LIBDCT_SRC (libdct's source tree; default: from the build dir's CMakeCache).
+#      LIBDCT_SRC (libdct's source tree; default: from the build dir's CMakeCache),
+#      SPARCML_DIR (SparCML's headers), SPARCML_RUNS=0 (libdct's rows only),
+#      KEEP=1 (add to the JSON files already in <out> instead of starting over).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 [ $# -ge 2 ] || { sed -n 2,20p "$0"; exit 2; }
@@ -27,7 +29,7 @@ OUT="$(cd "$OUT" && pwd)"
 PERF="$BUILD/bench/dct_perf"
 [ -x "$PERF" ] || { echo "no $PERF (configure libdct with -DDCT_BUILD_BENCH=ON)" >&2; exit 2; }
 # SparCML's published headers stay outside the repository (README.md).
-SPARCML_DIR="${SPARCML_DIR:?set SPARCML_DIR to the directory with SparCML's c_*.h headers (README.md)}"
+SPARCML_DIR="${SPARCML_DIR:?set SPARCML_DIR to the directory holding the SparCML c_*.h headers, see README.md}"
 SPARCML="$OUT/bench_sparcml"
 mpicxx -O3 -march=native -std=c++17 -fopenmp-simd -w -I"$SPARCML_DIR" -o "$SPARCML" "$HERE/bench_sparcml.cc"
 SRC="${LIBDCT_SRC:-$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt")}"
@@ -45,7 +47,8 @@ export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_alg
 # Output modes of dct_perf -C coo: "-O coo" (the union as COO) and "-O dense"
 # when it has -O; otherwise its one mode, the dense result.
 if [ -z "${MODES:-}" ]; then
-  if "$PERF" -h 2>&1 | grep -Eq '^[[:space:]]*-O[[:space:],]'; then MODES="coo dense"; else MODES="default"; fi
+  help="$("$PERF" -h 2>&1 || true)"  # whole: grep -q would close the pipe under pipefail
+  if grep -Eq '^[[:space:]]*-O[[:space:],]' <<<"$help"; then MODES="coo dense"; else MODES="default"; fi
 fi
 
 count_of() {  # 64K / 1M / 16777216 -> elements
@@ -75,8 +78,8 @@ row() {  # row <where> <count> <density>
   [ "$where" = netem ] && { t=1700; link=(-l 1); }
   local tag="$where-np$NP"
   echo "## $where n=$n density=$d ranks=$NP $(date -u +%H:%M:%S)" | tee -a "$OUT/$tag.log"
-  launch "$where" "$t" "$OUT/$tag.log" "$SPARCML" -N "$n" -D "$d" -s "$SEED" "${ITERS[@]}" \
-    -J "$OUT/$tag.sparcml.json"
+  [ "${SPARCML_RUNS:-1}" = 1 ] && launch "$where" "$t" "$OUT/$tag.log" "$SPARCML" -N "$n" -D "$d" -s "$SEED" \
+    "${ITERS[@]}" -J "$OUT/$tag.sparcml.json"
   for m in $MODES; do
     local mode=()
     [ "$m" != default ] && mode=(-O "$m")
@@ -95,11 +98,11 @@ cat "$OUT/env.txt"
 
 for NP in $RANKS; do
   if [ "${SHM:-1}" = 1 ]; then
-    rm -f "$OUT/shm-np$NP".*.json "$OUT/shm-np$NP.log"
+    [ "${KEEP:-0}" = 1 ] || rm -f "$OUT/shm-np$NP".*.json "$OUT/shm-np$NP.log"
     for r in $SHM_ROWS; do row shm "${r%%:*}" "${r##*:}"; done
   fi
   if [ "${NETEM:-0}" = 1 ]; then
-    rm -f "$OUT/netem-np$NP".*.json "$OUT/netem-np$NP.log"
+    [ "${KEEP:-0}" = 1 ] || rm -f "$OUT/netem-np$NP".*.json "$OUT/netem-np$NP.log"
     for r in $NETEM_ROWS; do row netem "${r%%:*}" "${r##*:}"; done
   fi
 done
