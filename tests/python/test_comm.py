@@ -22,11 +22,15 @@ def gradient(n, step, dtype=torch.float32):
 
 
 def mpi_comm():
-    os.environ["DCT_PIPELINE"] = "0"  # the callbacks cannot pipeline: compare like with like
+    # Compare like with like: the callbacks cannot pipeline, and have no
+    # sendrecv for split's recursive halving (which sums in another order).
+    os.environ["DCT_PIPELINE"] = "0"
+    os.environ["DCT_SPLIT_EXCHANGE"] = "pairwise"
     try:
         return libdct.Comm.from_mpi()
     finally:
         del os.environ["DCT_PIPELINE"]
+        del os.environ["DCT_SPLIT_EXCHANGE"]
 
 
 def run_steps(comm, n, steps, dtype=torch.float32, **fields):

@@ -12,20 +12,15 @@
 #include "base/dtype.h"
 #include "kernels/kernels.h"
 #include "../common/same_bytes.h"
+#include "cpu_twin.h"
 
 using namespace dct;
 using namespace dcttest::des;
 
 using dcttest::sameBytes;
+using dct::test::Twin;
 
 namespace {
-
-struct Twin {
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  Twin() { REQUIRE(ops.createContext(&ctx) == dctSuccess); }
-  ~Twin() { ops.destroyContext(ctx); }
-};
 
 RowBlockArgs blockArgs(void* rows, size_t R, size_t D, dctDataType_t dt, uint32_t* flags, void* packed) {
   RowBlockArgs a{};

@@ -10,6 +10,7 @@
 
 #include "base/half_types.h"
 #include "kernels/kernels.h"
+#include "cpu_twin.h"
 #include "malformed_lists.h"
 #include "reference.h"
 
@@ -17,22 +18,6 @@ using namespace dct;
 using namespace dct::test;
 
 namespace {
-
-struct Twin {
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  Twin() { REQUIRE(ops.createContext(&ctx) == dctSuccess); }
-  ~Twin() { ops.destroyContext(ctx); }
-
-  template <typename I>
-  std::vector<uint8_t> pack(const std::vector<I>& idx) {
-    std::vector<uint8_t> out(packing::maxPackedBytes(idx.size(), sizeof(I)));
-    PackArgs args{idx.data(), idx.size(), static_cast<int>(sizeof(I)), out.data()};
-    REQUIRE(ops.packIndices(ctx, &args, nullptr) == dctSuccess);
-    out.resize(args.bytes);
-    return out;
-  }
-};
 
 template <typename T>
 constexpr dctDataType_t typeOf() {

@@ -9,6 +9,7 @@
 
 #include "kernels/index_packing.h"
 #include "kernels/kernels.h"
+#include "cpu_twin.h"
 #include "malformed_lists.h"
 #include "reference.h"
 
@@ -61,24 +62,6 @@ std::vector<I> referenceUnpack(const std::vector<uint8_t>& bytes, size_t nnz) {
   }
   return out;
 }
-
-struct Twin {
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  Twin() { REQUIRE(ops.createContext(&ctx) == dctSuccess); }
-  ~Twin() { ops.destroyContext(ctx); }
-
-  template <typename I>
-  std::vector<uint8_t> pack(const std::vector<I>& idx) {
-    std::vector<uint8_t> out(packing::maxPackedBytes(idx.size(), sizeof(I)) + 8, 0xee);
-    PackArgs args{idx.data(), idx.size(), static_cast<int>(sizeof(I)), out.data()};
-    REQUIRE(ops.packIndices(ctx, &args, nullptr) == dctSuccess);
-    REQUIRE(args.bytes <= packing::maxPackedBytes(idx.size(), sizeof(I)));
-    REQUIRE(args.bytes % 8 == 0);
-    out.resize(args.bytes);
-    return out;
-  }
-};
 
 template <typename I>
 void checkRoundTrip(const std::vector<I>& idx) {

@@ -17,19 +17,13 @@
 #include "kernels/cpu_row_select.h"
 #include "kernels/kernels.h"
 #include "kernels/row_keys.h"
+#include "cpu_twin.h"
 #include "reference.h"
 
 using namespace dct;
 using namespace dct::test;
 
 namespace {
-
-struct Twin {
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  Twin() { REQUIRE(ops.createContext(&ctx) == dctSuccess); }
-  ~Twin() { ops.destroyContext(ctx); }
-};
 
 // Rows with heavy ties (a few magnitudes, -0 and +0), or random normals with
 // NaN/Inf, and every fifth row mostly non-finite.
