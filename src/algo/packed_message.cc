@@ -32,11 +32,12 @@ dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, s
 
 namespace {
 
-dctResult_t mergeFailed(dctComm_t comm, dctResult_t res, int malformed, const std::vector<CallHeader>& all,
-                        const std::vector<size_t>& sizes, const char* fn) {
+// A failed merge or check of the gathered messages, naming a malformed one.
+dctResult_t mergeFailed(dctCompressor_t c, dctComm_t comm, dctResult_t res, int malformed,
+                        const std::vector<CallHeader>& all, const char* fn) {
   if (malformed < 0) return res;
   return fail(comm, res, "%s: malformed message from rank %d (%llu entries, %zu bytes)", fn, malformed,
-              static_cast<unsigned long long>(all[malformed].nnz), sizes[malformed]);
+              static_cast<unsigned long long>(all[malformed].nnz), c->rankArrays.sizes[malformed]);
 }
 
 MergeArgs mergeOf(dctCompressor_t c, void* target) {
@@ -76,7 +77,7 @@ dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
   MergeArgs merge = mergeOf(c, nullptr);
   merge.checkOnly = true;
   const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
-  return res == dctSuccess ? res : mergeFailed(comm, res, merge.malformed, all, sizes, fn);
+  return res == dctSuccess ? res : mergeFailed(c, comm, res, merge.malformed, all, fn);
 }
 
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
@@ -84,7 +85,7 @@ dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<C
   MergeArgs merge = mergeOf(c, target);
   merge.checked = checked;
   const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
-  return res == dctSuccess ? res : mergeFailed(comm, res, merge.malformed, all, c->rankArrays.sizes, fn);
+  return res == dctSuccess ? res : mergeFailed(c, comm, res, merge.malformed, all, fn);
 }
 
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,

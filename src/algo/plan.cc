@@ -52,6 +52,11 @@ std::vector<uint64_t> forecastCounts(dctCompressor_t c, dctComm_t comm) {
 
 bool splits(dctAlgorithm_t a) { return a == dctAlgoSplit || a == dctAlgoGlobalTopk; }
 
+CostInputs inputsFor(dctCompressor_t c, dctComm_t comm, const std::vector<uint64_t>& forecast) {
+  return {comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), forecast.data(),
+          dtypeSize(c->accType)};
+}
+
 // The split plans' exchange: DCT_SPLIT_EXCHANGE where set, else the model's
 // cheaper; halving only where it can run (every rank alike: the transport
 // and the kernels are the comm's and the compressor's, agreed at creation).
@@ -61,14 +66,27 @@ bool halvingExchange(dctComm_t comm, dctCompressor_t c, const CostParams& params
   return cheaperSplitExchange(params, in) == SplitExchange::Halving;
 }
 
-// The algorithm: the config's, a DCT_TUNE rule's, or auto's.
-Plan planStep(dctCompressor_t c, dctComm_t comm) {
+// A configured or tuned plan with its split exchange, priced on this
+// step's forecast.
+Plan withExchange(Plan p, dctCompressor_t c, dctComm_t comm) {
+  if (!splits(p.algorithm)) return p;
+  const std::vector<uint64_t> forecast = forecastCounts(c, comm);
+  const Model m = modelFor(comm, c->count * dtypeSize(c->wireType));
+  p.halving = halvingExchange(comm, c, m.params, inputsFor(c, comm, forecast));
+  return p;
+}
+
+}  // namespace
+
+// The algorithm: the config's, a DCT_TUNE rule's, or auto's; for the split
+// plans, their exchange.
+Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   Plan p;
   if (inWarmup(c)) return p;
   // Packed lists have uint32 word offsets: past that size, stay dense.
   if (!packing::fitsOffsets(c->count, c->indexBytes)) return p;
   p.algorithm = static_cast<dctAlgorithm_t>(c->config.algorithm);
-  if (p.algorithm != dctAlgoAuto) return p;
+  if (p.algorithm != dctAlgoAuto) return withExchange(p, c, comm);
   // A rule picks among the plans this call allows: global top-k changes the
   // result, so only where the config opts in; else the model decides.
   const int tuned = comm->settings.tune.algorithmFor(tensorBytes(c->count, dtypeSize(c->dtype)), c->config.density);
@@ -77,14 +95,14 @@ Plan planStep(dctCompressor_t c, dctComm_t comm) {
   if (tuned > dctAlgoAuto && tuned != dctAlgoRecursiveDoubling &&
       (tuned != dctAlgoGlobalTopk || c->config.autoGlobalTopk != 0)) {
     p.algorithm = static_cast<dctAlgorithm_t>(tuned);
-    return p;
+    return withExchange(p, c, comm);
   }
   const std::vector<uint64_t> forecast = forecastCounts(c, comm);
-  const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
-                      forecast.data(), dtypeSize(c->accType)};
+  const CostInputs in = inputsFor(c, comm, forecast);
   const Model m = modelFor(comm, c->count * dtypeSize(c->wireType));
   if (comm->size == 1) {
     p.algorithm = chooseAlgorithm(m.params, in);
+    p.halving = splits(p.algorithm) && halvingExchange(comm, c, m.params, in);
     return p;
   }
   // The wire part the tuner may rescale: only where the links are a guess.
@@ -112,18 +130,7 @@ Plan planStep(dctCompressor_t c, dctComm_t comm) {
   if (global.available) global.us = pass + globalTopkCostUs(m.params, in, wire[3], exchange);
   p.decision = c->tuner.plan(allgather, dense, split, c->stats.step, global);
   p.algorithm = p.decision.algorithm();
-  return p;
-}
-
-}  // namespace
-
-Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
-  Plan p = planStep(c, comm);
-  if (!splits(p.algorithm)) return p;
-  const std::vector<uint64_t> forecast = forecastCounts(c, comm);
-  const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes),
-                      forecast.data(), dtypeSize(c->accType)};
-  p.halving = halvingExchange(comm, c, modelFor(comm, c->count * dtypeSize(c->wireType)).params, in);
+  p.halving = splits(p.algorithm) && exchange == SplitExchange::Halving;
   return p;
 }
 

@@ -152,10 +152,7 @@ dctResult_t adopt(RecursiveDoubling& rd, const RdRound& r, const char* msg, size
 }
 
 dctResult_t reserve(const RecursiveDoubling& rd, TwinBuffer& b, size_t bytes, const char* what) {
-  const dctResult_t res = b.reserve(bytes);
-  if (res == dctOutOfMemory)
-    return fail(rd.comm, res, "%s: out of memory for %s (%zu bytes, count %zu)", rd.fn, what, bytes, rd.count);
-  return res;
+  return reserveFor(b, bytes, rd.comm, rd.fn, what, rd.count);
 }
 
 // This rank's exchanges: fold in, the rounds, fold out.

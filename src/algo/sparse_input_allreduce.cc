@@ -84,10 +84,7 @@ dctResult_t bytesOf(const Call& k, uint64_t elems, size_t size, const char* what
 }
 
 dctResult_t reserve(const Call& k, TwinBuffer& b, size_t bytes, const char* what) {
-  const dctResult_t res = b.reserve(bytes);
-  if (res == dctOutOfMemory)
-    return fail(k.comm, res, "%s: out of memory for %s (%zu bytes, count %zu)", k.in.fn, what, bytes, k.in.count);
-  return res;
+  return reserveFor(b, bytes, k.comm, k.in.fn, what, k.in.count);
 }
 
 bool mayRunAllgather(const Call& k) {
@@ -281,6 +278,13 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
   return dctSuccess;
 }
 
+// The COO in scratch against the caller's room for it.
+dctResult_t fitsOutCapacity(const Call& k) {
+  if (k.coo.selected <= k.in.outCapacity) return dctSuccess;
+  return fail(k.comm, dctInvalidArgument, "%s: the sum has %zu nonzeros, outCapacity is %zu", k.in.fn, k.coo.selected,
+              k.in.outCapacity);
+}
+
 // The sum's nonzeros (NaN and Inf too: the select keeps !(|x| < tau)) as
 // COO in c->selection, values in the accumulation type. The sum survives:
 // the select writes what it leaves behind into the spare residual buffer.
@@ -305,37 +309,29 @@ dctResult_t selectCoo(Call& k) {
   sel.outIndices = c->selection.as();
   sel.outValues = c->selection.as<char>() + k.cooIndexBytes;
   DCTCHECK(c->ops->selectCompact(c->kernels, &sel, in.stream));
-  if (sel.selected > in.outCapacity)
-    return fail(k.comm, dctInvalidArgument, "%s: the sum has %zu nonzeros, outCapacity is %zu", in.fn, sel.selected,
-                in.outCapacity);
-  return dctSuccess;
+  return fitsOutCapacity(k);
 }
 
 // The allgather plan's COO from the gathered messages' entries, as
 // selectCoo would select it from their dense sum (averaged as exchange()
 // averages it): the same entries and bits, without the count-sized passes.
-dctResult_t unionCoo(Call& k, const std::vector<CallHeader>& all) {
+dctResult_t unionCoo(Call& k) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
   const std::vector<PackedMessage>& messages = c->rankArrays.messages;
   MergeCooArgs merge{messages.data(), static_cast<int>(messages.size()), in.count, c->accType, in.dtype,
                      c->indexBytes, k.avgFactor(), tauFloor(c), c->selection.as(),
                      c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
-  merge.checked = true;  // by exchange(): gatherPacked
+  merge.checked = true;  // by exchange(), before its merge or as gatherPacked's check
   if (dctResult_t res = c->ops->mergePackedCoo(c->kernels, &merge, in.stream); res != dctSuccess) {
     if (res == dctOutOfMemory) return fail(k.comm, res, "%s: out of memory for the union of the messages", in.fn);
-    if (merge.malformed < 0) return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
-    return fail(k.comm, res, "%s: malformed message from rank %d (%llu entries)", in.fn, merge.malformed,
-                static_cast<unsigned long long>(all[merge.malformed].nnz));
+    return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
   }
   SelectArgs& sel = k.coo;
   sel.outIndices = merge.outIndices;
   sel.outValues = merge.outValues;
   sel.nnz = sel.selected = merge.nnz;
-  if (sel.selected > in.outCapacity)
-    return fail(k.comm, dctInvalidArgument, "%s: the sum has %zu nonzeros, outCapacity is %zu", in.fn, sel.selected,
-                in.outCapacity);
-  return dctSuccess;
+  return fitsOutCapacity(k);
 }
 
 // The results in the datatype, in scratch: every step that can fail comes
@@ -426,7 +422,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     return dctSuccess;
   }
   dctResult_t res = exchange(k, all);
-  if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k, all) : selectCoo(k);
+  if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k) : selectCoo(k);
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, "exchange"));

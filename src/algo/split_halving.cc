@@ -84,10 +84,7 @@ size_t partialRoom(const SplitHalving& h, const HvView& v, const uint64_t* nnz) 
 }
 
 dctResult_t reserve(const SplitHalving& h, TwinBuffer& b, size_t bytes, const char* what) {
-  const dctResult_t res = b.reserve(bytes);
-  if (res == dctOutOfMemory)
-    return fail(h.comm, res, "%s: out of memory for %s (%zu bytes, count %zu)", kFn, what, bytes, h.c->count);
-  return res;
+  return reserveFor(b, bytes, h.comm, kFn, what, h.c->count);
 }
 
 }  // namespace

@@ -88,12 +88,21 @@ double denseCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   return withWire(2.0 * (P - 1) * p.alphaUs + wire, reduce, wireUs);
 }
 
+namespace {
+
+// The chance that rank r's message misses a given position (uniform positions).
+double missChance(const CostInputs& in, int r) {
+  const double n = static_cast<double>(in.count);
+  return n > 0 ? 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n) : 1.0;
+}
+
+}  // namespace
+
 double unionEstimate(const CostInputs& in) {
   if (in.count == 0) return 0;
-  const double n = static_cast<double>(in.count);
   double missed = 1;  // chance that no rank selected a given position
-  for (int r = 0; r < in.ranks; r++) missed *= 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n);
-  return n * (1 - missed);
+  for (int r = 0; r < in.ranks; r++) missed *= missChance(in, r);
+  return static_cast<double>(in.count) * (1 - missed);
 }
 
 namespace {
@@ -143,7 +152,6 @@ Phase halvingScatter(const CostParams& p, const CostInputs& in) {
   const int P = in.ranks, p2 = coreRanks(P);
   const double n = static_cast<double>(in.count), sb = sumBytesOf(in), entry = sb + in.indexBytes;
   const double link = p.linkGBps * 1e3, merge = p.scatterGBps * 1e3;
-  auto missOf = [&](int r) { return n > 0 ? 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n) : 1.0; };
   // A partial over `length` positions missing each with `missed`, across `ranges` ranges.
   auto message = [&](double length, double missed, double ranges) {
     return std::min(length * (1 - missed) * entry, length * sb) + 8 * ranges;
@@ -151,13 +159,13 @@ Phase halvingScatter(const CostParams& p, const CostInputs& in) {
   std::vector<double> missed(p2);
   Phase f;
   double first = 0, folded = 0;
-  for (int j = 0; j < P; j++) first = std::max(first, message(n, missOf(j), P));
+  for (int j = 0; j < P; j++) first = std::max(first, message(n, missChance(in, j), P));
   f.local += first / merge;  // the selection laid out as the first partial
   for (int j = 0; j < p2; j++) {
-    missed[j] = missOf(j);
+    missed[j] = missChance(in, j);
     if (j + p2 < P) {
-      folded = std::max(folded, message(n, missOf(j + p2), P));
-      missed[j] *= missOf(j + p2);
+      folded = std::max(folded, message(n, missChance(in, j + p2), P));
+      missed[j] *= missChance(in, j + p2);
     }
   }
   if (P > p2) f.latency += p.alphaUs, f.wire += folded / link, f.local += 2 * folded / merge;
@@ -249,23 +257,20 @@ double globalTopkCostUs(const CostParams& p, const CostInputs& in, double* wireU
 }
 
 double recursiveDoublingCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
-  const int P = in.ranks;
-  int p2 = 1;
-  while (p2 * 2 <= P) p2 *= 2;
+  const int P = in.ranks, p2 = coreRanks(P);
   const double n = static_cast<double>(in.count), sb = sumBytesOf(in), entry = sb + in.indexBytes;
   const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
   auto message = [&](double missed) {  // a partial sum's bytes from its chance to miss a position
     const double entries = n * (1 - missed);
     return std::min(entries * entry, n * sb);
   };
-  auto missOf = [&](int r) { return n > 0 ? 1 - std::min(1.0, static_cast<double>(in.nnz[r]) / n) : 1.0; };
   std::vector<double> missed(p2);  // per core block: the chance it misses a position
   double latency = 0, wire = 0, local = 0, folded = 0;
   for (int j = 0; j < p2; j++) {
-    missed[j] = missOf(j);
+    missed[j] = missChance(in, j);
     if (j + p2 < P) {
-      folded = std::max(folded, message(missOf(j + p2)));
-      missed[j] *= missOf(j + p2);
+      folded = std::max(folded, message(missChance(in, j + p2)));
+      missed[j] *= missChance(in, j + p2);
     }
   }
   if (P > p2) latency += p.alphaUs, wire += folded / link, local += 2 * folded / scatter;

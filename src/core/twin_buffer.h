@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "base/debug.h"
 #include "kernels/kernels.h"
 
 namespace dct {
@@ -52,5 +53,15 @@ class TwinBuffer {
   void* data_ = nullptr;
   size_t capacity_ = 0;
 };
+
+// b.reserve(bytes), its running out of memory said on `comm`:
+// "<fn>: out of memory for <what> (<bytes> bytes, count <count>)".
+inline dctResult_t reserveFor(TwinBuffer& b, size_t bytes, dctComm_t comm, const char* fn, const char* what,
+                              size_t count) {
+  const dctResult_t res = b.reserve(bytes);
+  if (res == dctOutOfMemory)
+    return fail(comm, res, "%s: out of memory for %s (%zu bytes, count %zu)", fn, what, bytes, count);
+  return res;
+}
 
 }  // namespace dct

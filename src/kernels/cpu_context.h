@@ -136,8 +136,15 @@ dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, voi
 // packing::validGroup over every group of a packed list (in parallel).
 bool cpuValidPackedList(KernelContext* ctx, const void* list, size_t packedBytes, size_t nnz, int indexBytes,
                         uint64_t n);
+dctResult_t cpuZero(KernelContext* ctx, void* data, size_t bytes, void* stream);
 dctResult_t cpuMergePacked(KernelContext* ctx, MergeArgs* args, void* stream);
 dctResult_t cpuMergePackedCoo(KernelContext* ctx, MergeCooArgs* args, void* stream);
+// Before a merge walks P packed messages (packed_cursor.h): each message
+// checked unless `checked` (the first malformed one in `malformed`), their
+// entries added up, and every worker's cursors reserved, `cursorBytes`
+// each, so the walk itself allocates nothing.
+dctResult_t cpuPrepareCursors(KernelContext* ctx, const PackedMessage* messages, int count, int indexBytes,
+                              uint64_t n, bool checked, size_t cursorBytes, int& malformed, size_t& entries);
 dctResult_t cpuRowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream);
 dctResult_t cpuRowOffsets(KernelContext* ctx, RowOffsetsArgs* args, void* stream);
 dctResult_t cpuRowPack(KernelContext* ctx, const RowWireArgs* args, void* stream);

@@ -57,34 +57,39 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
 
 }  // namespace
 
+dctResult_t cpuPrepareCursors(KernelContext* kc, const PackedMessage* messages, int count, int indexBytes,
+                              uint64_t n, bool checked, size_t cursorBytes, int& malformed, size_t& entries) {
+  malformed = -1;
+  entries = 0;
+  for (int r = 0; r < count; r++) {
+    const PackedMessage& m = messages[r];
+    if (!checked && !cpuValidPackedList(kc, m.indices, m.packedBytes, m.nnz, indexBytes, n)) {
+      malformed = r;
+      return dctInternalError;
+    }
+    if (!checkedAdd(entries, m.nnz, entries)) return dctInvalidArgument;
+  }
+  CpuContext* ctx = cpuCtx(kc);
+  size_t bytes = 0;
+  if (!checkedMul(static_cast<size_t>(ctx->pool.size()) * cursorBytes, static_cast<size_t>(count), bytes))
+    return dctOutOfMemory;
+  return ctx->cursors.reserve(bytes);
+}
+
 dctResult_t cpuMergePacked(KernelContext* kc, MergeArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   MergeArgs& a = *args;
-  a.malformed = -1;
-  for (int r = 0; r < a.count && !a.checked; r++) {
-    const PackedMessage& m = a.messages[r];
-    if (!cpuValidPackedList(kc, m.indices, m.packedBytes, m.nnz, a.indexBytes, a.n)) {
-      a.malformed = r;
-      return dctInternalError;
-    }
-  }
-  // Every worker's cursors, reserved by the check: the merge itself
-  // allocates nothing, so it can run after a call's last vote.
-  size_t bytes = 0;
-  if (!checkedMul(static_cast<size_t>(ctx->pool.size()) * kCursorBytes, static_cast<size_t>(a.count), bytes))
-    return dctOutOfMemory;
-  DCTCHECK(ctx->cursors.reserve(bytes));
+  // The check reserves the cursors: the merge after it allocates nothing,
+  // so it can run after a call's last vote.
+  size_t entries = 0;
+  DCTCHECK(cpuPrepareCursors(kc, a.messages, a.count, a.indexBytes, a.n, a.checked, kCursorBytes, a.malformed,
+                             entries));
   if (a.checkOnly) return dctSuccess;
-  size_t entries = 0;  // each below n: no overflow
-  for (int r = 0; r < a.count; r++) entries += a.messages[r].nnz;
   if (entries < a.n / kSparseFill) {
     // A few entries a block: every block's cursor seeks cost more than
     // zeroing at memset's rate and adding message after message, which is
     // the merge's definition: the same bits.
-    const size_t bytes = a.n * dtypeSize(a.dtype);
-    ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
-      std::memset(static_cast<char*>(a.dense) + b, 0, e - b);
-    });
+    DCTCHECK(cpuZero(kc, a.dense, a.n * dtypeSize(a.dtype), nullptr));
     for (int r = 0; r < a.count; r++) {
       const PackedMessage& m = a.messages[r];
       ScatterArgs add{a.dense, a.n, a.dtype, a.indexBytes, m.indices, m.values, m.nnz, true, m.packedBytes};

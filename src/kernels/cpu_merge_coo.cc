@@ -18,7 +18,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "base/checked_size.h"
 #include "base/debug.h"
 #include "kernels/cpu_context.h"
 #include "kernels/packed_cursor.h"
@@ -118,25 +117,14 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
 dctResult_t cpuMergePackedCoo(KernelContext* kc, MergeCooArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
   MergeCooArgs& a = *args;
-  a.malformed = -1;
   a.nnz = 0;
+  a.malformed = -1;
   if (a.dtype != dctFloat32 && a.dtype != dctFloat64) return dctNotSupported;  // sums in an accumulation type
   size_t entries = 0;
-  for (int r = 0; r < a.count; r++) {
-    const PackedMessage& m = a.messages[r];
-    if (!a.checked && !cpuValidPackedList(kc, m.indices, m.packedBytes, m.nnz, a.indexBytes, a.n)) {
-      a.malformed = r;
-      return dctInternalError;
-    }
-    if (!checkedAdd(entries, m.nnz, entries)) return dctInvalidArgument;
-  }
+  DCTCHECK(cpuPrepareCursors(kc, a.messages, a.count, a.indexBytes, a.n, a.checked, kCursorBytes + sizeof(uint64_t),
+                             a.malformed, entries));
   if (entries > a.capacity) return dctInvalidArgument;
   if (entries == 0) return dctSuccess;
-  size_t bytes = 0;
-  if (!checkedMul(static_cast<size_t>(ctx->pool.size()) * (kCursorBytes + sizeof(uint64_t)), static_cast<size_t>(a.count),
-                  bytes))
-    return dctOutOfMemory;
-  DCTCHECK(ctx->cursors.reserve(bytes));
   ScatterArgs types{nullptr, a.n, a.dtype, a.indexBytes, nullptr, nullptr, 0, true};
   types.valueType = a.valueType;
   return dispatchScatter(types, [&]<typename T, typename V, typename I>() {

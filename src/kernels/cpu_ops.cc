@@ -130,15 +130,6 @@ dctResult_t convert(KernelContext* kc, void* dst, dctDataType_t dstType, const v
   return outer != dctSuccess ? outer : inner;
 }
 
-dctResult_t zero(KernelContext* kc, void* data, size_t bytes, void*) {
-  CpuContext* ctx = cpuCtx(kc);
-  if (bytes == 0) return dctSuccess;
-  ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
-    std::memset(static_cast<char*>(data) + b, 0, e - b);
-  });
-  return dctSuccess;
-}
-
 dctResult_t scale(KernelContext* kc, void* data, size_t n, dctDataType_t dtype, double factor,
                   void*) {
   CpuContext* ctx = cpuCtx(kc);
@@ -174,6 +165,15 @@ void scatterRange(D* dense, const I* idx, const V* val, size_t begin, size_t end
 }
 
 }  // namespace
+
+dctResult_t cpuZero(KernelContext* kc, void* data, size_t bytes, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  if (bytes == 0) return dctSuccess;
+  ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
+    std::memset(static_cast<char*>(data) + b, 0, e - b);
+  });
+  return dctSuccess;
+}
 
 dctResult_t cpuScatterAdd(KernelContext* kc, const ScatterArgs* args, void*) {
   CpuContext* ctx = cpuCtx(kc);
@@ -218,7 +218,7 @@ const KernelOps& cpuKernelOps() {
       .scatterAddPacked = NoThrow<cpuScatterAddPacked>::call,
       .mergePacked = NoThrow<cpuMergePacked>::call,
       .mergePackedCoo = NoThrow<cpuMergePackedCoo>::call,
-      .zero = NoThrow<zero>::call,
+      .zero = NoThrow<cpuZero>::call,
       .scale = NoThrow<scale>::call,
       .absSum = NoThrow<absSum>::call,
       .rowSelect = NoThrow<cpuRowSelect>::call,

@@ -1,7 +1,6 @@
 // mergePackedCoo (CPU twin) against its definition: the dense sum of the
 // messages (mergePacked), averaged with the scale op, its entries kept by
-// the select's rule !(|x| < tau). And the check-only merge: it rejects what
-// the merge rejects and writes nothing.
+// the select's rule !(|x| < tau). Malformed messages: test_packing.cc.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,7 +10,6 @@
 #include "base/half_types.h"
 #include "kernels/kernels.h"
 #include "cpu_twin.h"
-#include "malformed_lists.h"
 #include "reference.h"
 
 using namespace dct;
@@ -95,40 +93,4 @@ TEST_CASE("the union of packed messages equals selecting their dense sum") {
     }
   }
   checkUnion<float, float, uint32_t>(4000037, 4, 0.25, 93);  // many chunks: several workers
-}
-
-TEST_CASE("a malformed message fails the union and the check-only merge, writing nothing") {
-  Twin twin;
-  const size_t n = 10000, nnz = 300;
-  const auto idx = randomIndices<uint32_t>(n, nnz, true, 94);
-  const auto val = randomVector<float>(nnz, 95, false);
-  const auto good = twin.pack(idx);
-  for (const MalformedList& m : malformedLists(good, idx, n)) {
-    CAPTURE(m.what);
-    const PackedMessage messages[3] = {{good.data(), val.data(), nnz, good.size()},
-                                       {m.bytes.data(), val.data(), nnz, m.bytes.size()},
-                                       {good.data(), val.data(), nnz, good.size()}};
-    const int bad = m.n == n ? 1 : 0;  // a smaller n fails the good list too
-    std::vector<float> dense(m.n, 7.0f);
-    MergeArgs check{dense.data(), m.n, dctFloat32, dctFloat32, 4, messages, 3};
-    check.checkOnly = true;
-    CHECK(twin.ops.mergePacked(twin.ctx, &check, nullptr) == dctInternalError);
-    CHECK(check.malformed == bad);
-    std::vector<uint32_t> outIdx(3 * nnz, 7);
-    std::vector<float> outVal(3 * nnz, 7.0f);
-    MergeCooArgs coo{messages, 3, m.n, dctFloat32, dctFloat32, 4, 1.0, 1e-45, outIdx.data(), outVal.data(), 3 * nnz};
-    CHECK(twin.ops.mergePackedCoo(twin.ctx, &coo, nullptr) == dctInternalError);
-    CHECK(coo.malformed == bad);
-    CHECK(coo.nnz == 0);
-    CHECK(std::count(outIdx.begin(), outIdx.end(), 7u) == static_cast<long>(outIdx.size()));
-    CHECK(std::count(outVal.begin(), outVal.end(), 7.0f) == static_cast<long>(outVal.size()));
-    CHECK(std::count(dense.begin(), dense.end(), 7.0f) == static_cast<long>(dense.size()));
-  }
-  // Well-formed messages pass the check and still nothing is written.
-  const PackedMessage ok[2] = {{good.data(), val.data(), nnz, good.size()}, {good.data(), val.data(), nnz, good.size()}};
-  std::vector<float> dense(n, 7.0f);
-  MergeArgs check{dense.data(), n, dctFloat32, dctFloat32, 4, ok, 2};
-  check.checkOnly = true;
-  CHECK(twin.ops.mergePacked(twin.ctx, &check, nullptr) == dctSuccess);
-  CHECK(std::count(dense.begin(), dense.end(), 7.0f) == static_cast<long>(n));
 }

@@ -218,7 +218,9 @@ TEST_CASE("a streamed merge gives the same bits at every alignment") {
   }
 }
 
-TEST_CASE("a malformed message fails the merge and names itself") {
+// The merge, its check-only pass and the union (mergePackedCoo) reject the
+// same lists, name the message, and the check and the union write nothing.
+TEST_CASE("a malformed message fails the merge, its check and the union, and names itself") {
   Twin twin;
   const size_t n = 10000, nnz = 300;
   const auto idx = randomIndices<uint32_t>(n, nnz, true, 81);
@@ -226,14 +228,36 @@ TEST_CASE("a malformed message fails the merge and names itself") {
   const auto good = twin.pack(idx);
   for (const MalformedList& m : malformedLists(good, idx, n)) {
     CAPTURE(m.what);
-    std::vector<float> dense(m.n);
     const PackedMessage messages[3] = {{good.data(), val.data(), nnz, good.size()},
                                        {m.bytes.data(), val.data(), nnz, m.bytes.size()},
                                        {good.data(), val.data(), nnz, good.size()}};
-    MergeArgs merge{dense.data(), m.n, dctFloat32, dctFloat32, 4, messages, 3};
+    const int bad = m.n == n ? 1 : 0;  // a smaller n fails the good list too
+    std::vector<float> merged(m.n);
+    MergeArgs merge{merged.data(), m.n, dctFloat32, dctFloat32, 4, messages, 3};
     CHECK(twin.ops.mergePacked(twin.ctx, &merge, nullptr) == dctInternalError);
-    CHECK(merge.malformed == (m.n == n ? 1 : 0));  // a smaller n fails the good list too
+    CHECK(merge.malformed == bad);
+    std::vector<float> dense(m.n, 7.0f);
+    MergeArgs check{dense.data(), m.n, dctFloat32, dctFloat32, 4, messages, 3};
+    check.checkOnly = true;
+    CHECK(twin.ops.mergePacked(twin.ctx, &check, nullptr) == dctInternalError);
+    CHECK(check.malformed == bad);
+    std::vector<uint32_t> outIdx(3 * nnz, 7);
+    std::vector<float> outVal(3 * nnz, 7.0f);
+    MergeCooArgs coo{messages, 3, m.n, dctFloat32, dctFloat32, 4, 1.0, 1e-45, outIdx.data(), outVal.data(), 3 * nnz};
+    CHECK(twin.ops.mergePackedCoo(twin.ctx, &coo, nullptr) == dctInternalError);
+    CHECK(coo.malformed == bad);
+    CHECK(coo.nnz == 0);
+    CHECK(std::count(outIdx.begin(), outIdx.end(), 7u) == static_cast<long>(outIdx.size()));
+    CHECK(std::count(outVal.begin(), outVal.end(), 7.0f) == static_cast<long>(outVal.size()));
+    CHECK(std::count(dense.begin(), dense.end(), 7.0f) == static_cast<long>(dense.size()));
   }
+  // Well-formed messages pass the check and still nothing is written.
+  const PackedMessage ok[2] = {{good.data(), val.data(), nnz, good.size()}, {good.data(), val.data(), nnz, good.size()}};
+  std::vector<float> dense(n, 7.0f);
+  MergeArgs check{dense.data(), n, dctFloat32, dctFloat32, 4, ok, 2};
+  check.checkOnly = true;
+  CHECK(twin.ops.mergePacked(twin.ctx, &check, nullptr) == dctSuccess);
+  CHECK(std::count(dense.begin(), dense.end(), 7.0f) == static_cast<long>(n));
 }
 
 TEST_CASE("a piece packed with a base decodes to its indices minus the base") {
