@@ -75,13 +75,18 @@ int train(const Options& o, int rank, int ranks) {
         yb[b] = train.y[i];
       }
       lossSum += mlp.lossAndGradient(params.data(), xb.data(), yb.data(), o.batch, grads.data());
-      if (!sync.average(grads.data(), &error)) {
+      // Momentum correction (DGC): the velocity is formed before the exchange,
+      // so entries held back in the residual keep their momentum.
+      if (o.momentumCorrection)
+        for (size_t i = 0; i < n; i++) grads[i] = velocity[i] = o.momentum * velocity[i] + grads[i];
+      if (!sync.average(grads.data(), &error) ||
+          (o.momentumCorrection && !sync.zeroWhereSent(velocity.data(), &error))) {
         std::fprintf(stderr, "rank %d: %s\n", rank, error.c_str());
         return 3;
       }
       for (size_t i = 0; i < n; i++) {
-        velocity[i] = o.momentum * velocity[i] + grads[i];
-        params[i] -= o.lr * velocity[i];
+        if (!o.momentumCorrection) velocity[i] = o.momentum * velocity[i] + grads[i];
+        params[i] -= o.lr * (o.momentumCorrection ? grads[i] : velocity[i]);
       }
       bytesSum += sync.lastBytesSent();
     }

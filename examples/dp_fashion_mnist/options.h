@@ -16,6 +16,7 @@ struct Options {
   int batch = 64;          // per rank
   float lr = 0.05f;
   float momentum = 0.9f;
+  bool momentumCorrection = false;  // DGC: compress each rank's velocity, not its gradient
   size_t trainCount = 0;   // 0: all 60000
   size_t testCount = 0;    // 0: all 10000
   uint64_t seed = 1;

@@ -6,7 +6,8 @@
 # Usage: examples/dp_fashion_mnist/run_global_topk_seeds.sh [build dir] [ranks] [epochs]
 # Environment: SEEDS ("1 2 3"); OUT (results/global-topk-8ranks-seeds);
 # RUNS (configs "sync density algorithm[ tag]" separated by ';', the tag names
-# a variant run with the environment VARIANT_ENV, e.g. DCT_FOO=1);
+# a variant run with the environment VARIANT_ENV, e.g. DCT_FOO=1, and the
+# extra arguments VARIANT_ARGS, e.g. --momentum-correction 1);
 # DENSE (the dense runs' folder, when OUT has none); REPORT_ONLY=1: only the
 # tables and plot, from the CSVs already there.
 set -euo pipefail
@@ -27,7 +28,8 @@ name() { [ "$1" = dense ] && echo dense || echo "$3${4:+-$4}-$2"; }
     args=(--sync "$mode" --density "$density" --epochs "$epochs" --seed "$seed" --csv "$out/$n.csv")
     [ "$algo" = - ] || args+=(--algorithm "$algo")
     envs=(); [ -z "$tag" ] || read -r -a envs <<<"${VARIANT_ENV:-}"
-    echo "== $n ${envs[*]}"
+    [ -z "$tag" ] || { read -r -a extra <<<"${VARIANT_ARGS:-}"; args+=("${extra[@]}"); }
+    echo "== $n ${envs[*]} ${args[*]}"
     flock /tmp/dct_timing.lock env "${envs[@]}" mpirun --oversubscribe -np "$ranks" "$bin" "${args[@]}" 2>&1 |
       tee "$out/$n.log"
   done
@@ -46,7 +48,7 @@ read -r dfin _ <<<"$(stats $(files "$dense_dir" dense) | meansd 1)"
 read -r dlate _ <<<"$(stats $(files "$dense_dir" dense) | meansd 2)"
 {
   echo "Command: \`examples/dp_fashion_mnist/run_global_topk_seeds.sh\` ($ranks ranks sharing $(nproc) cores, $epochs epochs,"
-  echo "batch 64 per rank, SGD lr 0.05 momentum 0.9, MLP 784-512-256-10, seeds ${seeds[*]}${VARIANT_ENV:+; variants run with $VARIANT_ENV})."
+  echo "batch 64 per rank, SGD lr 0.05 momentum 0.9, MLP 784-512-256-10, seeds ${seeds[*]}${VARIANT_ENV:+; variants run with $VARIANT_ENV}${VARIANT_ARGS:+; variants run with $VARIANT_ARGS})."
   echo
   echo "Mean ± sample sd over the seeds; \"gap\" is the mean's distance to dense's mean."
   echo

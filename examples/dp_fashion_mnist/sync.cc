@@ -65,4 +65,23 @@ bool GradientSync::average(float* grads, std::string* error) {
   return true;
 }
 
+// A sent entry left the error-feedback residual whole: it is 0 there.
+// Global top-k's owner residual is part of GetResidual; it is taken out
+// first (x + 0 - x is 0 exactly, so a sent entry still reads 0).
+bool GradientSync::zeroWhereSent(float* local, std::string* error) {
+  if (settings_.mode != SyncMode::Dct) return true;
+  residual_.resize(count_);
+  owner_.resize(count_);
+  size_t begin = 0, length = 0;
+  if (dctCompressorGetResidual(compressor_, residual_.data(), nullptr) != dctSuccess ||
+      dctCompressorGetOwnerResidual(compressor_, owner_.data(), &begin, &length, nullptr) != dctSuccess) {
+    *error = std::string("libdct: ") + dctGetLastError(comm_);
+    return false;
+  }
+  for (size_t i = 0; i < length; i++) residual_[begin + i] -= owner_[i];
+  for (size_t i = 0; i < count_; i++)
+    if (residual_[i] == 0.f) local[i] = 0.f;
+  return true;
+}
+
 }  // namespace fmnist

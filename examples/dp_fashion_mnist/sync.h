@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dct/dct_mpi.h"
 
@@ -28,6 +29,9 @@ class GradientSync {
   ~GradientSync();
   // grads = the mean over ranks (every rank ends with the same bits).
   bool average(float* grads, std::string* error);
+  // DGC's momentum factor masking: local[i] = 0 where this rank's last step
+  // sent entry i (dense: nowhere).
+  bool zeroWhereSent(float* local, std::string* error);
   // Payload bytes this rank sent in the last step: libdct's own count, and
   // for dense what a ring allreduce sends, 2 (P-1)/P * 4 bytes per element.
   uint64_t lastBytesSent() const { return lastBytes_; }
@@ -42,6 +46,7 @@ class GradientSync {
   dctComm_t comm_ = nullptr;
   dctCompressor_t compressor_ = nullptr;
   uint64_t lastBytes_ = 0;
+  std::vector<float> residual_, owner_;
 };
 
 }  // namespace fmnist
