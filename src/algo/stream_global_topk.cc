@@ -38,11 +38,12 @@
 namespace dct {
 namespace {
 
-// Every rank's piece q to rank q, fixed blocks: the transport's alltoall,
-// else its alltoallv with equal blocks.
+// Every rank's piece q to rank q, fixed blocks: the transport's alltoall
+// (host blocks only: MPI's does not stage), else its alltoallv with equal
+// blocks (NCCL's, or MPI's staging device memory).
 dctResult_t exchangePieces(const StreamCall& k, const void* send, void* recv, size_t bytes) {
   const Transport* t = k.comm->transport;
-  if (t->alltoall) return t->alltoall(k.comm, send, recv, bytes, k.stream);
+  if (t->alltoall && !k.c->ops->device) return t->alltoall(k.comm, send, recv, bytes, k.stream);
   const size_t P = static_cast<size_t>(k.comm->size);
   std::vector<size_t>& sizes = k.c->stream.blockBytes;
   std::vector<size_t>& offsets = k.c->stream.blockOffsets;
