@@ -7,7 +7,9 @@
 //                  then nnz <= capacity, then indices strictly ascending and
 //                  < n), the worst into words->verdict (integer atomicMax:
 //                  order-free)
-//   voteKernel     state->vote = the verdict (halted: the sticky error)
+//   voteKernel     state->vote = the verdict (halted: the sticky error);
+//                  ranged (global top-k's owner slots, each at its range),
+//                  raised to it instead
 //   zeroKernel, scatterSlot (one launch per rank, in rank order), scaleKernel
 //                  the sum, each a no-op unless the verdict is 0: a slot's
 //                  indices are strictly ascending, so one thread per entry
@@ -27,9 +29,11 @@ const char* slotOf(const void* slots, size_t slotBytes, int r) {
 // slot r's header, every j < nnz its index j against j - 1. A slot whose
 // header fails reports that alone (the CPU twin returns at the first
 // failing check of a slot).
+// Ranged (global top-k's owner slots): slot r's indices are below range r's
+// length.
 template <typename I>
 __global__ void verdictKernel(StreamWords* words, const char* slots, size_t slotBytes, int ranks, size_t span,
-                              size_t capacity, uint64_t n, uint64_t digest) {
+                              size_t capacity, uint64_t n, uint64_t digest, bool ranged) {
   if (words->halt) return;
   const size_t total = static_cast<size_t>(ranks) * span;
   DCT_GRID_STRIDE(t, total) {
@@ -43,15 +47,20 @@ __global__ void verdictKernel(StreamWords* words, const char* slots, size_t slot
       bad = j == 0 ? dctInternalError : dctSuccess;
     } else if (j < h->nnz) {
       const I* idx = reinterpret_cast<const I*>(slot + slotIndexOffset());
-      if (idx[j] >= n || (j > 0 && idx[j] <= idx[j - 1])) bad = dctInternalError;
+      const int q = static_cast<int>(r);
+      const uint64_t below = ranged ? streamRangeBegin(n, ranks, q + 1) - streamRangeBegin(n, ranks, q) : n;
+      if (idx[j] >= below || (j > 0 && idx[j] <= idx[j - 1])) bad = dctInternalError;
     }
     if (bad != dctSuccess) atomicMax(&words->verdict, bad);
   }
 }
 
 // A halted rank votes its sticky error: every rank then drops the step.
-__global__ void voteKernel(const StreamWords* words, StreamState* state) {
-  state->vote = words->halt ? words->halt : words->verdict;
+// Ranged, the step's earlier merge voted already: this raises it.
+__global__ void voteKernel(const StreamWords* words, StreamState* state, bool ranged) {
+  const int32_t mine = words->halt ? words->halt : words->verdict;
+  const int32_t before = ranged ? state->vote : 0;
+  state->vote = mine > before ? mine : before;
 }
 
 __device__ __forceinline__ bool summing(const StreamWords* words) { return !words->halt && words->verdict == 0; }
@@ -89,8 +98,9 @@ dctResult_t sumSlots(const StreamStepArgs& a, const StreamWords* words, cudaStre
   }
   if (a.capacity > 0) {
     for (int r = 0; r < a.ranks; r++) {
+      D* at = a.ranged ? target + streamRangeBegin(a.n, a.ranks, r) : target;
       scatterSlot<D, V, I><<<gridFor(a.capacity), kThreads, 0, s>>>(words, slotOf(a.slots, a.slotBytes, r),
-                                                                      a.capacity, a.indexBytes, target);
+                                                                      a.capacity, a.indexBytes, at);
       CUDACHECK_LAUNCH();
     }
   }
@@ -118,13 +128,13 @@ dctResult_t streamMerge(KernelContext* ctx, const StreamStepArgs* args, void* st
     const char* slots = static_cast<const char*>(a.slots);
     if (a.indexBytes == 8)
       verdictKernel<uint64_t><<<gridFor(total), kThreads, 0, s>>>(words, slots, a.slotBytes, a.ranks, span,
-                                                                  a.capacity, a.n, a.digest);
+                                                                  a.capacity, a.n, a.digest, a.ranged);
     else
       verdictKernel<uint32_t><<<gridFor(total), kThreads, 0, s>>>(words, slots, a.slotBytes, a.ranks, span,
-                                                                  a.capacity, a.n, a.digest);
+                                                                  a.capacity, a.n, a.digest, a.ranged);
     CUDACHECK_LAUNCH();
   }
-  voteKernel<<<1, 1, 0, s>>>(words, a.state);
+  voteKernel<<<1, 1, 0, s>>>(words, a.state, a.ranged);
   CUDACHECK_LAUNCH();
   // The sum's types: accumulation fp32 or fp64, wire values at most as wide.
   return dispatchValue(a.accType, [&]<typename D>() {

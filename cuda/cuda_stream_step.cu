@@ -9,7 +9,9 @@
 //                  k-th key, floored as the threshold op floors it
 //   streamSelect   the select op's tile kernel (cuda_select_tiles.cuh) with
 //                  residuals and tau chosen on the device (StepTiles),
-//                  finishSelect: counts, the slot header, the drift verdict
+//                  finishSelect: counts, the slot header, the drift verdict;
+//                  with pieces, one tile select per range (each piece's
+//                  counts added in by pieceEnd), the drift verdict last
 //   streamPost / streamCommit / streamFinish
 //                  one thread each (finish: convert's element, predicated)
 // streamMerge is cuda_stream_merge.cu.
@@ -254,6 +256,79 @@ dctResult_t selectTilesOf(const StreamStepArgs& a, const SelectArgs& sel, Stream
 
 }  // namespace
 
+namespace {
+
+// Global top-k's pieces (stream_args.h: pieces): the step's counts start
+// at zero, each piece's select starts its own words' counts at zero, and
+// adds them in and writes its slot's header after it; the drift verdict
+// on the sum last.
+__global__ void piecesBegin(const StreamWords* words, StreamState* state) {
+  if (words->halt) return;
+  state->selected = 0;
+  state->written = 0;
+  state->writtenNonFinite = 0;
+}
+
+__global__ void pieceBegin(StreamWords* words) {
+  words->selected = 0;
+  words->nonFinite = 0;
+}
+
+__global__ void pieceEnd(const StreamWords* words, StreamState* state, SlotHeader* header, uint64_t digest,
+                         size_t capacity) {
+  if (words->halt) return;
+  const unsigned long long selected = words->selected;
+  const unsigned long long written = selected < capacity ? selected : capacity;
+  state->selected += selected;
+  state->written += written;
+  state->writtenNonFinite += words->nonFinite;
+  *header = SlotHeader{digest, written, words->nonFinite, 0};
+}
+
+__global__ void piecesEnd(const StreamWords* words, StreamState* state, size_t k, double tauFloor) {
+  if (words->halt) return;
+  state->draftDrift = streamDrifted(static_cast<double>(state->selected), static_cast<double>(k),
+                                    state->estimated != 0, state->draftTau <= tauFloor)
+                          ? 1
+                          : 0;
+}
+
+// The select's plan of `a` over [begin, begin + length) into `slot`.
+StreamStepArgs rangeOf(const StreamStepArgs& a, size_t begin, size_t length, void* slot) {
+  StreamStepArgs r = a;
+  const size_t acc = dtypeSize(a.accType);
+  r.n = length;
+  if (a.grad) r.grad = static_cast<const char*>(a.grad) + begin * dtypeSize(a.gradType);
+  r.residuals[0] = static_cast<char*>(a.residuals[0]) + begin * acc;
+  r.residuals[1] = static_cast<char*>(a.residuals[1]) + begin * acc;
+  r.slot = slot;
+  return r;
+}
+
+dctResult_t selectPieces(const StreamStepArgs& a, const SelectArgs& sel, StreamWords* words, void* region,
+                         cudaStream_t s) {
+  piecesBegin<<<1, 1, 0, s>>>(words, a.state);
+  CUDACHECK_LAUNCH();
+  for (int q = 0; q < a.pieces; q++) {
+    const size_t begin = streamRangeBegin(a.n, a.pieces, q);
+    char* slot = static_cast<char*>(a.slot) + static_cast<size_t>(q) * a.slotBytes;
+    const StreamStepArgs piece = rangeOf(a, begin, streamRangeBegin(a.n, a.pieces, q + 1) - begin, slot);
+    pieceBegin<<<1, 1, 0, s>>>(words);
+    CUDACHECK_LAUNCH();
+    DCTCHECK(dispatchSelect(sel, [&]<typename T, typename G, typename V, typename I>() -> dctResult_t {
+      if (piece.n == 0) return dctSuccess;
+      return selectTilesOf<T, G, V, I>(piece, sel, words, region, s);
+    }));
+    pieceEnd<<<1, 1, 0, s>>>(words, a.state, reinterpret_cast<SlotHeader*>(slot), a.digest, a.capacity);
+    CUDACHECK_LAUNCH();
+  }
+  piecesEnd<<<1, 1, 0, s>>>(words, a.state, a.k, a.tauFloor);
+  CUDACHECK_LAUNCH();
+  return dctSuccess;
+}
+
+}  // namespace
+
 dctResult_t streamSelect(KernelContext* ctx, const StreamStepArgs* args, void* stream) {
   const StreamStepArgs& a = *args;
   const cudaStream_t s = cudaStreamOf(stream);
@@ -267,6 +342,7 @@ dctResult_t streamSelect(KernelContext* ctx, const StreamStepArgs* args, void* s
   sel.valueType = a.wireType;
   sel.valueLimit = a.valueLimit;
   DCTCHECK(snapshot(a, words, s));
+  if (a.pieces > 0) return selectPieces(a, sel, words, region, s);
   DCTCHECK(dispatchSelect(sel, [&]<typename T, typename G, typename V, typename I>() -> dctResult_t {
     if (a.n == 0) return dctSuccess;
     return selectTilesOf<T, G, V, I>(a, sel, words, region, s);
@@ -290,7 +366,8 @@ __global__ void postKernel(StreamState* state, int32_t code) {
 // drops it and, on a device (sticky), becomes the comm's asynchronous error
 // (the first one stays). The vote alone decides, so every rank commits or
 // drops alike (a rank halted before the vote voted its error).
-__global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, int errorFeedback, bool onebit) {
+__global__ void commitKernel(int32_t* failed, StreamState* state, StreamState* owner, bool sticky, int errorFeedback,
+                             bool onebit) {
   StreamState& s = *state;
   s.lastOk = 0;
   if (s.vote != dctSuccess) {
@@ -302,6 +379,7 @@ __global__ void commitKernel(int32_t* failed, StreamState* state, bool sticky, i
   }
   if (onebit) onebitAdvance(s);
   else streamAdvance(s, errorFeedback);
+  if (owner) streamAdvance(*owner, errorFeedback);
 }
 
 // convert's element (cuda_convert.cu), only after a committed step.
@@ -320,8 +398,8 @@ dctResult_t streamPost(KernelContext*, const StreamStepArgs* args, int32_t code,
 }
 
 dctResult_t streamCommit(KernelContext*, const StreamStepArgs* args, void* stream) {
-  commitKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, args->sticky, args->errorFeedback,
-                                                    args->onebit);
+  commitKernel<<<1, 1, 0, cudaStreamOf(stream)>>>(args->failed, args->state, args->owner, args->sticky,
+                                                    args->errorFeedback, args->onebit);
   CUDACHECK_LAUNCH();
   return dctSuccess;
 }

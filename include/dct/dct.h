@@ -145,7 +145,12 @@ typedef struct {
                               message c * k entries (k = density * count), the
                               selection past it kept in the residual; no sizes
                               are exchanged and on a device nothing waits for
-                              the host (dctSparseAllreduce). Agreed across
+                              the host (dctSparseAllreduce). algorithm auto or
+                              allgather: one slot per rank, allgathered;
+                              globaltopk: fixed pieces per range owner (about
+                              c * k / P each, alltoall) and fixed owner slots
+                              (about 4 c k / P, allgathered), overflow kept in
+                              the worker or owner residual. Agreed across
                               ranks (DCT_CAPACITY_FACTOR) */
 } dctConfig_t;
 
@@ -429,10 +434,17 @@ DCT_EXPORT dctResult_t dctCompressorLoadState(dctCompressor_t compressor, const 
  * synchronous and fails like any other call. The threshold is re-estimated
  * every thresholdInterval steps and after a step whose count left the drift
  * band (the estimate is sampled: thresholdMethod must be sampled). Steps
- * run the allgather plan over the whole comm (no DCT_HIERARCHY). Reading
+ * run the allgather plan over the whole comm (no DCT_HIERARCHY), or, with
+ * algorithm globaltopk, global top-k with fixed sizes: each rank cuts its
+ * selection by the P owner ranges into pieces of a fixed capacity (one
+ * alltoall), each owner sums its range in rank order with its owner
+ * residual and selects its share into a fixed slot (one allgather); what
+ * overflows a piece stays in the worker residual, what overflows or misses
+ * an owner's slot in the owner residual. Reading
  * the state (dctCompressorGetStats, Get/SetResidual, Save/LoadState) waits
  * for the last step's stream, which must still exist. Stats: bytes are the
- * slot's size whatever it holds; phase times are not measured. */
+ * slots' (or pieces') sizes whatever they hold; phase times are not
+ * measured. */
 DCT_EXPORT dctResult_t dctSparseAllreduce(const void* sendbuf, void* recvbuf, size_t count,
                                dctDataType_t datatype, dctRedOp_t op,
                                dctCompressor_t compressor, dctComm_t comm, void* stream);

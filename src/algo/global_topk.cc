@@ -13,12 +13,9 @@ namespace dct {
 namespace {
 
 // The owner's share of the step's delivery (owner_target.h), a density.
-double ownerDensity(dctCompressor_t c) { return std::min(1.0, kOwnerTargetScale * c->config.density); }
+double ownerDensity(dctCompressor_t c) { return dct::ownerDensity(c->config.density); }
 
-size_t rangeTarget(dctCompressor_t c, size_t length) {
-  const double k = std::round(ownerDensity(c) * static_cast<double>(length));
-  return k < 1 ? 1 : static_cast<size_t>(k);
-}
+size_t rangeTarget(dctCompressor_t c, size_t length) { return ownerRangeTarget(c->config.density, length); }
 
 // What a starved owner step (drain.h) aims at: k (the range's), as a
 // worker's first. With nothing summed into the range (no worker sent an

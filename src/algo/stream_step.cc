@@ -31,6 +31,7 @@
 #include <cstring>
 
 #include "algo/agree.h"
+#include "algo/stream_call.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/compressor.h"
@@ -57,13 +58,14 @@ uint64_t callDigest(dctCompressor_t c, const dctRedOp_t& op) {
   for (uint64_t v : {static_cast<uint64_t>(c->count), static_cast<uint64_t>(c->dtype),
                      static_cast<uint64_t>(static_cast<uint32_t>(rawOp)), static_cast<uint64_t>(c->wireType),
                      density, factor, static_cast<uint64_t>(c->stream.slotBytes),
-                     static_cast<uint64_t>(c->config.warmupSteps)})
+                     static_cast<uint64_t>(c->config.warmupSteps), static_cast<uint64_t>(fixedGlobalTopk(c))})
     h = mix(h, v);
   return h;
 }
 
 // The compressor's slots, state and the comm's transport room, once.
 dctResult_t reserveSlots(dctCompressor_t c, dctComm_t comm, void* stream) {
+  if (fixedGlobalTopk(c)) return reserveGlobalTopk(c, comm, stream);
   StreamSetup& st = c->stream;
   st.capacity = slotCapacity(c);
   st.slotBytes = slotBytes(st.capacity, c->indexBytes, dtypeSize(c->wireType));
@@ -81,6 +83,13 @@ dctResult_t reserveSlots(dctCompressor_t c, dctComm_t comm, void* stream) {
   return comm->transport->prepare(comm, c->gathered.as(), all, stream);
 }
 
+// The host state into the twin's memory, the owner residual first moved
+// where this comm's range needs it.
+dctResult_t publish(dctCompressor_t c, void* stream) {
+  DCTCHECK(foldForStream(c, stream));
+  return publishStream(c, stream);
+}
+
 // The header's mode on the step that agrees the slots: a rank whose
 // compressor is past it is in another phase.
 constexpr int32_t kAgreeingSlots = 2;
@@ -90,7 +99,7 @@ constexpr int32_t kAgreeingSlots = 2;
 CallHeader slotHeader(dctCompressor_t c, const dctRedOp_t& op, dctResult_t local, int32_t mode) {
   CallHeader h = allreduceHeader(local, c->count, c->dtype, op);
   stampConfig(h, c->config, kPathFixed);
-  h.algorithm = dctAlgoAllgather;
+  h.algorithm = fixedGlobalTopk(c) ? dctAlgoGlobalTopk : dctAlgoAllgather;
   h.mode = mode;
   h.bytes = c->stream.slotBytes;
   return h;
@@ -101,7 +110,7 @@ CallHeader slotHeader(dctCompressor_t c, const dctRedOp_t& op, dctResult_t local
 dctResult_t agreeSlots(dctCompressor_t c, dctComm_t comm, const dctRedOp_t& op, void* stream, const char* fn) {
   const dctResult_t ready = caught(comm, fn, [&] {
     DCTCHECK(reserveSlots(c, comm, stream));
-    return c->stream.live ? dctSuccess : publishStream(c, stream);
+    return c->stream.live ? dctSuccess : publish(c, stream);
   });
   // A rank already past this phase disagrees (hostHeaders).
   const CallHeader mine = slotHeader(c, op, ready, kAgreeingSlots);
@@ -111,15 +120,9 @@ dctResult_t agreeSlots(dctCompressor_t c, dctComm_t comm, const dctRedOp_t& op, 
   return dctSuccess;
 }
 
-struct Call {
-  const void* send;
-  void* recv;
-  dctRedOp_t op;
-  dctCompressor_t c;
-  dctComm_t comm;
-  void* stream;
-};
+using Call = StreamCall;
 
+}  // namespace
 
 StreamStepArgs stepArgs(const Call& k, void* target) {
   dctCompressor_t c = k.c;
@@ -155,10 +158,13 @@ StreamStepArgs stepArgs(const Call& k, void* target) {
   return a;
 }
 
+namespace {
+
 // The step's ops and collectives in order. A failure this rank sees here
 // (a launch, a transport call) is posted into the vote; the collectives
 // run regardless, so every rank's sequence matches.
 dctResult_t queueStep(const Call& k, const StreamStepArgs& a, dctResult_t local) {
+  if (fixedGlobalTopk(k.c)) return queueGlobalTopk(k, a, local);
   dctCompressor_t c = k.c;
   const KernelOps& ops = *c->ops;
   auto keep = [&](dctResult_t r) {
@@ -236,7 +242,7 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
   // a failed step, and a half tensor is summed in fp32).
   void* target = recvbuf;
   dctResult_t local = localError;
-  if (local == dctSuccess && !c->stream.live) local = publishStream(c, stream);  // a loaded state
+  if (local == dctSuccess && !c->stream.live) local = publish(c, stream);  // a loaded state
   if (sendbuf == recvbuf || c->dtype != c->accType) {
     if (local == dctSuccess) local = caught(comm, fn, [&] { return c->staged.reserve(c->count * dtypeSize(c->accType)); });
     target = c->staged.as();

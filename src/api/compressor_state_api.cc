@@ -22,6 +22,9 @@ extern "C" dctResult_t dctCompressorSaveState(dctCompressor_t c, void* state, si
   if (!validCompressor(c)) return fail(nullptr, dctInvalidArgument, "%s: invalid compressor", fn);
   return guarded(c->comm, fn, [&] {
     if (bytes == nullptr) return fail(c->comm, dctInvalidArgument, "%s: bytes is NULL", fn);
+    // A queued step's state first: the size depends on it (a global top-k
+    // owner residual is saved only when nonzero).
+    DCTCHECK(settleStream(c));
     size_t need = 0;
     DCTCHECK(savedStateBytes(c, &need));
     if (state == nullptr) {
@@ -31,7 +34,6 @@ extern "C" dctResult_t dctCompressorSaveState(dctCompressor_t c, void* state, si
     if (*bytes < need)
       return fail(c->comm, dctInvalidArgument, "%s: the buffer holds %zu bytes, the state needs %zu", fn, *bytes, need);
     DCTCHECK(checkHostState(c, state, fn));
-    DCTCHECK(settleStream(c));
     DCTCHECK(saveState(c, static_cast<unsigned char*>(state), need, stream, fn));
     *bytes = need;
     return dctSuccess;

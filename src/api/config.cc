@@ -92,9 +92,9 @@ dctResult_t checkFixedCapacity(dctComm_t comm, const dctConfig_t& c) {
   if (c.thresholdMethod != dctThresholdSampled)
     return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode estimates tau by sampling "
                 "(thresholdMethod must be sampled)", c.capacityFactor);
-  if (c.algorithm != dctAlgoAuto && c.algorithm != dctAlgoAllgather)
-    return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode runs the allgather plan "
-                "(algorithm must be auto or allgather)", c.capacityFactor);
+  if (c.algorithm != dctAlgoAuto && c.algorithm != dctAlgoAllgather && c.algorithm != dctAlgoGlobalTopk)
+    return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode runs the allgather plan or "
+                "global top-k with fixed pieces (algorithm must be auto, allgather or globaltopk)", c.capacityFactor);
   return dctSuccess;
 }
 

@@ -59,8 +59,8 @@ SavedState capture(dctCompressor_t c) {
   s.serverPending = s.serverPresent && c->onebit.serverPending;
   s.serverPendingScale = s.serverPending ? c->onebit.serverPendingScale : 0;
   const OnebitState& ob = c->onebit;
-  if (ob.seg.many()) {  // version 4: the segments and their scales (stale ones as 0)
-    st.version = 4;
+  if (ob.seg.many()) {  // version 6: the segments and their scales (stale ones as 0)
+    st.version = 6;
     s.segments.assign(ob.seg.offsets.begin(), ob.seg.offsets.end());
     s.pendingScales.assign(ob.pendingScales.size(), 0.0);
     s.serverPendingScales.assign(ob.serverPendingScales.size(), 0.0);
@@ -74,6 +74,7 @@ SavedState capture(dctCompressor_t c) {
   s.ownerTau = o.tau;
   s.ownerHaveTau = o.haveTau;
   s.ownerLastEstimateStep = o.lastEstimateStep;
+  s.ownerDriftPending = o.driftPending;
   st.residualElems = c->count;
   st.serverElems = s.serverPresent ? OnebitChunks(c->count, c->ranks).length(c->rank) : 0;
   st.ownerElems = o.zero ? 0 : o.length;
@@ -174,6 +175,7 @@ dctResult_t applyArrays(dctCompressor_t c, const SavedState& st, const unsigned 
   o.tau = s.ownerTau;
   o.haveTau = s.ownerHaveTau;
   o.lastEstimateStep = s.ownerLastEstimateStep;
+  o.driftPending = s.ownerDriftPending;
   return dctSuccess;
 }
 

@@ -23,6 +23,9 @@ struct OwnerState {
   double tau = 0;
   bool haveTau = false;
   uint64_t lastEstimateStep = 0;
+  // The fixed-capacity step's schedule (stream_args.h): the last count left
+  // the drift band, so the next step estimates first.
+  bool driftPending = false;
 
   void* residual() const { return residuals[committed].as(); }
   void* spare() const { return residuals[1 - committed].as(); }

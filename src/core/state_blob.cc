@@ -117,6 +117,7 @@ void fields(IO& io, SavedState& st) {
   io(s.serverPresent), io(s.serverPending), io(s.serverPendingScale);
   io(s.ownerBegin), io(s.ownerLength), io(s.ownerZero), io(s.ownerTau), io(s.ownerHaveTau);
   io(s.ownerLastEstimateStep);
+  if (stateHasOwnerDrift(st.version)) io(s.ownerDriftPending);
   if (!stateHasSegments(st.version)) return;
   list(io, s.segments, [](auto& o, uint64_t& v) { o(v); }, 8);
   list(io, s.pendingScales, [](auto& o, double& v) { o(v); }, 8);

@@ -10,7 +10,9 @@
 //             state with one segment is written as version 1); 3 and 4
 //             are 1 and 2 written since dctNumAlgorithms, which a 1-bit
 //             step reports in stats.algorithm, became 6
-//             (dctAlgoRecursiveDoubling took 5)
+//             (dctAlgoRecursiveDoubling took 5); 5 and 6 are 3 and 4 with
+//             the owner's drift flag (the fixed-capacity global top-k's
+//             schedule)
 //   arrays    8-byte aligned, in the accumulation type: the worker residual
 //             (count), the 1-bit server error (this rank's chunk, when set
 //             up), the global top-k owner residual (its range, when nonzero)
@@ -29,8 +31,9 @@
 namespace dct {
 
 constexpr uint32_t kStateMagic = 0x53544344u;  // "DCTS" on little-endian hosts
-constexpr uint32_t kStateVersion = 4;  // the newest; 1 to 3 are read too
-inline bool stateHasSegments(uint32_t version) { return version == 2 || version == 4; }
+constexpr uint32_t kStateVersion = 6;  // the newest; 1 to 5 are read too
+inline bool stateHasSegments(uint32_t version) { return version == 2 || version == 4 || version == 6; }
+inline bool stateHasOwnerDrift(uint32_t version) { return version >= 5; }
 constexpr size_t kStateHeaderBytes = 24;       // magic, version, bytes, checksum
 
 // What a state must match to load: the compressor's shape and the resolved
@@ -67,6 +70,7 @@ struct StateScalars {
   double ownerTau = 0;
   bool ownerHaveTau = false;
   uint64_t ownerLastEstimateStep = 0;
+  bool ownerDriftPending = false;  // version 5 on
   // Version 2: a 1-bit compressor's segments (dctCompressorSetSegments;
   // empty: one) and the pending scales per segment and per server piece.
   std::vector<uint64_t> segments;
@@ -74,7 +78,7 @@ struct StateScalars {
 };
 
 struct SavedState {
-  uint32_t version = 3;  // 4 with segments
+  uint32_t version = 5;  // 6 with segments
   StateIdentity id;
   StateScalars s;
   // Array lengths in elements of id.accType, their offsets, and the total.

@@ -5,6 +5,7 @@
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/compressor.h"
+#include "core/owner_target.h"
 #include "kernels/stream_args.h"
 
 namespace dct {
@@ -16,6 +17,33 @@ bool fixedCapacity(dctCompressor_t c) {
 size_t slotCapacity(dctCompressor_t c) {
   const double want = std::ceil(c->config.capacityFactor * static_cast<double>(targetNnz(c)));
   return want >= static_cast<double>(c->count) ? c->count : static_cast<size_t>(want);
+}
+
+bool fixedGlobalTopk(dctCompressor_t c) {
+  return fixedCapacity(c) && c->config.algorithm == dctAlgoGlobalTopk;
+}
+
+namespace {
+
+size_t longestRange(size_t count, int ranks) { return ranks > 0 ? (count + ranks - 1) / ranks : count; }
+
+// max(ceil(c kq), ceil(kq + 3 sqrt(kq))) entries, at most `length`.
+size_t shareCapacity(double factor, double kq, size_t length) {
+  const double want = std::max(std::ceil(factor * kq), std::ceil(kq + 3 * std::sqrt(kq)));
+  return want >= static_cast<double>(length) ? length : static_cast<size_t>(want);
+}
+
+}  // namespace
+
+size_t pieceCapacity(dctCompressor_t c, int ranks) {
+  const size_t longest = longestRange(c->count, ranks);
+  return shareCapacity(c->config.capacityFactor, c->config.density * static_cast<double>(longest), longest);
+}
+
+size_t ownerSlotCapacity(dctCompressor_t c, int ranks) {
+  const size_t longest = longestRange(c->count, ranks);
+  return shareCapacity(c->config.capacityFactor, ownerDensity(c->config.density) * static_cast<double>(longest),
+                       longest);
 }
 
 bool stepCapturable(dctCompressor_t c) {
@@ -59,6 +87,54 @@ dctResult_t settleOnebit(dctCompressor_t c, const StreamState& s) {
   return dctSuccess;
 }
 
+// The owner's host fields -> its StreamState: its own tau and schedule, its
+// residual's buffer; every nonzero (tau at the floor, never estimated) when
+// its share of the range is all of it.
+dctResult_t publishOwner(dctCompressor_t c, void* stream) {
+  OwnerState& o = c->owner;
+  const size_t length = c->stream.ownerLength, bytes = length * dtypeSize(c->accType);
+  DCTCHECK(o.residuals[0].reserve(bytes));
+  DCTCHECK(o.residuals[1].reserve(bytes));
+  if (o.zero || o.begin != c->stream.ownerBegin || o.length != length) {
+    DCTCHECK(c->ops->zero(c->kernels, o.residual(), bytes, stream));
+    o.zero = true;
+  }
+  o.begin = c->stream.ownerBegin;
+  o.length = length;
+  StreamState s{};
+  s.step = c->stats.step;
+  s.tau = ownerDensity(c->config.density) >= 1 ? tauFloor(c) : o.haveTau ? o.tau : 0;
+  s.lastEstimateStep = o.lastEstimateStep;
+  s.driftPending = o.driftPending ? 1 : 0;
+  s.committed = o.committed;
+  s.nnz = c->stats.ownerKept;
+  DCTCHECK(c->stream.ownerState.reserve(sizeof s));
+  return c->ops->copy(c->kernels, c->stream.ownerState.as(), &s, sizeof s, stream);
+}
+
+// The owner's StreamState -> its host fields and stats (the caller waited).
+dctResult_t settleOwner(dctCompressor_t c, uint64_t steps) {
+  StreamState s{};
+  DCTCHECK(c->ops->copy(c->kernels, &s, c->stream.ownerState.as(), sizeof s, c->stream.lastStream));
+  DCTCHECK(c->ops->synchronize(c->kernels, c->stream.lastStream));
+  OwnerState& o = c->owner;
+  o.committed = s.committed;
+  o.haveTau = ownerDensity(c->config.density) < 1 && s.tau > 0;
+  if (o.haveTau) o.tau = s.tau;
+  o.lastEstimateStep = s.lastEstimateStep;
+  o.driftPending = s.driftPending != 0;
+  if (steps == 0) return dctSuccess;
+  dctStats_t& st = c->stats;
+  st.ownerKept = s.nnz;
+  st.ownerThreshold = o.length ? s.tau : 0;
+  st.ownerResidualMass = 0;
+  if (c->config.errorFeedback && o.length)
+    DCTCHECK(c->ops->absSum(c->kernels, o.residual(), o.length, c->accType, &st.ownerResidualMass,
+                            c->stream.lastStream));
+  o.zero = st.ownerResidualMass == 0;
+  return dctSuccess;
+}
+
 }  // namespace
 
 dctResult_t publishStream(dctCompressor_t c, void* stream) {
@@ -81,6 +157,7 @@ dctResult_t publishStream(dctCompressor_t c, void* stream) {
   }
   DCTCHECK(c->stream.state.reserve(sizeof s));
   DCTCHECK(c->ops->copy(c->kernels, c->stream.state.as(), &s, sizeof s, stream));
+  if (fixedGlobalTopk(c)) DCTCHECK(publishOwner(c, stream));
   DCTCHECK(c->ops->synchronize(c->kernels, stream));
   c->stream.base = c->stats;
   c->stream.lastStream = stream;
@@ -105,6 +182,7 @@ dctResult_t settleStream(dctCompressor_t c) {
   const dctStats_t& base = c->stream.base;
   dctStats_t& st = c->stats;
   const uint64_t steps = s.step - base.step;
+  if (fixedGlobalTopk(c)) DCTCHECK(settleOwner(c, steps));
   st.step = s.step;
   st.thresholdEstimates = s.estimates;
   if (steps == 0) return dctSuccess;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "core/twin_buffer.h"
 #include "dct/dct.h"
@@ -26,6 +27,17 @@ struct StreamSetup {
   dctAlgorithm_t algorithm = dctAlgoAllgather;
   // Host stats when the state went live: the counters since come from it.
   dctStats_t base{};
+  // Global top-k with fixed pieces (algo/stream_global_topk.cc): the
+  // owner's StreamState, P pieces of pieceCapacity entries each way (sent
+  // from the compressor's wire, received here), the range's sum, the
+  // owner's slot (ownerCapacity; the compressor's gathered holds all P).
+  TwinBuffer ownerState;
+  TwinBuffer received;
+  TwinBuffer rangeSum;
+  TwinBuffer ownerSlot;
+  size_t pieceCapacity = 0, ownerCapacity = 0, ownerSlotBytes = 0;
+  size_t ownerBegin = 0, ownerLength = 0;  // this rank's range
+  std::vector<size_t> blockBytes, blockOffsets;  // the pieces' alltoallv, where the transport has no alltoall
   // Tests: a host twin's steps report as a device's do (asynchronously,
   // through the comm's sticky error), so that contract runs without a GPU.
   bool asyncForTesting = false;
@@ -39,6 +51,20 @@ struct StreamSetup {
 bool fixedCapacity(dctCompressor_t c);
 // Entries per slot: ceil(capacityFactor * k), at most count.
 size_t slotCapacity(dctCompressor_t c);
+// The fixed-capacity step runs global top-k with fixed pieces
+// (config.algorithm), else the allgather of slots.
+bool fixedGlobalTopk(dctCompressor_t c);
+// Global top-k's fixed sizes, for `ranks` equal ranges of the tensor (the
+// longest, ceil(count / P), sizes every piece and owner slot alike):
+//   piece    the worker's share of a range: kq = density x longest range,
+//            capacity max(ceil(c kq), ceil(kq + 3 sqrt(kq))), at most the range
+//   owner    the owner's aim (kOwnerTargetScale x density, at most 1) of the
+//            longest range, with the same rule
+// The 3 sqrt(kq) is the drift band's noise allowance: a uniform selection
+// puts a binomial count of sd ~ sqrt(kq) into a range, which c kq alone
+// covers only from kq >= 9 / (c - 1)^2 (144 at c = 1.25).
+size_t pieceCapacity(dctCompressor_t c, int ranks);
+size_t ownerSlotCapacity(dctCompressor_t c, int ranks);
 
 // A step of this compressor queues on a device with no host round trip
 // (fixed-capacity, device twin, past its warmup and first agreed step, its
@@ -46,6 +72,8 @@ size_t slotCapacity(dctCompressor_t c);
 bool stepCapturable(dctCompressor_t c);
 
 // Host fields -> the twin's StreamState (synchronous); `live` afterwards.
+// Global top-k's owner too (its residual must already cover the range
+// reserveSlots gave this rank: foldOwnerResidual first).
 dctResult_t publishStream(dctCompressor_t c, void* stream);
 // The twin's StreamState -> host fields, after waiting for the last step's
 // stream; nothing when not live.

@@ -28,16 +28,49 @@ bool ascendingBelow(const void* indices, size_t nnz, size_t n) {
 }
 
 // A peer's slot: its digest must be this rank's, its count within the
-// capacity, its indices strictly ascending below n.
-int32_t slotVerdict(const StreamStepArgs* a, const char* slot) {
+// capacity, its indices strictly ascending below n (its range's length).
+int32_t slotVerdict(const StreamStepArgs* a, const char* slot, size_t n) {
   SlotHeader h;
   std::memcpy(&h, slot, sizeof h);
   if (h.digest != a->digest) return dctInvalidUsage;
   if (h.nnz > a->capacity) return dctInternalError;
   const char* indices = slot + slotIndexOffset();
-  const bool ok = a->indexBytes == 8 ? ascendingBelow<uint64_t>(indices, h.nnz, a->n)
-                                     : ascendingBelow<uint32_t>(indices, h.nnz, a->n);
+  const bool ok = a->indexBytes == 8 ? ascendingBelow<uint64_t>(indices, h.nnz, n)
+                                     : ascendingBelow<uint32_t>(indices, h.nnz, n);
   return ok ? dctSuccess : dctInternalError;
+}
+
+// Where slot r's entries go: range r (ranged) or the whole target.
+size_t slotBegin(const StreamStepArgs* a, int r) { return a->ranged ? streamRangeBegin(a->n, a->ranks, r) : 0; }
+size_t slotLength(const StreamStepArgs* a, int r) {
+  return a->ranged ? streamRangeBegin(a->n, a->ranks, r + 1) - slotBegin(a, r) : a->n;
+}
+
+// One select of [begin, begin + length) into `slot` (indices relative to
+// begin); the counts added to the step's.
+dctResult_t selectSlot(KernelContext* ctx, const StreamStepArgs* a, size_t begin, size_t length, char* slot) {
+  StreamState& s = stateOf(a);
+  const size_t acc = dtypeSize(a->accType);
+  char* out = static_cast<char*>(a->residuals[1 - s.committed]) + begin * acc;
+  const char* in = static_cast<const char*>(a->residuals[s.committed]) + begin * acc;
+  const void* grad = a->grad ? static_cast<const char*>(a->grad) + begin * dtypeSize(a->gradType) : nullptr;
+  SelectArgs sel{grad,          out,
+                 length,        a->accType,
+                 a->indexBytes, s.draftTau,
+                 a->capacity,   slot + slotIndexOffset(),
+                 slot + slotValueOffset(a->capacity, a->indexBytes)};
+  sel.residualIn = in;
+  sel.gradType = a->gradType;
+  sel.valueType = a->wireType;
+  sel.valueLimit = a->valueLimit;
+  sel.stream = a->n * acc >= kStreamBytes;
+  DCTCHECK(cpuSelectCompact(ctx, &sel, nullptr));
+  const SlotHeader h{a->digest, sel.nnz, sel.nonFinite, 0};
+  std::memcpy(slot, &h, sizeof h);
+  s.selected += sel.selected;
+  s.written += sel.nnz;
+  s.writtenNonFinite += sel.nonFinite;
+  return dctSuccess;
 }
 
 }  // namespace
@@ -58,24 +91,18 @@ dctResult_t cpuStreamEstimate(KernelContext* ctx, const StreamStepArgs* a, void*
 dctResult_t cpuStreamSelect(KernelContext* ctx, const StreamStepArgs* a, void*) {
   if (halted(a)) return dctSuccess;
   StreamState& s = stateOf(a);
+  s.selected = s.written = s.writtenNonFinite = 0;
   char* slot = static_cast<char*>(a->slot);
-  SelectArgs sel{a->grad,        a->residuals[1 - s.committed],
-                 a->n,           a->accType,
-                 a->indexBytes,  s.draftTau,
-                 a->capacity,    slot + slotIndexOffset(),
-                 slot + slotValueOffset(a->capacity, a->indexBytes)};
-  sel.residualIn = a->residuals[s.committed];
-  sel.gradType = a->gradType;
-  sel.valueType = a->wireType;
-  sel.valueLimit = a->valueLimit;
-  sel.stream = a->n * dtypeSize(a->accType) >= kStreamBytes;
-  DCTCHECK(cpuSelectCompact(ctx, &sel, nullptr));
-  const SlotHeader h{a->digest, sel.nnz, sel.nonFinite, 0};
-  std::memcpy(slot, &h, sizeof h);
-  s.selected = sel.selected;
-  s.written = sel.nnz;
-  s.writtenNonFinite = sel.nonFinite;
-  s.draftDrift = streamDrifted(static_cast<double>(sel.selected), static_cast<double>(a->k), s.estimated != 0,
+  if (a->pieces == 0) {
+    DCTCHECK(selectSlot(ctx, a, 0, a->n, slot));
+  } else {
+    for (int q = 0; q < a->pieces; q++) {
+      const size_t begin = streamRangeBegin(a->n, a->pieces, q);
+      DCTCHECK(selectSlot(ctx, a, begin, streamRangeBegin(a->n, a->pieces, q + 1) - begin,
+                          slot + static_cast<size_t>(q) * a->slotBytes));
+    }
+  }
+  s.draftDrift = streamDrifted(static_cast<double>(s.selected), static_cast<double>(a->k), s.estimated != 0,
                                s.draftTau <= a->tauFloor)
                      ? 1
                      : 0;
@@ -84,22 +111,31 @@ dctResult_t cpuStreamSelect(KernelContext* ctx, const StreamStepArgs* a, void*) 
 
 dctResult_t cpuStreamMerge(KernelContext* ctx, const StreamStepArgs* a, void*) {
   StreamState& s = stateOf(a);
+  const int32_t before = a->ranged ? s.vote : 0;
   if (halted(a)) {  // this rank drops the step: its vote says so, and every rank drops it
-    s.vote = *a->failed;
+    s.vote = std::max(before, *a->failed);
     return dctSuccess;
   }
   int32_t verdict = dctSuccess;
-  for (int r = 0; r < a->ranks; r++) verdict = std::max(verdict, slotVerdict(a, slotAt(a->slots, a->slotBytes, r)));
-  s.vote = verdict;
+  for (int r = 0; r < a->ranks; r++)
+    verdict = std::max(verdict, slotVerdict(a, slotAt(a->slots, a->slotBytes, r), slotLength(a, r)));
+  s.vote = std::max(before, verdict);
   if (verdict != dctSuccess) return dctSuccess;
   const KernelOps& ops = cpuKernelOps();
-  DCTCHECK(ops.zero(ctx, a->target, a->n * dtypeSize(a->accType), nullptr));
+  const size_t acc = dtypeSize(a->accType);
+  DCTCHECK(ops.zero(ctx, a->target, a->n * acc, nullptr));
   for (int r = 0; r < a->ranks; r++) {
     const char* slot = slotAt(a->slots, a->slotBytes, r);
     SlotHeader h;
     std::memcpy(&h, slot, sizeof h);
-    ScatterArgs sc{a->target, a->n, a->accType, a->indexBytes, slot + slotIndexOffset(),
-                   slot + slotValueOffset(a->capacity, a->indexBytes), h.nnz, true};
+    ScatterArgs sc{static_cast<char*>(a->target) + slotBegin(a, r) * acc,
+                   slotLength(a, r),
+                   a->accType,
+                   a->indexBytes,
+                   slot + slotIndexOffset(),
+                   slot + slotValueOffset(a->capacity, a->indexBytes),
+                   h.nnz,
+                   true};
     sc.valueType = a->wireType;
     DCTCHECK(cpuScatterAdd(ctx, &sc, nullptr));
   }
@@ -126,6 +162,7 @@ dctResult_t cpuStreamCommit(KernelContext*, const StreamStepArgs* a, void*) {
   }
   if (a->onebit) onebitAdvance(s);
   else streamAdvance(s, a->errorFeedback);
+  if (a->owner) streamAdvance(*a->owner, a->errorFeedback);
   return dctSuccess;
 }
 

@@ -18,6 +18,16 @@
 //                   sticky error is set: asynchronous errors)
 //   streamFinish    a committed step's result into recvbuf (convert, scale)
 //
+// Global top-k with fixed pieces (algo/stream_global_topk.cc) runs the same
+// ops in two modes: streamSelect with `pieces` = P cuts the selection by the
+// P equal ranges (streamRangeBegin) into P slots of `capacity` entries each,
+// indices relative to their range, the overflow of each kept in the spare
+// residual; streamMerge with `ranged` writes slot r at range r's place,
+// checking its indices against range r's length, and raises the vote
+// instead of setting it (a merge earlier in the step voted already). The
+// owner's estimate and select are streamEstimate and streamSelect on a
+// second StreamState (its range sum as the gradient, its owner residuals).
+//
 // Every op first reads *failed (the comm's sticky asynchronous error) and
 // does nothing when it is set, so steps queued after a failure change
 // nothing either; but a rank that finds it set votes it (streamMerge), and
@@ -123,7 +133,19 @@ struct StreamStepArgs {
   dctDataType_t resultType;
   double factor;  // dctAvg: 1 / ranks
   bool onebit;    // streamCommit commits a 1-bit step (onebitAdvance); only state, failed, sticky are read
+  // Global top-k's fixed pieces (see the top).
+  int pieces;   // streamSelect: 0, one slot; else `ranks` slots, one per range, `slotBytes` apart
+  bool ranged;  // streamMerge: slot r holds range r (relative indices); the verdict raises the vote
+  StreamState* owner;  // streamCommit: also commits this state (the owner's) on the same vote; may be null
 };
+
+// Range q of P over [0, n): [streamRangeBegin(n, P, q), streamRangeBegin(n,
+// P, q + 1)), split_allreduce.h's splitRangeBegin (floor(q n / P)) without
+// 128-bit arithmetic: n = a P + b gives q a + floor(q b / P), q b < P^2.
+DCT_HOST_DEVICE size_t streamRangeBegin(size_t n, int ranks, int q) {
+  const size_t p = static_cast<size_t>(ranks), r = static_cast<size_t>(q);
+  return (n / p) * r + ((n % p) * r) / p;
+}
 
 // --- the schedule, the drift verdict and the commit, shared by both twins ---
 

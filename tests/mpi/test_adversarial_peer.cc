@@ -147,6 +147,7 @@ class Allreduce : public Subject {
                   : c.entry == kOnebit ? dctAlgoAllgather : dctAlgoAuto;
     s.method = dctThresholdSampled;
     if (c.entry == kFixed) s.capacity = 2;
+    if (c.entry == kFixed && c.count % 2) s.algorithm = dctAlgoGlobalTopk;  // fixed pieces, half the cases
     dctConfig_t cfg = explicitConfig(s);
     if (c.entry == kAutoGlobal) cfg.autoGlobalTopk = 1;
     if (c.entry == kOnebit) cfg.compressor = dctCompressorOnebit;

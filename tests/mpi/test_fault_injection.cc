@@ -128,7 +128,11 @@ std::vector<Settings> scenarios() {
   fixed.capacity = 1.5;
   Settings fixedWarmup = fixed;        // a dense warm-up step, then the slots
   fixedWarmup.warmup = 1;
-  return {allgather, dense, autoSampled, warmup, pipelined, pipelinedFromGrad, split, global, fixed, fixedWarmup};
+  Settings fixedGlobal = fixed;        // fixed pieces: alltoall, owner select, allgather, vote
+  fixedGlobal.algorithm = dctAlgoGlobalTopk;
+  fixedGlobal.density = 0.05;
+  return {allgather, dense,      autoSampled, warmup,     pipelined,  pipelinedFromGrad,
+          split,     global,     fixed,       fixedWarmup, fixedGlobal};
 }
 
 }  // namespace

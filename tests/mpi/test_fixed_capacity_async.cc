@@ -29,8 +29,12 @@ std::vector<float> gradient(int rank, int step) {
   return g;
 }
 
+// The plan under test: the allgather of slots, or global top-k's fixed pieces.
+dctAlgorithm_t plan = dctAlgoAllgather;
+
 dctCompressor_t make(dctComm_t comm) {
   Settings s;
+  s.algorithm = plan;
   s.method = dctThresholdSampled;
   s.interval = 2;
   s.density = 0.05;
@@ -108,27 +112,35 @@ TEST_CASE("a call that differs on one rank: every call returns, the step fails l
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size < 2) return;
-  failAndContinue(
-      [](dctCompressor_t a, dctComm_t comm) {
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        std::vector<float> out;
-        // Queued on every rank: the outcome is not the call's.
-        CHECK(step(a, comm, 2, rank == 0 ? dctSum : dctAvg, false, out) == dctSuccess);
-      },
-      dctInvalidUsage);
+  for (dctAlgorithm_t algorithm : {dctAlgoAllgather, dctAlgoGlobalTopk}) {
+    CAPTURE(algorithm);
+    plan = algorithm;
+    failAndContinue(
+        [](dctCompressor_t a, dctComm_t comm) {
+          int rank = 0;
+          MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+          std::vector<float> out;
+          // Queued on every rank: the outcome is not the call's.
+          CHECK(step(a, comm, 2, rank == 0 ? dctSum : dctAvg, false, out) == dctSuccess);
+        },
+        dctInvalidUsage);
+  }
 }
 
 TEST_CASE("a rank that rejects its arguments still queues the step; the others learn of it asynchronously") {
-  failAndContinue(
-      [](dctCompressor_t a, dctComm_t comm) {
-        int rank = 0, size = 1;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &size);
-        std::vector<float> out;
-        const bool bad = rank == size - 1;
-        const dctResult_t res = step(a, comm, 2, dctAvg, bad, out);
-        CHECK(res == (bad ? dctInvalidArgument : dctSuccess));
-      },
-      dctInvalidArgument);
+  for (dctAlgorithm_t algorithm : {dctAlgoAllgather, dctAlgoGlobalTopk}) {
+    CAPTURE(algorithm);
+    plan = algorithm;
+    failAndContinue(
+        [](dctCompressor_t a, dctComm_t comm) {
+          int rank = 0, size = 1;
+          MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+          MPI_Comm_size(MPI_COMM_WORLD, &size);
+          std::vector<float> out;
+          const bool bad = rank == size - 1;
+          const dctResult_t res = step(a, comm, 2, dctAvg, bad, out);
+          CHECK(res == (bad ? dctInvalidArgument : dctSuccess));
+        },
+        dctInvalidArgument);
+  }
 }

@@ -3,7 +3,9 @@
 // fail at: the step's estimate, select and merge, and the copy and wait
 // that bring the vote to the host): every rank fails that call (none
 // hangs), nothing is committed, and retrying gives bit for bit the
-// results, residual and statistics of a run without the fault.
+// results, residual and statistics of a run without the fault. Both plans:
+// the allgather of slots and global top-k's fixed pieces (whose estimate,
+// select and merge run twice a step: the worker's and the owner's).
 #include <doctest/doctest.h>
 #include <mpi.h>
 
@@ -77,12 +79,13 @@ std::vector<float> gradient(int rank, int step) {
 }
 
 // kSteps fixed-capacity steps (sampled tau every other step), every failed call retried.
-Run runSteps(const World& w, bool inPlace, int victim, Op op, int after) {
+Run runSteps(const World& w, dctAlgorithm_t algorithm, bool inPlace, int victim, Op op, int after) {
   Settings s;
+  s.algorithm = algorithm;
   s.density = 0.02;
   s.method = dctThresholdSampled;
   s.interval = 2;
-  s.capacity = 1.0;  // some steps overflow the slot
+  s.capacity = 1.0;  // some steps overflow the slot (global top-k: a piece or an owner's slot)
   dctConfig_t cfg = explicitConfig(s);
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(w.comm, kCount, dctFloat32, &cfg, &c) == dctSuccess);
@@ -122,8 +125,10 @@ Run runSteps(const World& w, bool inPlace, int victim, Op op, int after) {
 
 TEST_CASE("fixed capacity: an op failing on one rank up to the vote fails every rank; the retry is exact") {
   World w;
+  for (dctAlgorithm_t algorithm : {dctAlgoAllgather, dctAlgoGlobalTopk})
   for (bool inPlace : {false, true}) {
-    const Run clean = runSteps(w, inPlace, -1, kNumOps, 0);
+    CAPTURE(algorithm);
+    const Run clean = runSteps(w, algorithm, inPlace, -1, kNumOps, 0);
     for (int op = 0; op < kNumOps; op++)
       for (int victim = 0; victim < w.size; victim++)
         for (int after : {0, 1, 2, 4}) {
@@ -132,7 +137,7 @@ TEST_CASE("fixed capacity: an op failing on one rank up to the vote fails every 
           CAPTURE(name);
           CAPTURE(victim);
           CAPTURE(after);
-          const Run faulty = runSteps(w, inPlace, victim, static_cast<Op>(op), after);
+          const Run faulty = runSteps(w, algorithm, inPlace, victim, static_cast<Op>(op), after);
           for (int step = 0; step < kSteps; step++) REQUIRE(faulty.outputs[step] == clean.outputs[step]);
           REQUIRE(faulty.residual == clean.residual);
           CHECK(faulty.stats.step == clean.stats.step);
@@ -140,6 +145,8 @@ TEST_CASE("fixed capacity: an op failing on one rank up to the vote fails every 
           CHECK(faulty.stats.thresholdEstimates == clean.stats.thresholdEstimates);
           CHECK(faulty.stats.nnz == clean.stats.nnz);
           CHECK(faulty.stats.totalBytesSent == clean.stats.totalBytesSent);
+          CHECK(faulty.stats.ownerKept == clean.stats.ownerKept);
+          CHECK(faulty.stats.ownerThreshold == clean.stats.ownerThreshold);
           CHECK(allRanksAgree(faulty.failedCalls > 0));
         }
   }

@@ -279,8 +279,8 @@ TEST_CASE("bad strings are refused by name and change nothing") {
   std::swap(swapped[0], swapped[3]), std::swap(swapped[1], swapped[2]);
   refused(target, twin, swapped, "byte order");
   Bytes version = good;
-  version[4] = 5;  // past the newest (4: segments, dctNumAlgorithms 6)
-  refused(target, twin, version, "format version 5");
+  version[4] = 7;  // past the newest (6: segments and the owner's drift flag)
+  refused(target, twin, version, "format version 7");
   Bytes flipped = good;
   flipped[layout.residualAt + 13] ^= 1;
   refused(target, twin, flipped, "checksum");

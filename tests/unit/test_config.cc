@@ -97,10 +97,13 @@ TEST_CASE_FIXTURE(CleanEnv, "the fixed-capacity mode: from the environment, and 
   CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
   CHECK(std::strstr(dctGetLastError(nullptr), "sampl") != nullptr);
   in.thresholdMethod = dctThresholdSampled;
-  in.algorithm = dctAlgoGlobalTopk;
+  in.algorithm = dctAlgoSplit;  // global top-k runs with fixed pieces; split does not
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
   CHECK(std::strstr(dctGetLastError(nullptr), "allgather") != nullptr);
+  in.algorithm = dctAlgoGlobalTopk;
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctSuccess);
   in.algorithm = dctAlgoAuto;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(dct::checkFixedCapacity(nullptr, out) == dctSuccess);
