@@ -39,6 +39,12 @@ struct dctComm {
   // (algo/agree.h): kHeaderRoomBytes per rank, reserved with the comm.
   static constexpr size_t kHeaderRoomBytes = 256;
   dct::Buffer headerRoom;
+  // A small dctSparseInputAllreduce's messages ride in its header
+  // allgather, each in a slot of gatherSlot bytes (0: none), the same on
+  // every rank; every rank's header and slot land in slotRoom, followed by
+  // this rank's own block to send (algo/gather_slot.h). Set at creation.
+  size_t gatherSlot = 0;
+  dct::Buffer slotRoom;
 
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next
