@@ -24,13 +24,22 @@ dctResult_t settleGatherSlot(dctComm_t comm) {
   comm->gatherSlot = 0;
   const size_t slot = gatherSlotBytes(costParams(comm->settings.cost, comm->link, comm->size), comm->size);
   if (slot == 0) return dctSuccess;  // alike on every rank: the same probe, settings and size
-  size_t bytes = 0;                  // every rank's block, and this rank's to send
-  const bool room = checkedMul(sizeof(CallHeader) + slot, static_cast<size_t>(comm->size) + 1, bytes) &&
-                    comm->slotRoom.reserve(bytes) == dctSuccess;
+  // Every rank's block, and this rank's to send.
+  const bool room = setGatherSlot(comm, slot) == dctSuccess;
   int32_t missing = 0;
   DCTCHECK(comm->transport->vote(comm, room ? 0 : 1, &missing, nullptr));
-  if (missing == 0) comm->gatherSlot = slot;
+  if (missing != 0) comm->gatherSlot = 0;
   DCT_INFO("gather slot, %d ranks: %zu bytes per rank", comm->size, comm->gatherSlot);
+  return dctSuccess;
+}
+
+dctResult_t setGatherSlot(dctComm_t comm, size_t slot) {
+  size_t bytes = 0;
+  slot &= ~size_t(7);
+  if (!checkedMul(sizeof(CallHeader) + slot, static_cast<size_t>(comm->size) + 1, bytes) ||
+      comm->slotRoom.reserve(bytes) != dctSuccess)
+    return dctOutOfMemory;
+  comm->gatherSlot = slot;
   return dctSuccess;
 }
 

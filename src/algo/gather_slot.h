@@ -35,6 +35,10 @@ size_t gatherSlotBytes(const CostParams& p, int ranks);
 // rank without the memory leaves every rank without a slot.
 dctResult_t settleGatherSlot(dctComm_t comm);
 
+// Tests: the slot set by hand (0: none), which every rank must do alike
+// between calls. dctOutOfMemory leaves it as it was.
+dctResult_t setGatherSlot(dctComm_t comm, size_t slot);
+
 // One rank's block: its header, then its slot.
 inline size_t gatherBlockBytes(const dctComm* comm) { return sizeof(CallHeader) + comm->gatherSlot; }
 // Rank r's block in the room after the gather.

@@ -137,14 +137,14 @@ dctResult_t packWhole(Call& k) {
   if (!checkedMessageRoom(k.in.nnz, c->indexBytes, valueBytes, room))
     return fail(k.comm, dctInvalidArgument, "%s: nnz %zu is too large to pack", k.in.fn, k.in.nnz);
   k.packed = true;
-  if (room <= slot) {
+  if (slot > 0 && room <= slot) {
     k.inSlot = true;
     return packMessage(c, k.in.indices, k.in.values, k.in.nnz, valueBytes, 0, sendSlot(k.comm), k.bytes, k.in.stream);
   }
   DCTCHECK(reserve(k, c->wire, room, "the packed message"));
   DCTCHECK(packMessage(c, k.in.indices, k.in.values, k.in.nnz, valueBytes, 0, c->wire.as<char>(), k.bytes,
                        k.in.stream));
-  if (k.bytes > slot) return dctSuccess;
+  if (slot == 0 || k.bytes > slot) return dctSuccess;
   k.inSlot = true;
   return c->ops->copy(c->kernels, sendSlot(k.comm), c->wire.as(), k.bytes, k.in.stream);
 }
