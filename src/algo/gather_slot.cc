@@ -28,7 +28,7 @@ dctResult_t settleGatherSlot(dctComm_t comm) {
   const bool room = setGatherSlot(comm, slot) == dctSuccess;
   int32_t missing = 0;
   DCTCHECK(comm->transport->vote(comm, room ? 0 : 1, &missing, nullptr));
-  if (missing != 0) comm->gatherSlot = 0;
+  if (missing != 0) comm->gatherSlot = comm->gatherSlotMax = 0;
   DCT_INFO("gather slot, %d ranks: %zu bytes per rank", comm->size, comm->gatherSlot);
   return dctSuccess;
 }
@@ -39,8 +39,21 @@ dctResult_t setGatherSlot(dctComm_t comm, size_t slot) {
   if (!checkedMul(sizeof(CallHeader) + slot, static_cast<size_t>(comm->size) + 1, bytes) ||
       comm->slotRoom.reserve(bytes) != dctSuccess)
     return dctOutOfMemory;
-  comm->gatherSlot = slot;
+  comm->gatherSlot = comm->gatherSlotMax = slot;
+  comm->slotCalls = 0;
+  for (uint64_t& need : comm->slotNeeds) need = 0;
   return dctSuccess;
+}
+
+void learnGatherSlot(dctComm_t comm, const std::vector<CallHeader>& all) {
+  if (comm->gatherSlotMax == 0) return;
+  uint64_t largest = 0;
+  for (const CallHeader& h : all) largest = std::max(largest, h.bytes);
+  comm->slotNeeds[comm->slotCalls++ % dctComm::kSlotWindow] = largest;
+  uint64_t most = 0;
+  for (uint64_t need : comm->slotNeeds) most = std::max(most, need);
+  const uint64_t padded = most + most / 32 + 64;
+  comm->gatherSlot = padded >= comm->gatherSlotMax ? comm->gatherSlotMax : (padded + 7) & ~uint64_t(7);
 }
 
 dctResult_t gatherHeadersAndSlots(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,

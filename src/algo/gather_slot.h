@@ -5,9 +5,13 @@
 // checks, merges and votes once (algo/sparse_input_allreduce.cc).
 //
 // The slot's size must be the same on every rank without a word between
-// them (a mismatched allgather would hang or overrun): it is fixed when
-// the comm is made, from the link probe that every rank shares, and never
-// from a call's arguments, which may disagree.
+// them (a mismatched allgather would hang or overrun), so it never comes
+// from a call's arguments, which may disagree. Its bound is fixed when the
+// comm is made, from the link probe that every rank shares; within it the
+// slot follows the largest message of the last kSlotWindow calls that
+// succeeded, read from their gathered headers, which every rank holds
+// alike (as auto's plan choice relies on): padding is what costs, and a
+// slot far above the messages cost as much as the collectives it saved.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +39,16 @@ size_t gatherSlotBytes(const CostParams& p, int ranks);
 // rank without the memory leaves every rank without a slot.
 dctResult_t settleGatherSlot(dctComm_t comm);
 
-// Tests: the slot set by hand (0: none), which every rank must do alike
-// between calls. dctOutOfMemory leaves it as it was.
+// Tests: the slot and its bound set by hand (0: none), its history
+// cleared, which every rank must do alike between calls. dctOutOfMemory
+// leaves it as it was.
 dctResult_t setGatherSlot(dctComm_t comm, size_t slot);
+
+// After a call that succeeded on every rank under the allgather plan: its
+// largest message (the agreed headers') joins the window, and the slot
+// becomes the window's largest with 1/32 and 64 bytes to spare (the
+// next call's messages vary a little), within the bound.
+void learnGatherSlot(dctComm_t comm, const std::vector<CallHeader>& all);
 
 // One rank's block: its header, then its slot.
 inline size_t gatherBlockBytes(const dctComm* comm) { return sizeof(CallHeader) + comm->gatherSlot; }

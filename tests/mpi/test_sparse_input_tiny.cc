@@ -281,3 +281,43 @@ TEST_CASE("an allocation failure on one rank during a small call fails every ran
       }
   }
 }
+
+TEST_CASE("the slot follows the last calls' largest message, alike on every rank; a failed call leaves it") {
+  World w;
+  REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
+  setSlot(w.comm, kSlot);
+  const Call small{4001, dctFloat32, dctSum, dctAlgoAuto, kBoth, 0.005};
+  const Call large{4001, dctFloat32, dctSum, dctAlgoAuto, kBoth, 0.05};
+  const Input a = makeInput(w.rank, small.count, small.type, small.density);
+  const Input b = makeInput(w.rank, large.count, large.type, large.density);
+  const Result first = run(w.comm, small, a);
+  REQUIRE(first.ops == tinyOps(w.size));
+  const uint64_t most = largestMessage(first);
+  CHECK(w.comm->gatherSlot == ((most + most / 32 + 64 + 7) & ~uint64_t(7)));
+  CHECK(identicalOnAllRanks(&w.comm->gatherSlot, sizeof(size_t)));
+  const size_t learned = w.comm->gatherSlot;
+  // A larger message than the learned slot (within the bound): the
+  // allgatherv way once, then in the slots.
+  const Result over = run(w.comm, large, b);
+  REQUIRE(largestMessage(over) > learned);
+  REQUIRE(largestMessage(over) <= kSlot);
+  CHECK(over.ops > tinyOps(w.size));
+  const Result again = run(w.comm, large, b);
+  CHECK(again.ops == tinyOps(w.size));
+  requireSame(again, over);
+  // The window keeps the larger one: the small call stays in the slots.
+  const size_t grown = w.comm->gatherSlot;
+  CHECK(run(w.comm, small, a).ops == tinyOps(w.size));
+  CHECK(w.comm->gatherSlot == grown);
+  // A failed call learns nothing.
+  dct::armFault(w.comm, 0, -1);
+  CHECK(run(w.comm, large, a).res != dctSuccess);
+  dct::disarmFault(w.comm);
+  CHECK(w.comm->gatherSlot == grown);
+  // Past the bound: the bound, never more.
+  setSlot(w.comm, 64);
+  const Result bounded = run(w.comm, large, b);
+  CHECK(bounded.ops > tinyOps(w.size));
+  CHECK(w.comm->gatherSlot == 64);
+  setSlot(w.comm, kSlot);
+}
