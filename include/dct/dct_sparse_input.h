@@ -45,7 +45,8 @@ typedef struct {
  * allgather, host buffers) whose every packed message fits the comm's
  * gather slot runs the allgather plan in two collectives: the messages
  * ride in the header allgather (the slot follows the last calls' largest
- * message, within a bound priced from the comm's link probe). Sums: rank order from +0 in
+ * message, within a bound priced from the comm's link probe). Sums:
+ * rank order from +0 in
  * fp32 for half types (fp64 for fp64), rounded once (allgather, split;
  * recursive doubling sums in pairs, the lower ranks' partial sum first:
  * the same bits as rank order where the sums are exact); the dense algorithm reduces in the datatype as the transport's allreduce
