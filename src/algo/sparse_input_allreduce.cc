@@ -126,6 +126,18 @@ dctAlgorithm_t choosePlan(const Call& k, const std::vector<CallHeader>& all) {
   return plan == dctAlgoRecursiveDoubling && !pairs ? dctAlgoAllgather : plan;
 }
 
+// Every message already here: the allgather plan with its exchange done,
+// cheaper than any plan auto could price, unless a DCT_TUNE rule names
+// another (only auto and allgather pack, so only they get here).
+bool takesSlots(const Call& k, const std::vector<CallHeader>& all) {
+  if (!allInSlots(all)) return false;
+  if (k.in.algorithm != dctAlgoAuto) return true;
+  CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
+                    k.nnz.data(), k.accBytes()};
+  const dctAlgorithm_t rule = tunedExactCounts(k.comm, inputs);
+  return rule == dctAlgoAuto || rule == dctAlgoAllgather;
+}
+
 // This rank's message in the allgather plan's form: in its slot where it
 // fits (packed there straight when its bound fits), else in c->wire. The
 // slot is host memory: a device twin's message never goes there.
@@ -241,9 +253,7 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
   DCTCHECK(checkCounts(k, all));
-  // Every message already here: the allgather plan is the cheapest whatever
-  // auto would price, its exchange done.
-  k.tiny = allInSlots(all);
+  k.tiny = takesSlots(k, all);
   k.plan = k.tiny ? dctAlgoAllgather : choosePlan(k, all);
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   if (k.plan == dctAlgoAllgather) {
