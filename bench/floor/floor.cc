@@ -8,11 +8,17 @@
 //              (its bytes from the call's info.bytesSent)
 //   payload    MPI_Allreduce of the largest message's bytes (floats)
 //   dense      MPI_Allreduce of the dense tensor (count floats)
+//   slotted   MPI_Allgather of a header and a slot of -S bytes (default: the
+//              largest message, rounded up to 8): a small call's one
+//              collective besides its vote when every message fits the
+//              comm's gather slot (DCT_DEBUG=INFO logs the slot at creation;
+//              pass it as -S to time that exact size)
 //   coo, dct   dctSparseInputAllreduce, COO result and dense result
-// and prints the call less its collectives (header + 2 votes + gatherv):
+// and prints the call less its collectives, both ways: the allgatherv
+// path's (header + 2 votes + gatherv) and the slots' (slotted + 1 vote):
 // the local work (pack, checks, merge, select, copies) and what the
 // collectives cost inside the call beyond the bare MPI ones.
-//   mpirun -np 4 dct_floor [-N count] [-D density] [-n iters] [-a algo]
+//   mpirun -np 4 dct_floor [-N count] [-D density] [-n iters] [-a algo] [-S slot]
 #include <mpi.h>
 
 #include <algorithm>
@@ -53,11 +59,13 @@ int main(int argc, char** argv) {
   double density = 0.01;
   int iters = 50;
   dctAlgorithm_t algo = dctAlgoAllgather;
+  long long slot = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "-N") count = std::strtoull(argv[i + 1], nullptr, 10);
     else if (flag == "-D") density = std::atof(argv[i + 1]);
     else if (flag == "-n") iters = std::atoi(argv[i + 1]);
+    else if (flag == "-S") slot = std::atoll(argv[i + 1]);
     else if (flag == "-a") algo = std::string(argv[i + 1]) == "auto" ? dctAlgoAuto : dctAlgoAllgather;
   }
   MPI_Comm mpi = MPI_COMM_WORLD;
@@ -108,6 +116,9 @@ int main(int argc, char** argv) {
   // One message's bytes as floats, the largest message's (every rank alike).
   std::vector<float> payload(*std::max_element(bytes.begin(), bytes.end()) / 4 + 1), payloadOut(payload.size());
   int32_t flag = 0, worst = 0;
+  const size_t largest = static_cast<size_t>(*std::max_element(bytes.begin(), bytes.end()));
+  const size_t slotBytes = slot >= 0 ? static_cast<size_t>(slot) : (largest + 7) / 8 * 8;
+  std::vector<char> block(kHeaderBytes + slotBytes), blocks(block.size() * size);
 
   const double tHeader = medianMaxUs(mpi, iters, [&] {
     return MPI_Allgather(header.data(), kHeaderBytes, MPI_BYTE, headers.data(), kHeaderBytes, MPI_BYTE, mpi) == 0;
@@ -119,6 +130,10 @@ int main(int argc, char** argv) {
     return MPI_Allgatherv(message.data(), mine, MPI_BYTE, gathered.data(), bytes.data(), offsets.data(), MPI_BYTE,
                           mpi) == 0;
   });
+  const double tSlotted = medianMaxUs(mpi, iters, [&] {
+    return MPI_Allgather(block.data(), static_cast<int>(block.size()), MPI_BYTE, blocks.data(),
+                         static_cast<int>(block.size()), MPI_BYTE, mpi) == 0;
+  });
   const double tPayload = medianMaxUs(mpi, iters, [&] {
     return MPI_Allreduce(payload.data(), payloadOut.data(), static_cast<int>(payload.size()), MPI_FLOAT, MPI_SUM,
                          mpi) == 0;
@@ -129,13 +144,15 @@ int main(int argc, char** argv) {
   const double tCoo = medianMaxUs(mpi, iters, coo);
   const double tDct = medianMaxUs(mpi, iters, dct);
   if (rank == 0) {
-    const double collectives = tHeader + 2 * tVote + tGatherv;
-    std::printf("# dct_floor: %d ranks, count %zu, density %g, plan %s, message %d bytes (rank 0), %d iterations\n",
-                size, count, density, info.algorithm == dctAlgoAllgather ? "allgather" : "other", mine, iters);
-    std::printf("# header_us vote_us gatherv_us payload_allreduce_us dense_allreduce_us coo_us dct_us "
-                "coo_local_us dct_local_us\n");
-    std::printf("%.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f\n", tHeader, tVote, tGatherv, tPayload, tDense, tCoo,
-                tDct, tCoo - collectives, tDct - collectives);
+    const double collectives = tHeader + 2 * tVote + tGatherv, slotted = tSlotted + tVote;
+    std::printf("# dct_floor: %d ranks, count %zu, density %g, plan %s, message %d bytes (rank 0, largest %zu), "
+                "slot %zu, %d iterations\n",
+                size, count, density, info.algorithm == dctAlgoAllgather ? "allgather" : "other", mine, largest,
+                slotBytes, iters);
+    std::printf("# header_us vote_us gatherv_us slotted_us payload_allreduce_us dense_allreduce_us coo_us dct_us "
+                "coo_local_us dct_local_us coo_local_slotted_us dct_local_slotted_us\n");
+    std::printf("%.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f\n", tHeader, tVote, tGatherv, tSlotted,
+                tPayload, tDense, tCoo, tDct, tCoo - collectives, tDct - collectives, tCoo - slotted, tDct - slotted);
   }
   dctCommDestroy(comm);
   MPI_Finalize();

@@ -41,7 +41,12 @@ typedef struct {
  * dense allreduce), dctAlgoRecursiveDoubling (pairwise merges in ceil(log2 P)
  * rounds; host buffers on every rank, else the dense algorithm runs), or
  * dctAlgoAuto: the alpha-beta cost model over the
- * exact counts, the same choice on every rank. Sums: rank order from +0 in
+ * exact counts, the same choice on every rank. A small call (auto or
+ * allgather, host buffers) whose every packed message fits the comm's
+ * gather slot runs the allgather plan in two collectives: the messages
+ * ride in the header allgather (the slot follows the last calls' largest
+ * message, within a bound priced from the comm's link probe). Sums:
+ * rank order from +0 in
  * fp32 for half types (fp64 for fp64), rounded once (allgather, split;
  * recursive doubling sums in pairs, the lower ranks' partial sum first:
  * the same bits as rank order where the sums are exact); the dense algorithm reduces in the datatype as the transport's allreduce

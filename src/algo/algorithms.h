@@ -74,6 +74,8 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
 // sparse plan only when it models under kSparseInputMargin of dense.
 constexpr double kSparseInputMargin = 0.6;
 dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in);
+// The plan a DCT_TUNE rule names for these exact counts (dctAlgoAuto: none).
+dctAlgorithm_t tunedExactCounts(dctComm_t comm, const CostInputs& in);
 
 // dctSparseInputAllreduce's arguments, checked locally by api/.
 struct SparseInput {

@@ -1,5 +1,7 @@
 #include "algo/packed_message.h"
 
+#include "algo/gather_slot.h"
+
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "transport/comm.h"
@@ -48,6 +50,24 @@ MergeArgs mergeOf(dctCompressor_t c, void* target) {
   return merge;
 }
 
+// Every rank's message at base + offsets[r] (sizes from the headers) viewed
+// in c->rankArrays.messages and, with `check`, checked (a malformed one
+// fails naming its rank).
+dctResult_t viewMessages(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, const char* base,
+                         void* stream, const char* fn, bool check) {
+  const int P = comm->size;
+  std::vector<PackedMessage>& messages = c->rankArrays.messages;
+  messages.assign(P, PackedMessage{});
+  for (int r = 0; r < P; r++)
+    messages[r] = packedView(base + c->rankArrays.offsets[r], c->rankArrays.sizes[r], all[r].nnz,
+                             dtypeSize(c->wireType));
+  if (!check) return dctSuccess;
+  MergeArgs merge = mergeOf(c, nullptr);
+  merge.checkOnly = true;
+  const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
+  return res == dctSuccess ? res : mergeFailed(c, comm, res, merge.malformed, all, fn);
+}
+
 }  // namespace
 
 dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
@@ -69,15 +89,28 @@ dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
   DCTCHECK(comm->transport->allgatherv(comm, c->wire.as(), sizes[comm->rank], gathered, sizes.data(), offsets.data(),
                                        stream));
   clock.lap(dctPhaseExchange);
-  std::vector<PackedMessage>& messages = c->rankArrays.messages;
-  messages.assign(P, PackedMessage{});
-  for (int r = 0; r < P; r++) messages[r] = packedView(gathered + offsets[r], sizes[r], all[r].nnz, dtypeSize(c->wireType));
   received = total - sizes[comm->rank];
-  if (!check) return dctSuccess;
-  MergeArgs merge = mergeOf(c, nullptr);
-  merge.checkOnly = true;
-  const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
-  return res == dctSuccess ? res : mergeFailed(c, comm, res, merge.malformed, all, fn);
+  return viewMessages(c, comm, all, gathered, stream, fn, check);
+}
+
+dctResult_t viewSlots(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
+                      size_t& received, const char* fn, bool check) {
+  const int P = comm->size;
+  std::vector<size_t>& sizes = c->rankArrays.sizes;
+  std::vector<size_t>& offsets = c->rankArrays.offsets;
+  sizes.assign(P, 0);
+  offsets.assign(P, 0);
+  size_t total = 0;
+  DCTCHECK(checkAnnounced(comm, all, c->count, dtypeSize(c->wireType), c->indexBytes, total, fn));
+  for (int r = 0; r < P; r++) {
+    if (all[r].bytes > comm->gatherSlot)  // said it fit, and does not: it would read the next block
+      return fail(comm, dctInternalError, "%s: rank %d announced %llu bytes in a slot of %zu", fn, r,
+                  static_cast<unsigned long long>(all[r].bytes), comm->gatherSlot);
+    sizes[r] = all[r].bytes;
+    offsets[r] = static_cast<size_t>(r) * gatherBlockBytes(comm) + sizeof(CallHeader);
+  }
+  received = total - sizes[comm->rank];
+  return viewMessages(c, comm, all, comm->slotRoom.as<char>(), stream, fn, check);
 }
 
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,

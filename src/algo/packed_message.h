@@ -85,5 +85,12 @@ dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
                           void* stream, const char* fn, bool checked);
 
+// gatherPacked's views (and, with `check`, its check) of the messages that
+// came in the slots of the header allgather (algo/gather_slot.h): each
+// announced message must fit its slot. `received`: their bytes from the
+// other ranks.
+dctResult_t viewSlots(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
+                      size_t& received, const char* fn, bool check);
+
 }  // namespace dct
 

@@ -134,14 +134,19 @@ Plan planAlgorithm(dctCompressor_t c, dctComm_t comm) {
   return p;
 }
 
-dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
-  if (comm->size == 1) return dctAlgoAllgather;  // no wire: the own message only
+dctAlgorithm_t tunedExactCounts(dctComm_t comm, const CostInputs& in) {
+  if (comm->size == 1) return dctAlgoAuto;
   uint64_t total = 0;
   for (int r = 0; r < in.ranks; r++) total += in.nnz[r];
   const double density = in.count ? static_cast<double>(total) / (static_cast<double>(in.count) * in.ranks) : 0;
   // Lossless: a rule naming global top-k is left to the model.
   const int tuned = comm->settings.tune.algorithmFor(tensorBytes(in.count, in.valueBytes), density);
-  if (tuned > dctAlgoAuto && tuned != dctAlgoGlobalTopk) return static_cast<dctAlgorithm_t>(tuned);
+  return tuned > dctAlgoAuto && tuned != dctAlgoGlobalTopk ? static_cast<dctAlgorithm_t>(tuned) : dctAlgoAuto;
+}
+
+dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
+  if (comm->size == 1) return dctAlgoAllgather;  // no wire: the own message only
+  if (const dctAlgorithm_t tuned = tunedExactCounts(comm, in); tuned != dctAlgoAuto) return tuned;
   const Model m = modelFor(comm, in.count * in.valueBytes);
   const double allgather = allgatherCostUs(m.params, in);
   const double split = comm->size > 2 ? splitCostUs(m.params, in) : allgather;

@@ -4,10 +4,11 @@
 //
 //   local work   bind the comm's scratch (kernel context, buffers); pack
 //                the message for the allgather plan when it may run
-//   agreement    header allgather (args, nnz, packed bytes); the plan from
-//                the exact counts; every size checked (count 2^62 wraps
-//                size_t) and every buffer reserved; per plan: cut into
-//                pieces or scatter into zeros; vote
+//   agreement    header allgather (args, nnz, packed bytes, and each
+//                rank's message where it fits its slot: gather_slot.h);
+//                the plan from the exact counts; every size checked (count
+//                2^62 wraps size_t) and every buffer reserved; per plan:
+//                cut into pieces or scatter into zeros; vote
 //   exchange     allgatherv, the messages checked | split | recursive
 //                doubling (recursive_doubling.h) | dense allreduce, into
 //                the sum in scratch (accumulation type; dense: datatype)
@@ -17,6 +18,9 @@
 //                copies into the caller's buffers, or (allgather) the
 //                checked messages merged straight into `dense`
 //
+// Where every message came in its slot the call is the allgather plan
+// without its exchange: the messages are checked and merged before the
+// agreement's vote, which is the call's only vote (two collectives in all).
 // A size query stops after the header allgather. Nothing reaches the
 // caller's buffers before the last vote: a failure anywhere, on any rank,
 // leaves them as they were. The plans that build the sum during the
@@ -25,6 +29,7 @@
 // cannot fail once the messages are checked, and so writes `dense` once.
 #include "algo/algorithms.h"
 #include "algo/agree.h"
+#include "algo/gather_slot.h"
 #include "algo/packed_message.h"
 #include "algo/recursive_doubling.h"
 #include "algo/split_allreduce.h"
@@ -43,7 +48,9 @@ struct Call {
   dctComm_t comm;
   dctCompressor_t c = nullptr;  // the comm's scratch
   dctAlgorithm_t plan = dctAlgoAllgather;
-  bool packed = false;          // c->wire holds this rank's whole message
+  bool packed = false;          // this rank's whole message is packed, in c->wire or its slot
+  bool inSlot = false;          // in its slot (sendSlot), not in c->wire
+  bool tiny = false;            // every rank's message came in its slot: no exchange
   size_t bytes = 0;             // this rank's packed message
   uint64_t total = 0;           // entries over all ranks
   std::vector<uint64_t> nnz{};  // each rank's announced entries
@@ -92,8 +99,16 @@ bool mayRunAllgather(const Call& k) {
   return (a == dctAlgoAuto || a == dctAlgoAllgather) && packing::fitsOffsets(k.in.count, k.c->indexBytes);
 }
 
-// A header flag: recursive doubling cannot run on this rank.
+// Header flags: recursive doubling cannot run on this rank; its message
+// is in its slot.
 constexpr int32_t kNoPairExchange = 1;
+constexpr int32_t kInSlot = 2;
+
+bool allInSlots(const std::vector<CallHeader>& all) {
+  for (const CallHeader& h : all)
+    if ((h.flags & kInSlot) == 0) return false;
+  return true;
+}
 
 // The configured plan, or the cheapest for these exact counts. Packed
 // lists have uint32 word offsets: past that size only dense runs.
@@ -111,18 +126,46 @@ dctAlgorithm_t choosePlan(const Call& k, const std::vector<CallHeader>& all) {
   return plan == dctAlgoRecursiveDoubling && !pairs ? dctAlgoAllgather : plan;
 }
 
-// This rank's message in the allgather plan's form, in c->wire.
+// Every message already here: the allgather plan with its exchange done,
+// cheaper than any plan auto could price, unless a DCT_TUNE rule names
+// another (only auto and allgather pack, so only they get here).
+bool takesSlots(const Call& k, const std::vector<CallHeader>& all) {
+  if (!allInSlots(all)) return false;
+  if (k.in.algorithm != dctAlgoAuto) return true;
+  CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
+                    k.nnz.data(), k.accBytes()};
+  const dctAlgorithm_t rule = tunedExactCounts(k.comm, inputs);
+  return rule == dctAlgoAuto || rule == dctAlgoAllgather;
+}
+
+// This rank's message in the allgather plan's form: in its slot where it
+// fits (packed there straight when its bound fits), else in c->wire. The
+// slot is host memory: a device twin's message never goes there.
 dctResult_t packWhole(Call& k) {
   dctCompressor_t c = k.c;
   const size_t valueBytes = dtypeSize(k.in.dtype);
+  const size_t slot = c->ops->device ? 0 : k.comm->gatherSlot;
   size_t room = 0;
   if (!checkedMessageRoom(k.in.nnz, c->indexBytes, valueBytes, room))
     return fail(k.comm, dctInvalidArgument, "%s: nnz %zu is too large to pack", k.in.fn, k.in.nnz);
+  k.packed = true;
+  if (slot > 0 && room <= slot) {
+    k.inSlot = true;
+    return packMessage(c, k.in.indices, k.in.values, k.in.nnz, valueBytes, 0, sendSlot(k.comm), k.bytes, k.in.stream);
+  }
   DCTCHECK(reserve(k, c->wire, room, "the packed message"));
   DCTCHECK(packMessage(c, k.in.indices, k.in.values, k.in.nnz, valueBytes, 0, c->wire.as<char>(), k.bytes,
                        k.in.stream));
-  k.packed = true;
-  return dctSuccess;
+  if (slot == 0 || k.bytes > slot) return dctSuccess;
+  k.inSlot = true;
+  return c->ops->copy(c->kernels, sendSlot(k.comm), c->wire.as(), k.bytes, k.in.stream);
+}
+
+// The allgather plan's exchange sends from c->wire: a message packed into
+// its slot goes there too where some other rank's did not fit.
+dctResult_t wireFromSlot(const Call& k) {
+  DCTCHECK(reserve(k, k.c->wire, k.bytes, "the packed message"));
+  return k.c->ops->copy(k.c->kernels, k.c->wire.as(), sendSlot(k.comm), k.bytes, k.in.stream);
 }
 
 // The bound on the COO's length: its entries are distinct indices < count.
@@ -210,7 +253,8 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
   DCTCHECK(checkCounts(k, all));
-  k.plan = choosePlan(k, all);
+  k.tiny = takesSlots(k, all);
+  k.plan = k.tiny ? dctAlgoAllgather : choosePlan(k, all);
   k.sumType = k.plan == dctAlgoDense ? in.dtype : c->accType;
   if (k.plan == dctAlgoAllgather) {
     // The union's bound is the entries themselves where they fit the count.
@@ -223,9 +267,12 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   if (needsSum(k)) {
     DCTCHECK(reserve(k, c->staged, k.sumBytes, "the sum"));
     k.sum = c->staged.as();
-    DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
+    if (!k.tiny) DCTCHECK(k.comm->transport->prepare(k.comm, k.sum, k.sumBytes, in.stream));
   }
+  // Checked here unless the merge into the sum checks them as it goes.
+  if (k.tiny) return viewSlots(c, k.comm, all, in.stream, k.received, in.fn, !needsSum(k));
   if (k.plan == dctAlgoAllgather) {
+    if (k.inSlot) DCTCHECK(wireFromSlot(k));
     size_t gathered = 0;
     DCTCHECK(checkAnnounced(k.comm, all, in.count, dtypeSize(in.dtype), c->indexBytes, gathered, in.fn));
     DCTCHECK(reserve(k, c->gathered, gathered, "the gathered messages"));
@@ -251,9 +298,29 @@ dctResult_t prepare(Call& k, const std::vector<CallHeader>& all) {
   return c->ops->scatterAdd(c->kernels, &scatter, in.stream);
 }
 
+// The sum averaged where the op asks for it.
+dctResult_t average(Call& k) {
+  dctCompressor_t c = k.c;
+  const SparseInput& in = k.in;
+  if (const double factor = k.avgFactor(); factor != 1.0) {
+    if (k.sumType == c->accType) DCTCHECK(c->ops->scale(c->kernels, k.sum, in.count, k.sumType, factor, in.stream));
+    else DCTCHECK(c->ops->convert(c->kernels, k.sum, k.sumType, k.sum, k.sumType, in.count, factor, in.stream));
+  }
+  return dctSuccess;
+}
+
+// The messages from the slots summed as exchange() sums the gathered ones.
+dctResult_t mergeSlots(Call& k, const std::vector<CallHeader>& all) {
+  k.sent = k.bytes;
+  if (!needsSum(k)) return dctSuccess;
+  DCTCHECK(mergeGathered(k.c, k.comm, all, k.sum, k.in.stream, k.in.fn, false));
+  return average(k);
+}
+
 dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
+  if (k.tiny) return mergeSlots(k, all);
   if (k.plan == dctAlgoAllgather) {
     k.sent = k.bytes;
     if (!needsSum(k)) return gatherPacked(c, k.comm, all, in.stream, k.clock, k.received, in.fn, true);
@@ -271,11 +338,7 @@ dctResult_t exchange(Call& k, const std::vector<CallHeader>& all) {
     k.sent = k.received = k.sumBytes;  // the dense plan sums in the datatype
     k.clock.lap(dctPhaseExchange);
   }
-  if (const double factor = k.avgFactor(); factor != 1.0) {
-    if (k.sumType == c->accType) DCTCHECK(c->ops->scale(c->kernels, k.sum, in.count, k.sumType, factor, in.stream));
-    else DCTCHECK(c->ops->convert(c->kernels, k.sum, k.sumType, k.sum, k.sumType, in.count, factor, in.stream));
-  }
-  return dctSuccess;
+  return average(k);
 }
 
 // The COO in scratch against the caller's room for it.
@@ -322,7 +385,7 @@ dctResult_t unionCoo(Call& k) {
   MergeCooArgs merge{messages.data(), static_cast<int>(messages.size()), in.count, c->accType, in.dtype,
                      c->indexBytes, k.avgFactor(), tauFloor(c), c->selection.as(),
                      c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
-  merge.checked = true;  // by exchange(), before its merge or as gatherPacked's check
+  merge.checked = true;  // by exchange(), before its merge or as gatherPacked's check, or by viewSlots
   if (dctResult_t res = c->ops->mergePackedCoo(c->kernels, &merge, in.stream); res != dctSuccess) {
     if (res == dctOutOfMemory) return fail(k.comm, res, "%s: out of memory for the union of the messages", in.fn);
     return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
@@ -410,22 +473,31 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     if (mine.localError == dctSuccess) mine.localError = k.c->ops->streamBegin(k.c->kernels, in.stream);
     if (mine.localError == dctSuccess && mayRunAllgather(k)) mine.localError = packWhole(k);
     if (mine.localError == dctSuccess && !recursiveDoublingAvailable(k.c, comm)) mine.flags |= kNoPairExchange;
+    if (mine.localError == dctSuccess && k.inSlot) mine.flags |= kInSlot;
     mine.bytes = k.bytes;
   }
   k.clock.lap(dctPhaseCompress);
+  // agree() spelled out: the tiny path (decided in prepare() from the
+  // gathered headers, alike on every rank whose gather succeeded) merges
+  // before the agreement's vote and has no other. A rank that failed
+  // before deciding votes here too, and every rank stops at this vote.
   std::vector<CallHeader> all;
-  DCTCHECK(agree(comm, mine, all, in.stream, fn, [&] { return in.query() ? checkCounts(k, all) : prepare(k, all); }));
+  dctResult_t res = gatherHeadersAndSlots(comm, mine, all, in.stream, fn);
+  if (res == dctSuccess) res = checkHeaders(comm, mine, all, fn);
+  if (res == dctSuccess) res = caught(comm, fn, [&] { return in.query() ? checkCounts(k, all) : prepare(k, all); });
+  if (!k.tiny) DCTCHECK(vote(comm, res, in.stream, fn, "agreement"));
   k.clock.lap(dctPhaseAgree);
   if (in.query()) {
     k.plan = dctAlgoAuto;
     report(k, k.total < in.count ? k.total : in.count);
     return dctSuccess;
   }
-  dctResult_t res = exchange(k, all);
+  if (res == dctSuccess) res = exchange(k, all);
   if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k) : selectCoo(k);
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
-  DCTCHECK(vote(comm, res, in.stream, fn, "exchange"));
+  DCTCHECK(vote(comm, res, in.stream, fn, k.tiny ? "agreement" : "exchange"));
+  if (k.plan == dctAlgoAllgather) learnGatherSlot(comm, all);  // alike on every rank: the same headers and plan
   res = deliver(k, all);
   // Host copies cannot fail; a device twin's can, and every rank learns it.
   if (k.c->ops->device) DCTCHECK(vote(comm, res, in.stream, fn, "copy of the result"));

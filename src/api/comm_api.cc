@@ -1,4 +1,5 @@
 // Communicator entry points.
+#include "algo/gather_slot.h"
 #include "api/guard.h"
 #include "base/components.h"
 #include "core/compressor.h"
@@ -16,10 +17,11 @@ dctResult_t createCallbacksComm(const dctCallbacks_t* callbacks, dctComm_t* out)
 
 namespace {
 // What every comm does after its transport is up: the agreed settings and
-// hierarchy, then the link probe. Destroys the comm on failure.
+// hierarchy, then the link probe and the gather slot it prices. Destroys the comm on failure.
 dctResult_t finishComm(dctComm_t made, dctComm_t* out) {
   dctResult_t res = settleComm(made);
   if (res == dctSuccess) res = probeLinks(made);
+  if (res == dctSuccess) res = settleGatherSlot(made);
   if (res != dctSuccess) {
     dctCommDestroy(made);
     return res;

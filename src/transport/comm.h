@@ -39,6 +39,17 @@ struct dctComm {
   // (algo/agree.h): kHeaderRoomBytes per rank, reserved with the comm.
   static constexpr size_t kHeaderRoomBytes = 256;
   dct::Buffer headerRoom;
+  // A small dctSparseInputAllreduce's messages ride in its header
+  // allgather, each in a slot of gatherSlot bytes (0: none), the same on
+  // every rank; every rank's header and slot land in slotRoom, followed by
+  // this rank's own block to send (algo/gather_slot.h). The room holds
+  // slots of gatherSlotMax, set at creation; gatherSlot follows the last
+  // calls' largest messages (slotNeeds), learned alike on every rank.
+  static constexpr int kSlotWindow = 16;
+  size_t gatherSlot = 0, gatherSlotMax = 0;
+  uint64_t slotNeeds[kSlotWindow] = {};
+  uint64_t slotCalls = 0;
+  dct::Buffer slotRoom;
 
   void setLastError(const char* msg);
   // A copy owned by the calling thread: stable until this thread's next
