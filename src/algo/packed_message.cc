@@ -68,18 +68,26 @@ dctResult_t viewMessages(dctCompressor_t c, dctComm_t comm, const std::vector<Ca
   return res == dctSuccess ? res : mergeFailed(c, comm, res, merge.malformed, all, fn);
 }
 
+// The announced messages checked (sizes, counts) and their total; the
+// compressor's rank arrays, reserved before the agreement (RankArrays, so
+// nothing allocates here), zeroed for the layout.
+dctResult_t announcedLayout(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, size_t& total,
+                            const char* fn) {
+  c->rankArrays.sizes.assign(comm->size, 0);
+  c->rankArrays.offsets.assign(comm->size, 0);
+  total = 0;
+  return checkAnnounced(comm, all, c->count, dtypeSize(c->wireType), c->indexBytes, total, fn);
+}
+
 }  // namespace
 
 dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
                          PhaseTimer& clock, size_t& received, const char* fn, bool check) {
   const int P = comm->size;
-  // Reserved before the agreement (RankArrays): nothing allocates here.
   std::vector<size_t>& sizes = c->rankArrays.sizes;
   std::vector<size_t>& offsets = c->rankArrays.offsets;
-  sizes.assign(P, 0);
-  offsets.assign(P, 0);
   size_t total = 0;
-  DCTCHECK(checkAnnounced(comm, all, c->count, dtypeSize(c->wireType), c->indexBytes, total, fn));
+  DCTCHECK(announcedLayout(c, comm, all, total, fn));
   size_t at = 0;  // within total: checked
   for (int r = 0; r < P; r++) {
     offsets[r] = at;
@@ -98,10 +106,8 @@ dctResult_t viewSlots(dctCompressor_t c, dctComm_t comm, const std::vector<CallH
   const int P = comm->size;
   std::vector<size_t>& sizes = c->rankArrays.sizes;
   std::vector<size_t>& offsets = c->rankArrays.offsets;
-  sizes.assign(P, 0);
-  offsets.assign(P, 0);
   size_t total = 0;
-  DCTCHECK(checkAnnounced(comm, all, c->count, dtypeSize(c->wireType), c->indexBytes, total, fn));
+  DCTCHECK(announcedLayout(c, comm, all, total, fn));
   for (int r = 0; r < P; r++) {
     if (all[r].bytes > comm->gatherSlot)  // said it fit, and does not: it would read the next block
       return fail(comm, dctInternalError, "%s: rank %d announced %llu bytes in a slot of %zu", fn, r,

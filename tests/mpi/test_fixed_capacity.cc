@@ -11,26 +11,17 @@
 #include <random>
 #include <vector>
 
+#include "fixed_case.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
 
 namespace {
 
-// Gradients of `scale` on every rank but rank 1, which sends zeros (an
-// empty payload).
-std::vector<double> gradient(size_t n, int rank, int step, double scale = 1.0) {
-  std::vector<double> g(n, 0.0);
-  if (rank == 1) return g;
-  std::mt19937 rng(977u * static_cast<unsigned>(step) + 13u * static_cast<unsigned>(rank) + 1u);
-  std::normal_distribution<double> normal(0.0, scale);
-  for (double& x : g) x = normal(rng);
-  return g;
-}
+using Compressor = FixedCompressor;
 
-template <typename T>
-std::vector<T> as(const std::vector<double>& g) {
-  return std::vector<T>(g.begin(), g.end());
+std::vector<double> gradient(size_t n, int rank, int step, double scale = 1.0) {
+  return fixedGradient(n, rank, step, scale);
 }
 
 // Entries per slot: ceil(c * k), k = round(density * n).
@@ -46,33 +37,6 @@ Settings fixedSettings(double capacity) {
   s.capacity = capacity;
   return s;
 }
-
-struct Compressor {
-  dctCompressor_t c = nullptr;
-  Compressor(dctComm_t comm, size_t n, dctDataType_t type, const Settings& s) {
-    dctConfig_t cfg = explicitConfig(s);
-    REQUIRE(dctCompressorCreate(comm, n, type, &cfg, &c) == dctSuccess);
-  }
-  ~Compressor() { dctCompressorDestroy(c); }
-  dctStats_t stats() const {
-    dctStats_t st{};
-    REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
-    return st;
-  }
-  std::vector<double> residual(size_t n, bool fp64) const {
-    std::vector<double> r(n);
-    if (fp64) {
-      REQUIRE(dctCompressorGetResidual(c, r.data(), nullptr) == dctSuccess);
-      return r;
-    }
-    std::vector<float> f(n);
-    REQUIRE(dctCompressorGetResidual(c, f.data(), nullptr) == dctSuccess);
-    return std::vector<double>(f.begin(), f.end());
-  }
-};
-
-dctDataType_t typeOf(float) { return dctFloat32; }
-dctDataType_t typeOf(double) { return dctFloat64; }
 
 // Steps of T tensors, in place or not: every rank's result identical.
 template <typename T>
@@ -160,7 +124,7 @@ TEST_CASE("capacity overflow: delivered + residuals = the sum of the gradients, 
   }
   // Some rank's slot filled up (overflow kept in its residual).
   CHECK(!allTrue(!full));
-  std::vector<double> residuals = c.residual(n, true), sum(n);
+  std::vector<double> residuals = c.residual<double>(n), sum(n);
   MPI_Allreduce(residuals.data(), sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   double worst = 0;
   for (size_t i = 0; i < n; i++)
@@ -185,7 +149,7 @@ TEST_CASE("with room to spare it selects and sums what the allgather plan does, 
     CHECK(a.stats().nnz == b.stats().nnz);
     CHECK(a.stats().threshold == b.stats().threshold);
   }
-  CHECK(a.residual(n, false) == b.residual(n, false));
+  CHECK(a.residual<float>(n) == b.residual<float>(n));
 }
 
 TEST_CASE("a warm-up runs dense first, then the fixed-capacity steps") {
@@ -222,57 +186,14 @@ TEST_CASE("the mode is agreed: a rank whose capacity differs fails every rank") 
 
 TEST_CASE("after the first step, a call that differs or fails on one rank fails every rank; a retry is exact") {
   World w;
-  const size_t n = 3001;
-  Compressor a(w.comm, n, dctFloat32, fixedSettings(2)), b(w.comm, n, dctFloat32, fixedSettings(2));
-  auto step = [&](Compressor& c, int k, dctRedOp_t op, bool nullSend) {
-    std::vector<float> g = as<float>(gradient(n, w.rank, k)), out(n);
-    return std::make_pair(dctSparseAllreduce(nullSend ? nullptr : g.data(), out.data(), n, dctFloat32, op, c.c,
-                                             w.comm, nullptr),
-                          out);
-  };
-  for (int k = 0; k < 2; k++) {
-    REQUIRE(step(a, k, dctAvg, false).first == dctSuccess);
-    REQUIRE(step(b, k, dctAvg, false).first == dctSuccess);
-  }
-  const int odd = w.size - 1;
-  // b: the op differs on one rank (its digest), then a NULL sendbuf on one rank.
-  if (w.size > 1) {
-    const dctResult_t r1 = step(b, 2, w.rank == odd ? dctSum : dctAvg, false).first;
-    CHECK(allTrue(r1 == dctInvalidUsage));
-  }
-  const dctResult_t r2 = step(b, 2, dctAvg, w.rank == odd).first;
-  CHECK(allTrue(r2 != dctSuccess));
-  CHECK(b.stats().step == 2);
-  // Retried: b goes on exactly as a, which never failed.
-  for (int k = 2; k < 5; k++) {
-    const auto ra = step(a, k, dctAvg, false), rb = step(b, k, dctAvg, false);
-    REQUIRE(ra.first == dctSuccess);
-    REQUIRE(rb.first == dctSuccess);
-    CHECK(ra.second == rb.second);
-  }
-  CHECK(a.residual(n, false) == b.residual(n, false));
-  CHECK(a.stats().threshold == b.stats().threshold);
+  failedStepRetriesExactly(w, fixedSettings(2), false, 3, [](const Compressor& a, const Compressor& b) {
+    CHECK(a.stats().threshold == b.stats().threshold);
+  });
 }
 
 TEST_CASE("a saved state continues bit for bit in a fresh compressor") {
   World w;
-  const size_t n = 2003;
-  Compressor a(w.comm, n, dctFloat32, fixedSettings(2));
-  auto run = [&](Compressor& c, int k) {
-    std::vector<float> g = as<float>(gradient(n, w.rank, k)), out(n);
-    REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c.c, w.comm, nullptr) == dctSuccess);
-    return out;
-  };
-  for (int k = 0; k < 4; k++) run(a, k);
-  size_t bytes = 0;
-  REQUIRE(dctCompressorSaveState(a.c, nullptr, &bytes, nullptr) == dctSuccess);
-  std::vector<unsigned char> blob(bytes);
-  REQUIRE(dctCompressorSaveState(a.c, blob.data(), &bytes, nullptr) == dctSuccess);
-  Compressor b(w.comm, n, dctFloat32, fixedSettings(2));
-  REQUIRE(dctCompressorLoadState(b.c, blob.data(), bytes, nullptr) == dctSuccess);
-  for (int k = 4; k < 8; k++) CHECK(run(a, k) == run(b, k));
-  CHECK(a.residual(n, false) == b.residual(n, false));
-  CHECK(a.stats().step == b.stats().step);
+  savedStateContinues(w, fixedSettings(2), false, 4, 4, [](int) { return 1.0; }, [](const Compressor&, const Compressor&) {});
 }
 
 TEST_CASE("settings the mode cannot serve are refused when the compressor is made") {

@@ -17,26 +17,15 @@
 
 #include "core/compressor.h"
 #include "kernels/stream_args.h"
+#include "fixed_case.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
 
 namespace {
 
-// Multiples of 1/64 of `scale` normal draws (sums of them are exact in
-// fp64); rank 1 sends zeros (an empty rank).
 std::vector<double> gradient(size_t n, int rank, int step, double scale = 1.0) {
-  std::vector<double> g(n, 0.0);
-  if (rank == 1) return g;
-  std::mt19937 rng(977u * static_cast<unsigned>(step) + 13u * static_cast<unsigned>(rank) + 1u);
-  std::normal_distribution<double> normal(0.0, scale);
-  for (double& x : g) x = std::round(normal(rng) * 64) / 64;
-  return g;
-}
-
-template <typename T>
-std::vector<T> as(const std::vector<double>& g) {
-  return std::vector<T>(g.begin(), g.end());
+  return fixedGradient(n, rank, step, scale, true);
 }
 
 Settings fixedGlobal(double capacity, double density = 0.05) {
@@ -49,32 +38,12 @@ Settings fixedGlobal(double capacity, double density = 0.05) {
   return s;
 }
 
-struct Compressor {
-  dctCompressor_t c = nullptr;
-  Compressor(dctComm_t comm, size_t n, dctDataType_t type, const Settings& s) {
-    dctConfig_t cfg = explicitConfig(s);
-    REQUIRE(dctCompressorCreate(comm, n, type, &cfg, &c) == dctSuccess);
-  }
-  ~Compressor() { dctCompressorDestroy(c); }
-  dctStats_t stats() const {
-    dctStats_t st{};
-    REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
-    return st;
-  }
-  // Worker residual with the owner residual added at its range.
-  template <typename T>
-  std::vector<T> residual(size_t n) const {
-    std::vector<T> r(n);
-    REQUIRE(dctCompressorGetResidual(c, r.data(), nullptr) == dctSuccess);
-    return r;
-  }
+struct Compressor : FixedCompressor {
+  using FixedCompressor::FixedCompressor;
   // Entries the last step selected past a piece (worker) or the owner's slot.
   uint64_t workerOverflow() const { return c->stream.state.as<dct::StreamState>()->overflow; }
   uint64_t ownerOverflow() const { return c->stream.ownerState.as<dct::StreamState>()->overflow; }
 };
-
-dctDataType_t typeOf(float) { return dctFloat32; }
-dctDataType_t typeOf(double) { return dctFloat64; }
 
 template <typename T>
 void identicalSteps(World& w, size_t n, bool inPlace, dctRedOp_t op) {
@@ -237,57 +206,19 @@ TEST_CASE("the mode is agreed: a rank whose capacity or algorithm differs fails 
 
 TEST_CASE("after the first step, a call that differs or fails on one rank fails every rank; a retry is exact") {
   World w;
-  const size_t n = 3001;
-  Compressor a(w.comm, n, dctFloat32, fixedGlobal(1.25)), b(w.comm, n, dctFloat32, fixedGlobal(1.25));
-  auto step = [&](Compressor& c, int k, dctRedOp_t op, bool nullSend) {
-    std::vector<float> g = as<float>(gradient(n, w.rank, k)), out(n);
-    return std::make_pair(
-        dctSparseAllreduce(nullSend ? nullptr : g.data(), out.data(), n, dctFloat32, op, c.c, w.comm, nullptr), out);
-  };
-  for (int k = 0; k < 2; k++) {
-    REQUIRE(step(a, k, dctAvg, false).first == dctSuccess);
-    REQUIRE(step(b, k, dctAvg, false).first == dctSuccess);
-  }
-  const int odd = w.size - 1;
-  if (w.size > 1) {
-    const dctResult_t r1 = step(b, 2, w.rank == odd ? dctSum : dctAvg, false).first;
-    CHECK(allTrue(r1 == dctInvalidUsage));
-  }
-  const dctResult_t r2 = step(b, 2, dctAvg, w.rank == odd).first;
-  CHECK(allTrue(r2 != dctSuccess));
-  CHECK(b.stats().step == 2);
-  for (int k = 2; k < 6; k++) {
-    const auto ra = step(a, k, dctAvg, false), rb = step(b, k, dctAvg, false);
-    REQUIRE(ra.first == dctSuccess);
-    REQUIRE(rb.first == dctSuccess);
-    CHECK(ra.second == rb.second);
-  }
-  CHECK(a.residual<float>(n) == b.residual<float>(n));
-  CHECK(a.stats().ownerThreshold == b.stats().ownerThreshold);
-  CHECK(a.stats().ownerResidualMass == b.stats().ownerResidualMass);
+  failedStepRetriesExactly(w, fixedGlobal(1.25), true, 4, [](const FixedCompressor& a, const FixedCompressor& b) {
+    CHECK(a.stats().ownerThreshold == b.stats().ownerThreshold);
+    CHECK(a.stats().ownerResidualMass == b.stats().ownerResidualMass);
+  });
 }
 
 TEST_CASE("a saved state (owner residual and schedule included) continues bit for bit in a fresh compressor") {
   World w;
-  const size_t n = 2003;
   Settings s = fixedGlobal(1.25);
   s.interval = 4;
-  Compressor a(w.comm, n, dctFloat32, s);
-  auto run = [&](Compressor& c, int k) {
-    std::vector<float> g = as<float>(gradient(n, w.rank, k, k == 3 ? 50.0 : 1.0)), out(n);
-    REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dctFloat32, dctSum, c.c, w.comm, nullptr) == dctSuccess);
-    return out;
-  };
-  for (int k = 0; k < 4; k++) run(a, k);
-  size_t bytes = 0;
-  REQUIRE(dctCompressorSaveState(a.c, nullptr, &bytes, nullptr) == dctSuccess);
-  std::vector<unsigned char> blob(bytes);
-  REQUIRE(dctCompressorSaveState(a.c, blob.data(), &bytes, nullptr) == dctSuccess);
-  Compressor b(w.comm, n, dctFloat32, s);
-  REQUIRE(dctCompressorLoadState(b.c, blob.data(), bytes, nullptr) == dctSuccess);
-  for (int k = 4; k < 10; k++) CHECK(run(a, k) == run(b, k));
-  CHECK(a.residual<float>(n) == b.residual<float>(n));
-  CHECK(a.stats().step == b.stats().step);
-  CHECK(a.stats().ownerThreshold == b.stats().ownerThreshold);
-  CHECK(a.c->owner.driftPending == b.c->owner.driftPending);
+  savedStateContinues(w, s, true, 4, 6, [](int k) { return k == 3 ? 50.0 : 1.0; },
+                      [](const FixedCompressor& a, const FixedCompressor& b) {
+                        CHECK(a.stats().ownerThreshold == b.stats().ownerThreshold);
+                        CHECK(a.c->owner.driftPending == b.c->owner.driftPending);
+                      });
 }
