@@ -12,11 +12,6 @@
 namespace dct {
 namespace {
 
-// The owner's share of the step's delivery (owner_target.h), a density.
-double ownerDensity(dctCompressor_t c) { return dct::ownerDensity(c->config.density); }
-
-size_t rangeTarget(dctCompressor_t c, size_t length) { return ownerRangeTarget(c->config.density, length); }
-
 // What a starved owner step (drain.h) aims at: k (the range's), as a
 // worker's first. With nothing summed into the range (no worker sent an
 // entry there: the owner residual is all there is) right after an owner
@@ -101,11 +96,11 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   DCTCHECK(o.residuals[0].reserve(bytes));
   DCTCHECK(o.residuals[1].reserve(bytes));
   if (o.zero) DCTCHECK(c->ops->zero(c->kernels, o.residual(), bytes, stream));  // reads as zeros
-  const size_t k = rangeTarget(c, length);
+  const size_t k = ownerRangeTarget(c->config.density, length);
   const double minTau = tauFloor(c);
   const auto method = static_cast<dctThresholdMethod_t>(c->config.thresholdMethod);
   const bool due = !o.haveTau || c->stats.step - o.lastEstimateStep >= uint64_t(c->config.thresholdInterval);
-  const bool sparse = ownerDensity(c) < 1.0;
+  const bool sparse = ownerDensity(c->config.density) < 1.0;
   if (!sparse) {
     d.tau = minTau;  // every nonzero entry
   } else if (due) {
