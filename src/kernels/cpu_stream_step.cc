@@ -93,14 +93,11 @@ dctResult_t cpuStreamSelect(KernelContext* ctx, const StreamStepArgs* a, void*) 
   StreamState& s = stateOf(a);
   s.selected = s.written = s.writtenNonFinite = 0;
   char* slot = static_cast<char*>(a->slot);
-  if (a->pieces == 0) {
-    DCTCHECK(selectSlot(ctx, a, 0, a->n, slot));
-  } else {
-    for (int q = 0; q < a->pieces; q++) {
-      const size_t begin = streamRangeBegin(a->n, a->pieces, q);
-      DCTCHECK(selectSlot(ctx, a, begin, streamRangeBegin(a->n, a->pieces, q + 1) - begin,
-                          slot + static_cast<size_t>(q) * a->slotBytes));
-    }
+  const int pieces = a->pieces == 0 ? 1 : a->pieces;  // 0: one slot over the whole tensor
+  for (int q = 0; q < pieces; q++) {
+    const size_t begin = streamRangeBegin(a->n, pieces, q);
+    DCTCHECK(selectSlot(ctx, a, begin, streamRangeBegin(a->n, pieces, q + 1) - begin,
+                        slot + static_cast<size_t>(q) * a->slotBytes));
   }
   s.draftDrift = streamDrifted(static_cast<double>(s.selected), static_cast<double>(a->k), s.estimated != 0,
                                s.draftTau <= a->tauFloor)
