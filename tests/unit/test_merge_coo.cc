@@ -44,8 +44,8 @@ void checkUnion(size_t n, int ranks, double factor, uint64_t seed) {
   std::vector<PackedMessage> messages(ranks);
   size_t entries = 0;
   for (int r = 0; r < ranks; r++) {
-    const size_t sizes[] = {0, 1, n / 100, n / 7, n / 2, n};
-    const size_t nnz = std::min(n, sizes[(seed + r) % 6]);
+    const size_t sizes[] = {0, 1, n / 1000, n / 100, n / 7, n / 2, n};  // n / 1000: windows of a few words
+    const size_t nnz = std::min(n, sizes[(seed + r) % 7]);
     const auto idx = randomIndices<I>(n, nnz, true, seed + 10 * r);
     const auto normal = randomVector<float>(nnz, seed + 10 * r + 1);
     values[r].resize(nnz);
@@ -93,4 +93,5 @@ TEST_CASE("the union of packed messages equals selecting their dense sum") {
     }
   }
   checkUnion<float, float, uint32_t>(4000037, 4, 0.25, 93);  // many chunks: several workers
+  checkUnion<float, float, uint32_t>(1000003, 2, 1.0, 99);    // 1 entry and 0.1%: windows of a few words
 }
