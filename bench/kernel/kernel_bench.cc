@@ -163,6 +163,14 @@ bool KernelBench::run(size_t n, SizeResult& out) {
     out.kernels.push_back({plain ? "merge-4-rfo" : "merge-4",
                            e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
   }
+  // The same four messages' union as COO (mergePackedCoo, the sparse-input
+  // allreduce's COO result): entries in, the union's entries out.
+  std::vector<uint32_t> unionIdx(4 * sel.nnz);  // a chunk writes where its entries start
+  dct::MergeCooArgs coo{messages.data(), 4, n, opt_.dtype, opt_.dtype, 4, 1.0, 0.0, unionIdx.data(), dense_.data(),
+                        4 * sel.nnz};
+  double unionUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);
+  out.kernels.push_back({"union-4", 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)) +
+                                        (4 + e) * static_cast<double>(sel.nnz), unionUs});
 
   double tau = 0;
   dct::ThresholdArgs sampled{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdSampled, 0};

@@ -13,6 +13,8 @@
 //               cache lines it really touches are not counted
 //   merge-4     mergePacked of 4 such messages (packed) into a dense
 //               output: write es per element + each message's bytes read
+//   union-4     mergePackedCoo of the same 4 messages (their union as
+//               COO): each message's bytes read + (4 + es) per entry out
 //   tau-sample  sampled threshold: es per sampled position (random reads)
 //   tau-exact   exact threshold: read x + write |x| = 2*es per element
 //               (the nth_element passes over the scratch are not counted)

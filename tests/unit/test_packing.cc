@@ -177,8 +177,8 @@ void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t 
   std::vector<PackedMessage> messages(ranks);
   std::vector<T> ref(n, T(0));
   for (int r = 0; r < ranks; r++) {
-    const size_t sizes[] = {0, 1, n / 100, n / 7, n / 2, n};
-    const size_t nnz = std::min(n, sizes[(seed + r) % 6]);
+    const size_t sizes[] = {0, 1, n / 1000, n / 100, n / 7, n / 2, n};  // n / 1000: below one entry in 64 elements in all
+    const size_t nnz = std::min(n, sizes[(seed + r) % 7]);
     const auto idx = randomIndices<I>(n, nnz, true, seed + 10 * r);
     values[r] = randomVector<T>(nnz, seed + 10 * r + 1);
     packed[r] = twin.pack(idx);
@@ -206,6 +206,8 @@ TEST_CASE("merging packed messages equals zeroing and scatter-adding them in ord
     }
   }
   checkMerge<float, uint32_t>(4000037, 4, 72);  // many blocks: several workers
+  checkMerge<float, uint32_t>(4000037, 2, 72);  // 1.1% in all: zero and scatter
+  checkMerge<double, uint64_t>(1000003, 3, 70);  // 0, 1 and 0.1% entries
 }
 
 TEST_CASE("a streamed merge gives the same bits at every alignment") {
