@@ -245,6 +245,12 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   // Host copies cannot fail; a device twin's can, and every rank learns it.
   if (k.c->ops->device) DCTCHECK(vote(comm, res, in.stream, fn, "copy of the result"));
   report(k, in.wantsCoo() ? k.coo.nnz : 0);
+  k.clock.lap(dctPhaseOther);
+  DCT_TRACE("%s: plan %d%s, nnz %llu of %llu; ms: local %.2f agree %.2f exchange %.2f reduce %.2f deliver %.2f", fn,
+            static_cast<int>(k.plan), k.tiny ? " (slots)" : "", static_cast<unsigned long long>(k.total),
+            static_cast<unsigned long long>(in.count), k.clock.us(dctPhaseCompress) * 1e-3,
+            k.clock.us(dctPhaseAgree) * 1e-3, k.clock.us(dctPhaseExchange) * 1e-3, k.clock.us(dctPhaseReduce) * 1e-3,
+            k.clock.us(dctPhaseOther) * 1e-3);
   return res;
 }
 
