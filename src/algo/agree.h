@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/caught.h"
@@ -99,11 +100,11 @@ dctResult_t checkHeaders(dctComm_t comm, const H& mine, const std::vector<H>& al
   return dctSuccess;
 }
 
-// Every rank's header into `all`. A rank without room for them still takes
-// part, into the comm's reserved room (dctComm::headerRoom): its failure
-// to make room, else the transport's, is returned.
+// Every rank's header into `all`, alone. A rank without room for them
+// still takes part, into the comm's reserved room (dctComm::headerRoom):
+// its failure to make room, else the transport's, is returned.
 template <typename H>
-dctResult_t gatherHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
+dctResult_t gatherPlainHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
   static_assert(sizeof(H) <= dctComm::kHeaderRoomBytes, "dctComm::headerRoom holds every rank's header");
   const dctResult_t room = caught(comm, fn, [&] {
     all.assign(comm->size, H{});
@@ -112,6 +113,21 @@ dctResult_t gatherHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, vo
   void* into = room == dctSuccess ? static_cast<void*>(all.data()) : comm->headerRoom.as();
   const dctResult_t res = comm->transport->allgather(comm, &mine, into, sizeof(H), stream);
   return room != dctSuccess ? room : res;
+}
+
+// The allreduce family's headers (CallHeader) travel with the comm's gather
+// slot (algo/gather_slot.h), whatever the call: every CallHeader gather on a
+// comm has one shape, so ranks that made different calls (a top-K step, a
+// 1-bit step, a sparse-input call, small or not) still meet in one
+// allgather and fail at its check instead of overrunning each other.
+dctResult_t gatherHeadersAndSlots(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
+                                  const char* fn);
+
+// Every rank's header into `all` (CallHeader: with the slots).
+template <typename H>
+dctResult_t gatherHeaders(dctComm_t comm, const H& mine, std::vector<H>& all, void* stream, const char* fn) {
+  if constexpr (std::is_same_v<H, CallHeader>) return gatherHeadersAndSlots(comm, mine, all, stream, fn);
+  else return gatherPlainHeaders(comm, mine, all, stream, fn);
 }
 
 // Every rank's header, checked against this rank's; a rank that could not

@@ -28,6 +28,7 @@ struct Step {
   Message msg{};
   size_t bytes = 0;     // this rank's message on the wire
   size_t received = 0;  // bytes from other ranks
+  bool tiny = false;    // every rank's message came in its gather slot: no allgatherv, one vote
   PhaseTimer clock{};
   int averageOver = 1;  // dctAvg's divisor: the ranks whose tensors are summed
   const Nesting* nesting = nullptr;  // set inside a hierarchical step

@@ -22,6 +22,7 @@ size_t gatherSlotBytes(const CostParams& p, int ranks) {
 
 dctResult_t settleGatherSlot(dctComm_t comm) {
   comm->gatherSlot = 0;
+  if (!comm->settings.gatherSlots) return dctSuccess;  // agreed: every rank has none
   const size_t slot = gatherSlotBytes(costParams(comm->settings.cost, comm->link, comm->size), comm->size);
   if (slot == 0) return dctSuccess;  // alike on every rank: the same probe, settings and size
   // Every rank's block, and this rank's to send.
@@ -45,10 +46,11 @@ dctResult_t setGatherSlot(dctComm_t comm, size_t slot) {
   return dctSuccess;
 }
 
-void learnGatherSlot(dctComm_t comm, const std::vector<CallHeader>& all) {
+namespace {
+
+void learnNeed(dctComm_t comm, uint64_t largest) {
   if (comm->gatherSlotMax == 0) return;
-  uint64_t largest = 0;
-  for (const CallHeader& h : all) largest = std::max(largest, h.bytes);
+  if (largest > comm->gatherSlotMax) largest = 0;  // no slot would hold it: no reason to pad the next calls
   comm->slotNeeds[comm->slotCalls++ % dctComm::kSlotWindow] = largest;
   uint64_t most = 0;
   for (uint64_t need : comm->slotNeeds) most = std::max(most, need);
@@ -56,9 +58,19 @@ void learnGatherSlot(dctComm_t comm, const std::vector<CallHeader>& all) {
   comm->gatherSlot = padded >= comm->gatherSlotMax ? comm->gatherSlotMax : (padded + 7) & ~uint64_t(7);
 }
 
+}  // namespace
+
+void learnGatherSlot(dctComm_t comm, const std::vector<CallHeader>& all) {
+  uint64_t largest = 0;
+  for (const CallHeader& h : all) largest = std::max(largest, h.bytes);
+  learnNeed(comm, largest);
+}
+
+void learnNoSlotCall(dctComm_t comm) { learnNeed(comm, 0); }
+
 dctResult_t gatherHeadersAndSlots(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                                   const char* fn) {
-  if (comm->gatherSlot == 0) return gatherHeaders(comm, mine, all, stream, fn);
+  if (comm->gatherSlot == 0) return gatherPlainHeaders(comm, mine, all, stream, fn);
   char* send = sendSlot(comm) - sizeof(CallHeader);
   std::memcpy(send, &mine, sizeof(CallHeader));
   const dctResult_t room = caught(comm, fn, [&] {

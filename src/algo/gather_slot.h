@@ -2,7 +2,8 @@
 // one block of its CallHeader then a slot of comm->gatherSlot bytes, where
 // its packed message goes when it fits. Once the headers say that every
 // message came, no allgatherv and no vote before it are needed: the call
-// checks, merges and votes once (algo/sparse_input_allreduce.cc).
+// checks, merges and votes once (algo/sparse_input_allreduce.cc,
+// algo/sparse_allreduce.cc).
 //
 // The slot's size must be the same on every rank without a word between
 // them (a mismatched allgather would hang or overrun), so it never comes
@@ -44,9 +45,11 @@ dctResult_t settleGatherSlot(dctComm_t comm);
 // leaves it as it was.
 dctResult_t setGatherSlot(dctComm_t comm, size_t slot);
 
-// After a call that succeeded on every rank under the allgather plan: its
-// largest message (the agreed headers') joins the window, and the slot
-// becomes the window's largest with 1/32 and 64 bytes to spare (the
+// After a call that succeeded on every rank under the allgather plan
+// (dctSparseInputAllreduce's or dctSparseAllreduce's): its largest message
+// (the agreed headers') joins the window, 0 where it is past the bound (a
+// large call gains nothing from padding the small ones after it), and the
+// slot becomes the window's largest with 1/32 and 64 bytes to spare (the
 // next call's messages vary a little), within the bound.
 void learnGatherSlot(dctComm_t comm, const std::vector<CallHeader>& all);
 
@@ -59,11 +62,16 @@ inline char* sendSlot(dctComm_t comm) {
   return comm->slotRoom.as<char>() + comm->size * gatherBlockBytes(comm) + sizeof(CallHeader);
 }
 
-// Every rank's header into `all` and, with a slot, every rank's block into
-// the room: this rank sends `mine` and, after it, its send slot (whatever
-// it holds; `mine` says whether a message is there). Without a slot,
-// gatherHeaders. A failed gather fails this rank at the call's next vote.
-dctResult_t gatherHeadersAndSlots(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
-                                  const char* fn);
+// gatherHeadersAndSlots (declared in agree.h, where every CallHeader gather
+// goes through it): every rank's header into `all` and, with a slot, every
+// rank's block into the room. This rank sends `mine` and, after it, its
+// send slot (whatever it holds; `mine` says whether a message is there).
+// Without a slot, the headers alone. A failed gather fails this rank at the
+// call's next vote.
+
+// A call that could not use the slots (another plan, 1-bit) succeeded on
+// every rank: the window learns nothing needed room, so a comm that runs
+// no small allgather-plan calls soon pads its headers by 64 bytes only.
+void learnNoSlotCall(dctComm_t comm);
 
 }  // namespace dct

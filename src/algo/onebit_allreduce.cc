@@ -36,6 +36,7 @@
 
 #include "algo/agree.h"
 #include "algo/algorithms.h"
+#include "algo/gather_slot.h"
 #include "algo/onebit_step.h"
 #include "algo/stream_step.h"
 #include "base/debug.h"
@@ -318,6 +319,7 @@ dctResult_t onebitAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
   s.clock.lap(dctPhaseAgree);
 
   commit(s);
+  learnNoSlotCall(comm);  // alike on every rank: its headers carried the slots for nothing
   if (!s.warm && asynchronous(c)) onebitAgreed(c, s.sent, s.received);  // later steps queue
   if (copiesAfterCommit(s)) (void)c->ops->copy(c->kernels, s.recv, s.result, c->count * dtypeSize(c->dtype), stream);
   s.clock.lap(dctPhaseOther);

@@ -236,6 +236,15 @@ dctResult_t prelude(Pipeline& p) {
   return beginChunkedStep(c, s.send, s.draft, p.fromGrad, s.stream);
 }
 
+// Whether every rank's message of last step fit the comm's gather slot:
+// committed, agreed state, so every rank decides alike.
+bool lastMessagesFitSlots(dctCompressor_t c, dctComm_t comm) {
+  if (comm->gatherSlot == 0) return false;
+  for (const RankMessage& m : c->lastMessages)
+    if (m.bytes > comm->gatherSlot) return false;
+  return true;
+}
+
 }  // namespace
 
 size_t pipelineChunkElems(const Step& s) {
@@ -265,8 +274,10 @@ size_t pipelineChunkElems(const Step& s) {
     // agrees: a new chunking starts without history.
     if (c->chunkElems && c->chunkElems <= 2 * elems && elems <= 2 * c->chunkElems) elems = c->chunkElems;
   }
-  // One chunk overlaps nothing: the same four collectives as the unchunked
-  // step, its slot sized from committed state.
+  // One chunk overlaps nothing but saves the vote before the exchange; where
+  // last step's messages fit the comm's gather slots (gather_slot.h), the
+  // unchunked step saves that vote and the allgatherv too.
+  if (elems >= c->count && !s.nesting && lastMessagesFitSlots(c, comm)) return 0;
   return std::min(elems, c->count);
 }
 

@@ -2,7 +2,10 @@
 //
 //   local work   plan, compress into the spare residual, pack, reserve
 //   agreement    header allgather (args, counts, sizes, timing), reserve the
-//                gather buffer for the agreed sizes, vote
+//                gather buffer for the agreed sizes, vote; a small allgather
+//                plan's messages ride in the header allgather's slots
+//                (gather_slot.h): when every header says so, no vote here
+//                and no allgatherv, only the exchange vote
 //   exchange     allgatherv + rank-order merge, or dense allreduce, into
 //                the step's target (recvbuf; a staging buffer when in place,
 //                so sendbuf survives a failed step, or when the sum is built
@@ -36,6 +39,7 @@
 
 #include "algo/agree.h"
 #include "algo/allreduce_step.h"
+#include "algo/gather_slot.h"
 #include "algo/global_topk.h"
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
@@ -127,9 +131,48 @@ dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
   return s.comm->transport->prepare(s.comm, s.c->gathered.as(), total, s.stream);
 }
 
+// In the header's flags: this rank's message is in its gather slot.
+constexpr int32_t kInSlot = 4;
+
+// The allgather plan's message copied into this rank's gather slot where it
+// fits (host twin, not nested: a hierarchical step's comms keep agree()).
+dctResult_t slotMessage(Step& s, CallHeader& mine) {
+  const size_t slot = s.c->ops->device || s.nesting ? 0 : s.comm->gatherSlot;
+  if (s.plan.algorithm != dctAlgoAllgather || slot == 0 || s.bytes > slot) return dctSuccess;
+  mine.flags |= kInSlot;
+  return s.c->ops->copy(s.c->kernels, sendSlot(s.comm), s.c->wire.as(), s.bytes, s.stream);
+}
+
+bool allInSlots(const std::vector<CallHeader>& all) {
+  for (const CallHeader& h : all)
+    if ((h.flags & kInSlot) == 0) return false;
+  return true;
+}
+
+// agree() spelled out: the headers (and the messages that fit), then
+// either the tiny path (s.tiny, the same on every rank whose gather
+// succeeded: the messages viewed in their slots, no vote here) or the
+// buffers for the allgatherv and the agreement's vote. A rank that fails
+// before deciding votes here; the tiny ranks' exchange vote meets it, so
+// every rank takes two collectives and fails alike.
+dctResult_t agreeOrSlots(Step& s, const CallHeader& mine, std::vector<CallHeader>& all, const char* fn) {
+  dctResult_t res = gatherHeadersAndSlots(s.comm, mine, all, s.stream, fn);
+  if (res == dctSuccess) res = checkHeaders(s.comm, mine, all, fn);
+  if (res == dctSuccess) res = caught(s.comm, fn, [&] {
+    s.clock.lapWaiting();  // every rank has arrived
+    s.tiny = allInSlots(all);
+    return s.tiny ? viewSlots(s.c, s.comm, all, s.stream, s.received, fn, false) : reserveGathered(s, all);
+  });
+  if (s.tiny) return res;
+  return vote(s.comm, res, s.stream, fn, "agreement");
+}
+
 dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
-  if (s.plan.algorithm == dctAlgoAllgather)
+  if (s.tiny) {
+    DCTCHECK(mergeGathered(c, s.comm, all, s.target, s.stream, "dctSparseAllreduce", false));
+    s.clock.lap(dctPhaseExchange);
+  } else if (s.plan.algorithm == dctAlgoAllgather)
     DCTCHECK(gatherMerged(c, s.comm, all, s.target, s.stream, s.clock, s.received, "dctSparseAllreduce"));
   else if (splits(s) && s.plan.halving) {
     OwnerDraft* owner = s.plan.algorithm == dctAlgoGlobalTopk ? &s.owner : nullptr;
@@ -269,18 +312,20 @@ dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, b
   if (mine.localError == dctSuccess && timesDevice(s)) mine.localError = c->ops->synchronize(c->kernels, s.stream);
   mine.nnz = s.draft.nnz;
   mine.bytes = s.bytes;
+  if (mine.localError == dctSuccess) mine.localError = slotMessage(s, mine);
   s.clock.lap(dctPhaseCompress);
-  DCTCHECK(agree(s.comm, mine, all, s.stream, fn, [&] {
-    s.clock.lapWaiting();  // every rank has arrived
-    return reserveGathered(s, all);
-  }));
+  const dctResult_t agreed = agreeOrSlots(s, mine, all, fn);
+  if (!s.tiny) DCTCHECK(agreed);
   s.clock.lap(dctPhaseAgree);
-  dctResult_t exchanged = exchange(s, all);
+  dctResult_t exchanged = agreed == dctSuccess ? exchange(s, all) : agreed;
   tailDone = !s.nesting && (s.send != s.recv || copiesAfterCommit(s));  // sendbuf stays as it is
   if (exchanged == dctSuccess && tailDone) exchanged = tail(s);
   if (exchanged == dctSuccess && timesDevice(s)) exchanged = c->ops->synchronize(c->kernels, s.stream);
-  DCTCHECK(vote(s.comm, exchanged, s.stream, fn, "exchange"));
+  DCTCHECK(vote(s.comm, exchanged, s.stream, fn, s.tiny ? "agreement" : "exchange"));
   s.clock.lap(dctPhaseAgree);
+  // Alike on every rank: the same headers and plan.
+  if (s.plan.algorithm == dctAlgoAllgather && !s.nesting) learnGatherSlot(s.comm, all);
+  else learnNoSlotCall(s.comm);
   return dctSuccess;
 }
 
@@ -330,7 +375,10 @@ dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, co
     const CallHeader args = mine;
     if (late) mine.flags |= kLateTail;
     DCTCHECK(pipelinedStep(s, mine, all, fallback, fn));
-    if (!fallback) return complete(s, all, false, fn);
+    if (!fallback) {
+      learnNoSlotCall(comm);  // a pipelined step: its messages did not fit the slots
+      return complete(s, all, false, fn);
+    }
     mine = args;  // every rank falls back alike: the unchunked step, from scratch
   }
   if (late && sendbuf == recvbuf && !copiesAfterCommit(s)) mine.flags |= kLateTail;

@@ -18,7 +18,8 @@ const char* const kAgreedNames[kAgreedSettings] = {
     "DCT_DENSITY",    "DCT_WARMUP_STEPS", "DCT_ALGORITHM",    "DCT_WIRE_TYPE",    "DCT_COMPRESSOR",
     "DCT_PIPELINE",   "DCT_CHUNK_ELEMENTS", "DCT_HIERARCHY",  "DCT_LOCAL_SIZE",   "DCT_ALPHA_US",
     "DCT_LINK_GBPS",  "DCT_SCATTER_GBPS", "DCT_REDUCE_GBPS",  "DCT_SELECT_GBPS",
-    "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK", "DCT_CAPACITY_FACTOR", "DCT_SPLIT_EXCHANGE"};
+    "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK", "DCT_CAPACITY_FACTOR", "DCT_SPLIT_EXCHANGE",
+    "DCT_GATHER_SLOTS"};
 
 constexpr double kUnset = -1.0e300, kMalformed = -2.0e300;
 
@@ -79,6 +80,9 @@ Settings readSettings() {
   const EnvValue<long long> pipeline = envInteger("DCT_PIPELINE");
   if (pipeline.status == EnvStatus::Invalid) DCT_WARN("DCT_PIPELINE=%s is not a number; pipelining stays on", pipeline.text);
   s.pipeline = !(pipeline.valid() && pipeline.value == 0);
+  const EnvValue<long long> slots = envInteger("DCT_GATHER_SLOTS");
+  if (slots.status == EnvStatus::Invalid) DCT_WARN("DCT_GATHER_SLOTS=%s is not a number; the slots stay on", slots.text);
+  s.gatherSlots = !(slots.valid() && slots.value == 0);
   s.chunkElems = static_cast<uint64_t>(envPositiveInteger("DCT_CHUNK_ELEMENTS", 0));
   if (readFlag("DCT_HIERARCHY", &s.hierarchy, &s.error) && s.hierarchy) {
     const EnvValue<long long> local = envInteger("DCT_LOCAL_SIZE");
@@ -116,7 +120,8 @@ AgreedSettings agreedSettings(const Settings& s) {
                          static_cast<double>(s.hierarchy), static_cast<double>(s.localSize), s.cost.alphaUs,
                          s.cost.linkGBps, s.cost.scatterGBps, s.cost.reduceGBps, s.cost.selectGBps,
                          s.tune.text.empty() ? kUnset : s.tune.fingerprint(), encode(c.autoGlobalTopk),
-                         encode(c.capacityFactor), static_cast<double>(s.splitExchange)}};
+                         encode(c.capacityFactor), static_cast<double>(s.splitExchange),
+                         s.gatherSlots ? 1.0 : 0.0}};
 }
 
 std::string settingText(double value) {

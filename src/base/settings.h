@@ -46,6 +46,7 @@ struct Settings {
   ConfigEnv config;
   CostOverrides cost;
   bool pipeline = true;     // DCT_PIPELINE=0 turns the pipelined allreduce off
+  bool gatherSlots = true;  // DCT_GATHER_SLOTS=0: no gather slots (algo/gather_slot.h)
   uint64_t chunkElems = 0;  // DCT_CHUNK_ELEMENTS (0: the cost model sizes chunks)
   int hierarchy = 0;        // DCT_HIERARCHY: 0 or 1
   int localSize = 0;        // DCT_LOCAL_SIZE: ranks per node (0: by shared memory)
@@ -60,7 +61,7 @@ Settings readSettings();
 
 // The agreed settings as numbers, each named after its variable, so that
 // ranks compare them value by value and name the one that differs.
-constexpr int kAgreedSettings = 18;
+constexpr int kAgreedSettings = 19;
 struct AgreedSettings {
   double value[kAgreedSettings];
 };

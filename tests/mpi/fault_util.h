@@ -1,6 +1,6 @@
 // Shared by the fault-injection tests: whether every rank saw the same
 // outcome, a CPU twin whose n-th allocation (counted from arming) fails,
-// and a comm's chunk size changed for a scope.
+// a comm's chunk size changed for a scope, and its gather slots reset.
 #pragma once
 
 #include <mpi.h>
@@ -9,10 +9,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "algo/gather_slot.h"
 #include "kernels/kernels.h"
 #include "transport/comm.h"
 
 namespace dcttest {
+
+// A comm's gather slots (its own and its hierarchy's) back to their bounds,
+// their windows cleared: the state a fresh comm starts in, so that runs
+// repeated on one comm take the same operations (the slot learns from
+// every call: algo/gather_slot.h).
+inline bool resetGatherSlots(dctComm_t comm) {
+  bool ok = true;
+  for (dctComm_t c : {comm, comm->node, comm->leaders})
+    if (c) ok = dct::setGatherSlot(c, c->gatherSlotMax) == dctSuccess && ok;
+  return ok;
+}
 
 inline bool allRanksAgree(bool mine) {
   int in = mine ? 1 : 0, lo = 0, hi = 0;

@@ -52,6 +52,7 @@ Run runSteps(dctComm_t comm, const Settings& s, bool inPlace, Arm&& arm) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const ScopedChunking chunking(comm, s.chunkElems);
+  REQUIRE(resetGatherSlots(comm));
   dctConfig_t cfg = explicitConfig(s);
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(comm, kCount, dctFloat32, &cfg, &c) == dctSuccess);
