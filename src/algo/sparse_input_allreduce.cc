@@ -240,7 +240,9 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, k.tiny ? "agreement" : "exchange"));
-  if (k.plan == dctAlgoAllgather) learnGatherSlot(comm, all);  // alike on every rank: the same headers and plan
+  // Alike on every rank: the same headers and plan.
+  if (k.plan == dctAlgoAllgather) learnGatherSlot(comm, all);
+  else learnNoSlotCall(comm);
   res = deliver(k, all);
   // Host copies cannot fail; a device twin's can, and every rank learns it.
   if (k.c->ops->device) DCTCHECK(vote(comm, res, in.stream, fn, "copy of the result"));
