@@ -23,6 +23,9 @@ size_t gatherSlotBytes(const CostParams& p, int ranks) {
 dctResult_t settleGatherSlot(dctComm_t comm) {
   comm->gatherSlot = 0;
   if (!comm->settings.gatherSlots) return dctSuccess;  // agreed: every rank has none
+  // A device transport's messages never take a slot, and it stages host
+  // data in rounds of a few hundred bytes: a slot would only cost there.
+  if (!comm->transport->hostBuffers) return dctSuccess;
   const size_t slot = gatherSlotBytes(costParams(comm->settings.cost, comm->link, comm->size), comm->size);
   if (slot == 0) return dctSuccess;  // alike on every rank: the same probe, settings and size
   // Every rank's block, and this rank's to send.

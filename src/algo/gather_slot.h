@@ -37,7 +37,8 @@ size_t gatherSlotBytes(const CostParams& p, int ranks);
 
 // At the comm's creation, after its link probe: comm->gatherSlot and
 // comm->slotRoom (every rank's block, and this rank's block to send). A
-// rank without the memory leaves every rank without a slot.
+// rank without the memory leaves every rank without a slot; so do
+// DCT_GATHER_SLOTS=0 and a transport of device buffers (NCCL).
 dctResult_t settleGatherSlot(dctComm_t comm);
 
 // Tests: the slot and its bound set by hand (0: none), its history
