@@ -19,6 +19,7 @@
 // broadcasts junk that nobody keeps), so no rank waits on one that gave up,
 // and the vote carries any failure to every rank before anything commits.
 #include "algo/agree.h"
+#include "algo/gather_slot.h"
 #include "algo/algorithms.h"
 #include "base/debug.h"
 #include "base/dtype.h"
@@ -171,6 +172,7 @@ dctResult_t hierarchicalAllreduce(const void* sendbuf, void* recvbuf, size_t cou
   }
   // Messages recorded on the node or leader comms belong to the caller's.
   if (res != dctSuccess && threadFailureCount() != failures) comm->setLastError(threadLastErrorMessage());
+  if (res == dctSuccess) learnNoSlotCall(comm);  // every rank alike: its headers carried the slot for nothing
   return res;
 }
 
