@@ -49,6 +49,7 @@ void input(int rank, std::vector<uint32_t>& idx, std::vector<float>& val) {
 Result run(dctComm_t comm, dctAlgorithm_t algo) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  REQUIRE(resetGatherSlots(comm));  // the same operations on every run
   std::vector<uint32_t> idx;
   std::vector<float> val;
   input(rank, idx, val);
@@ -88,6 +89,7 @@ const dctAlgorithm_t kAlgorithms[] = {dctAlgoAllgather, dctAlgoSplit, dctAlgoDen
 std::vector<unsigned char> runDense(dctComm_t comm, dctAlgorithm_t algo, dctDataType_t dtype, int* failedCalls) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  REQUIRE(resetGatherSlots(comm));  // the same operations on every run
   std::vector<uint32_t> idx;
   std::vector<float> val;
   input(rank, idx, val);
