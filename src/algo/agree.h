@@ -119,7 +119,11 @@ dctResult_t gatherPlainHeaders(dctComm_t comm, const H& mine, std::vector<H>& al
 // slot (algo/gather_slot.h), whatever the call: every CallHeader gather on a
 // comm has one shape, so ranks that made different calls (a top-K step, a
 // 1-bit step, a sparse-input call, small or not) still meet in one
-// allgather and fail at its check instead of overrunning each other.
+// allgather and fail at its check instead of overrunning each other. Every
+// rank's header into `all` and, with a slot, every rank's block into the
+// room: this rank sends `mine` and, after it, its send slot (whatever it
+// holds; `mine` says whether a message is there). Without a slot, the
+// headers alone. A failed gather fails this rank at the call's next vote.
 dctResult_t gatherHeadersAndSlots(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
                                   const char* fn);
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "algo/agree.h"
@@ -63,12 +64,31 @@ inline char* sendSlot(dctComm_t comm) {
   return comm->slotRoom.as<char>() + comm->size * gatherBlockBytes(comm) + sizeof(CallHeader);
 }
 
-// gatherHeadersAndSlots (declared in agree.h, where every CallHeader gather
-// goes through it): every rank's header into `all` and, with a slot, every
-// rank's block into the room. This rank sends `mine` and, after it, its
-// send slot (whatever it holds; `mine` says whether a message is there).
-// Without a slot, the headers alone. A failed gather fails this rank at the
-// call's next vote.
+// In a CallHeader's flags: this rank's message is in its slot (a bit no
+// call's own flags use).
+constexpr int32_t kInSlotFlag = 1 << 8;
+
+inline bool allInSlots(const std::vector<CallHeader>& all) {
+  for (const CallHeader& h : all)
+    if ((h.flags & kInSlotFlag) == 0) return false;
+  return true;
+}
+
+// agree() for a call whose messages may ride in the slots: the headers
+// (gatherHeadersAndSlots), their check, then `ready` under caught(), which
+// decides `tiny` from the gathered headers (alike on every rank whose gather
+// succeeded) and reserves or views accordingly; then the agreement's vote
+// unless tiny. A tiny call's only vote is its exchange's; a rank that failed
+// before deciding votes here and meets it, so every rank fails alike. Tiny,
+// the local result is returned for the call to carry to that vote.
+template <typename Ready>
+dctResult_t agreeOrSlots(dctComm_t comm, const CallHeader& mine, std::vector<CallHeader>& all, void* stream,
+                         const char* fn, const bool& tiny, Ready&& ready) {
+  dctResult_t res = gatherHeadersAndSlots(comm, mine, all, stream, fn);
+  if (res == dctSuccess) res = checkHeaders(comm, mine, all, fn);
+  if (res == dctSuccess) res = caught(comm, fn, ready);
+  return tiny ? res : vote(comm, res, stream, fn, "agreement");
+}
 
 // A call that could not use the slots (another plan, 1-bit) succeeded on
 // every rank: the window learns nothing needed room, so a comm that runs

@@ -131,40 +131,13 @@ dctResult_t reserveGathered(Step& s, const std::vector<CallHeader>& all) {
   return s.comm->transport->prepare(s.comm, s.c->gathered.as(), total, s.stream);
 }
 
-// In the header's flags: this rank's message is in its gather slot.
-constexpr int32_t kInSlot = 4;
-
 // The allgather plan's message copied into this rank's gather slot where it
 // fits (host twin, not nested: a hierarchical step's comms keep agree()).
 dctResult_t slotMessage(Step& s, CallHeader& mine) {
   const size_t slot = s.c->ops->device || s.nesting ? 0 : s.comm->gatherSlot;
   if (s.plan.algorithm != dctAlgoAllgather || slot == 0 || s.bytes > slot) return dctSuccess;
-  mine.flags |= kInSlot;
+  mine.flags |= kInSlotFlag;
   return s.c->ops->copy(s.c->kernels, sendSlot(s.comm), s.c->wire.as(), s.bytes, s.stream);
-}
-
-bool allInSlots(const std::vector<CallHeader>& all) {
-  for (const CallHeader& h : all)
-    if ((h.flags & kInSlot) == 0) return false;
-  return true;
-}
-
-// agree() spelled out: the headers (and the messages that fit), then
-// either the tiny path (s.tiny, the same on every rank whose gather
-// succeeded: the messages viewed in their slots, no vote here) or the
-// buffers for the allgatherv and the agreement's vote. A rank that fails
-// before deciding votes here; the tiny ranks' exchange vote meets it, so
-// every rank takes two collectives and fails alike.
-dctResult_t agreeOrSlots(Step& s, const CallHeader& mine, std::vector<CallHeader>& all, const char* fn) {
-  dctResult_t res = gatherHeadersAndSlots(s.comm, mine, all, s.stream, fn);
-  if (res == dctSuccess) res = checkHeaders(s.comm, mine, all, fn);
-  if (res == dctSuccess) res = caught(s.comm, fn, [&] {
-    s.clock.lapWaiting();  // every rank has arrived
-    s.tiny = allInSlots(all);
-    return s.tiny ? viewSlots(s.c, s.comm, all, s.stream, s.received, fn, false) : reserveGathered(s, all);
-  });
-  if (s.tiny) return res;
-  return vote(s.comm, res, s.stream, fn, "agreement");
 }
 
 dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
@@ -314,7 +287,11 @@ dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, b
   mine.bytes = s.bytes;
   if (mine.localError == dctSuccess) mine.localError = slotMessage(s, mine);
   s.clock.lap(dctPhaseCompress);
-  const dctResult_t agreed = agreeOrSlots(s, mine, all, fn);
+  const dctResult_t agreed = agreeOrSlots(s.comm, mine, all, s.stream, fn, s.tiny, [&] {
+    s.clock.lapWaiting();  // every rank has arrived
+    s.tiny = allInSlots(all);
+    return s.tiny ? viewSlots(c, s.comm, all, s.stream, s.received, fn, false) : reserveGathered(s, all);
+  });
   if (!s.tiny) DCTCHECK(agreed);
   s.clock.lap(dctPhaseAgree);
   dctResult_t exchanged = agreed == dctSuccess ? exchange(s, all) : agreed;

@@ -216,19 +216,16 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     if (mine.localError == dctSuccess) mine.localError = k.c->ops->streamBegin(k.c->kernels, in.stream);
     if (mine.localError == dctSuccess && mayRunAllgather(k)) mine.localError = packWhole(k);
     if (mine.localError == dctSuccess && !recursiveDoublingAvailable(k.c, comm)) mine.flags |= kNoPairExchange;
-    if (mine.localError == dctSuccess && k.inSlot) mine.flags |= kInSlot;
+    if (mine.localError == dctSuccess && k.inSlot) mine.flags |= kInSlotFlag;
     mine.bytes = k.bytes;
   }
   k.clock.lap(dctPhaseCompress);
-  // agree() spelled out: the tiny path (decided in prepare() from the
-  // gathered headers, alike on every rank whose gather succeeded) merges
-  // before the agreement's vote and has no other. A rank that failed
-  // before deciding votes here too, and every rank stops at this vote.
+  // The tiny path (decided in prepare()) merges before the agreement's
+  // vote and has no other.
   std::vector<CallHeader> all;
-  dctResult_t res = gatherHeadersAndSlots(comm, mine, all, in.stream, fn);
-  if (res == dctSuccess) res = checkHeaders(comm, mine, all, fn);
-  if (res == dctSuccess) res = caught(comm, fn, [&] { return in.query() ? checkCounts(k, all) : prepare(k, all); });
-  if (!k.tiny) DCTCHECK(vote(comm, res, in.stream, fn, "agreement"));
+  dctResult_t res = agreeOrSlots(comm, mine, all, in.stream, fn, k.tiny,
+                                 [&] { return in.query() ? checkCounts(k, all) : prepare(k, all); });
+  if (!k.tiny) DCTCHECK(res);
   k.clock.lap(dctPhaseAgree);
   if (in.query()) {
     k.plan = dctAlgoAuto;

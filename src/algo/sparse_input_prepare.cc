@@ -28,12 +28,6 @@ dctResult_t reserve(const SparseInputCall& k, TwinBuffer& b, size_t bytes, const
   return reserveFor(b, bytes, k.comm, k.in.fn, what, k.in.count);
 }
 
-bool allInSlots(const std::vector<CallHeader>& all) {
-  for (const CallHeader& h : all)
-    if ((h.flags & kInSlot) == 0) return false;
-  return true;
-}
-
 // The configured plan, or the cheapest for these exact counts. Packed
 // lists have uint32 word offsets: past that size only dense runs.
 // Recursive doubling needs every rank able to run it; where one cannot, a
