@@ -23,10 +23,11 @@
 // agreement's vote, which is the call's only vote (two collectives in all).
 // A size query stops after the header allgather. Nothing reaches the
 // caller's buffers before the last vote: a failure anywhere, on any rank,
-// leaves them as they were. The plans that build the sum during the
-// exchange (split, recursive doubling, dense) build it in scratch and copy
-// it; the allgather plan merges after the vote, which on the host twin
-// cannot fail once the messages are checked, and so writes `dense` once.
+// leaves them as they were. Recursive doubling and dense build the sum in
+// scratch and copy it. The allgather plan merges after the vote, which on
+// the host twin cannot fail once the messages are checked, and so writes
+// `dense` once; split checks its gathered ranges before the vote and
+// writes them after it (splitWriteRanges), its own range from scratch.
 // The agreement's half (plan, sizes, buffers, local work) is
 // sparse_input_prepare.cc; the state both halves share, sparse_input_call.h.
 #include "algo/agree.h"
@@ -74,7 +75,9 @@ dctResult_t exchange(SparseInputCall& k, const std::vector<CallHeader>& all) {
     k.clock.lap(dctPhaseExchange);
   }
   else if (k.plan == dctAlgoSplit) {
-    DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received));
+    DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received,
+                           nullptr, k.direct));
+    if (k.direct) return dctSuccess;  // written and averaged by deliver()
   }
   else {
     DCTCHECK(k.comm->transport->allreduce(k.comm, k.sum, k.sum, in.count, in.dtype, in.stream));
@@ -154,13 +157,14 @@ dctResult_t convertOutputs(SparseInputCall& k) {
   return dctSuccess;
 }
 
-// The direct allgather plan's dense result, after the vote: the checked
-// messages merged into `dense`, then averaged. Nothing here allocates or
-// fails on the host twin.
+// The direct dense result, after the vote: the allgather plan's checked
+// messages merged into `dense`, or split's checked ranges written there,
+// then averaged. Nothing here allocates or fails on the host twin.
 dctResult_t mergeDirect(SparseInputCall& k, const std::vector<CallHeader>& all) {
   dctCompressor_t c = k.c;
   const SparseInput& in = k.in;
-  DCTCHECK(mergeGathered(c, k.comm, all, in.dense, in.stream, in.fn, true));
+  if (k.plan == dctAlgoSplit) DCTCHECK(splitWriteRanges(c, k.comm, k.sum, in.dense, in.stream));
+  else DCTCHECK(mergeGathered(c, k.comm, all, in.dense, in.stream, in.fn, true));
   if (const double factor = k.avgFactor(); factor != 1.0)
     DCTCHECK(c->ops->scale(c->kernels, in.dense, in.count, c->accType, factor, in.stream));
   return dctSuccess;

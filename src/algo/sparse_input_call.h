@@ -44,9 +44,10 @@ struct SparseInputCall {
   // The allgather plan on the host twin's union op: the COO comes from the
   // messages' entries (mergePackedCoo) instead of a select of the dense sum.
   bool unionCoo = false;
-  // The allgather plan without a conversion: the dense result is merged
-  // after the last vote, straight into `dense` (checked messages cannot
-  // fail to merge on the host; a conversion could, so half types don't).
+  // The allgather or split plan without a conversion: the dense result is
+  // written after the last vote, straight into `dense` (checked messages
+  // cannot fail to merge on the host; a conversion could, so half types
+  // don't). Split keeps its own range's sum in scratch until then.
   bool direct = false;
   RecursiveDoubling rd{};
   size_t accBytes() const { return dtypeSize(c->accType); }
@@ -65,8 +66,10 @@ inline size_t cooBound(const SparseInputCall& k) { return k.total < k.in.count ?
 
 
 // Whether the call builds the sum in scratch: all but the union COO alone
-// and the direct dense result.
-inline bool needsSum(const SparseInputCall& k) { return !k.direct && !(k.unionCoo && !k.in.dense); }
+// and the allgather plan's direct dense result.
+inline bool needsSum(const SparseInputCall& k) {
+  return !(k.direct && k.plan == dctAlgoAllgather) && !(k.unionCoo && !k.in.dense);
+}
 
 
 // Whether the allgather plan may run: this rank packs its message for it.

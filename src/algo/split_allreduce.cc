@@ -143,11 +143,15 @@ dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, RankArrays& a,
 }
 
 // Writes range q from its gathered form: a copy, or zeros + its entries.
-dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz) {
+// `check`: validate a packed form only, write nothing; `checked`: it was.
+dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz, bool check = false,
+                       bool checked = false) {
   dctCompressor_t c = s.c;
-  if (nnz == kDenseForm) return c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
+  if (nnz == kDenseForm) return check ? dctSuccess : c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
   PackedMessage m = packedView(block, bytes, nnz, s.sumBytes);
   MergeArgs merge{s.range(q), s.length(q), c->accType, c->accType, c->indexBytes, &m, 1};
+  merge.checkOnly = check;
+  merge.checked = checked;
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
     return merge.malformed < 0 ? res : fail(s.comm, res, "%s: malformed range from rank %d", kFn, q);
   return dctSuccess;
@@ -194,7 +198,7 @@ dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, Spl
 
 dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
                           void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
-                          OwnerDraft* owner) {
+                          OwnerDraft* owner, bool deferWrites) {
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
   const int P = s.P, me = s.me;
   const Transport* t = comm->transport;
@@ -227,11 +231,12 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), theirs, recvOffsets);
   sent = pieces.bytes - sendBytes[me];
   received = recvTotal - recvBytes[me];
-  return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner);
+  return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner, deferWrites);
 }
 
 dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
-                        void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner) {
+                        void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner,
+                        bool deferWrites) {
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
   const int P = s.P, me = s.me;
   const Transport* t = comm->transport;
@@ -266,12 +271,27 @@ dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint
   char* gathered = c->gathered.as<char>();
   DCTCHECK(t->allgatherv(comm, form, mine[0], gathered, formBytes.data(), formOffsets.data(), stream));
   clock.lap(dctPhaseExchange);
-  for (int q = 0; q < P; q++) {
-    if (s.length(q) == 0 || (q == me && mine[1] == kDenseForm)) continue;  // a dense own range is in place
-    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1]));
-  }
   sent += mine[0];
   for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
+  for (int q = 0; q < P; q++) {
+    if (s.length(q) == 0 || (q == me && mine[1] == kDenseForm)) continue;  // a dense own range is in place
+    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1], deferWrites));
+  }
+  return dctSuccess;
+}
+
+dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum, void* target, void* stream) {
+  const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
+  const RankArrays& a = c->rankArrays;
+  const char* gathered = c->gathered.as<char>();
+  for (int q = 0; q < s.P; q++) {
+    const uint64_t nnz = a.forms[2 * q + 1];
+    if (s.length(q) == 0) continue;
+    if (q == s.me && nnz == kDenseForm)
+      DCTCHECK(c->ops->copy(c->kernels, s.range(q), static_cast<const char*>(sum) + s.begin(q) * s.sumBytes,
+                            a.formBytes[q], stream));
+    else DCTCHECK(writeRange(s, q, gathered + a.formOffsets[q], a.formBytes[q], nnz, false, true));
+  }
   return dctSuccess;
 }
 

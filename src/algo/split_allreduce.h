@@ -63,9 +63,11 @@ dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, Spl
 // any rank failed before one of its votes; a failure after the last vote is
 // returned on the failing rank only (the caller's exchange vote spreads it).
 // sent / received: this rank's bytes on the wire, both phases.
+// With `deferWrites`, every range but this rank's is only checked, not
+// written: splitWriteRanges writes them after the caller's last vote.
 dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
                           void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
-                          OwnerDraft* owner = nullptr);
+                          OwnerDraft* owner = nullptr, bool deferWrites = false);
 
 // The second phase alone, from this rank's range summed in its place in
 // `target` on (split_halving.h gets there by recursive halving): `res` is
@@ -74,6 +76,14 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
 // summed into the range (bounds the owner's selection; 0: nothing came).
 // sent / received: this phase's bytes are added.
 dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
-                        void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner);
+                        void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner,
+                        bool deferWrites = false);
+
+// A deferred exchange's result into `target` (count entries of accType):
+// every range from its checked gathered form, this rank's dense range from
+// `sum` (the exchange's target). Reads c->gathered and c->rankArrays as the
+// exchange left them; on the host twin it cannot fail, so it may follow the
+// call's last vote and write straight into the caller's buffer.
+dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum, void* target, void* stream);
 
 }  // namespace dct

@@ -239,9 +239,18 @@ TEST_CASE("messages past MPI's int counts are split, not refused, with identical
   const Run denseSplit = runSteps(w.comm, s, false, [](dctCompressor_t) {});
   dct::setMpiCountLimitForTesting(0);
   const Run denseWhole = runSteps(w.comm, s, false, [](dctCompressor_t) {});
-  requireSame(whole, split);
-  requireSame(splitWhole, splitSplit);
-  requireSame(denseWhole, denseSplit);
+  {
+    INFO("allgather plan, whole and split messages");
+    requireSame(whole, split);
+  }
+  {
+    INFO("split plan, whole and split messages");
+    requireSame(splitWhole, splitSplit);
+  }
+  {
+    INFO("dense plan, whole and split messages");
+    requireSame(denseWhole, denseSplit);
+  }
   for (int step = 0; step < kSteps; step++)  // split's sums are allgather's, bit for bit
     REQUIRE(std::memcmp(whole.outputs[step].data(), splitWhole.outputs[step].data(), kCount * sizeof(float)) == 0);
 }
