@@ -141,6 +141,7 @@ const KernelOps& cudaKernelOps() {
       .lowerBounds = gpu::lowerBounds,
       .scatterAddPacked = gpu::scatterAddPacked,
       .mergePacked = gpu::mergePacked,
+      .mergePackedCoo = nullptr,  // the CPU twin only (kernels.h)
       .zero = gpu::zero,
       .scale = gpu::scale,
       .absSum = gpu::absSum,

@@ -171,6 +171,11 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   double unionUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);
   out.kernels.push_back({"union-4", 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)) +
                                         (4 + e) * static_cast<double>(sel.nnz), unionUs});
+  // One message as COO (a split range of the sparse-input allreduce's COO).
+  coo.count = 1;
+  double oneUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);
+  out.kernels.push_back({"union-1", pack.bytes + e * static_cast<double>(sel.nnz) +
+                                        (4 + e) * static_cast<double>(sel.nnz), oneUs});
 
   double tau = 0;
   dct::ThresholdArgs sampled{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdSampled, 0};

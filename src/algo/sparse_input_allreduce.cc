@@ -13,7 +13,8 @@
 //                doubling (recursive_doubling.h) | dense allreduce, into
 //                the sum in scratch (accumulation type; dense: datatype)
 //   outputs      the COO: the union of the gathered messages (allgather on
-//                the CPU twin) or selected from the sum; capacity checked;
+//                the CPU twin), split's gathered ranges (CPU twin, COO
+//                alone) or selected from the sum; capacity checked;
 //                converted to the datatype, all in scratch; vote; then
 //                copies into the caller's buffers, or (allgather) the
 //                checked messages merged straight into `dense`
@@ -76,8 +77,8 @@ dctResult_t exchange(SparseInputCall& k, const std::vector<CallHeader>& all) {
   }
   else if (k.plan == dctAlgoSplit) {
     DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received,
-                           nullptr, k.direct));
-    if (k.direct) return dctSuccess;  // written and averaged by deliver()
+                           nullptr, k.direct || k.rangeCoo));
+    if (k.direct || k.rangeCoo) return dctSuccess;  // averaged by deliver() or rangesCoo()
   }
   else {
     DCTCHECK(k.comm->transport->allreduce(k.comm, k.sum, k.sum, in.count, in.dtype, in.stream));
@@ -140,6 +141,20 @@ dctResult_t unionCoo(SparseInputCall& k) {
   sel.outIndices = merge.outIndices;
   sel.outValues = merge.outValues;
   sel.nnz = sel.selected = merge.nnz;
+  return fitsOutCapacity(k);
+}
+
+// Split's COO from its gathered ranges, as selectCoo would select it from
+// their written and averaged sum.
+dctResult_t rangesCoo(SparseInputCall& k) {
+  dctCompressor_t c = k.c;
+  RangesCoo coo{k.avgFactor(), tauFloor(c), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes,
+                cooBound(k), c->residuals[0].as()};
+  DCTCHECK(splitRangesCoo(c, k.comm, k.sum, coo, k.in.stream));
+  SelectArgs& sel = k.coo;
+  sel.outIndices = coo.outIndices;
+  sel.outValues = coo.outValues;
+  sel.nnz = sel.selected = coo.nnz;
   return fitsOutCapacity(k);
 }
 
@@ -237,7 +252,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     return dctSuccess;
   }
   if (res == dctSuccess) res = exchange(k, all);
-  if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k) : selectCoo(k);
+  if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k) : k.rangeCoo ? rangesCoo(k) : selectCoo(k);
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, k.tiny ? "agreement" : "exchange"));

@@ -49,6 +49,9 @@ struct SparseInputCall {
   // cannot fail to merge on the host; a conversion could, so half types
   // don't). Split keeps its own range's sum in scratch until then.
   bool direct = false;
+  // Split's COO alone on the host twin: from the gathered ranges
+  // (splitRangesCoo) instead of a select of the written sum.
+  bool rangeCoo = false;
   RecursiveDoubling rd{};
   size_t accBytes() const { return dtypeSize(c->accType); }
   double avgFactor() const { return in.op == dctAvg && comm->size > 1 ? 1.0 / comm->size : 1.0; }

@@ -178,8 +178,12 @@ dctResult_t prepare(SparseInputCall& k, const std::vector<CallHeader>& all) {
     k.unionCoo = in.wantsCoo() && c->ops->mergePackedCoo != nullptr && k.total <= in.count;
     k.direct = in.dense != nullptr && in.dtype == c->accType && (k.unionCoo || !in.wantsCoo());
   }
-  // Split's COO is selected from the whole sum: only a dense result alone goes direct.
-  if (k.plan == dctAlgoSplit) k.direct = in.dense != nullptr && in.dtype == c->accType && !in.wantsCoo();
+  // Split writes its dense result alone after the vote, or takes its COO
+  // alone from the gathered ranges; both together come from a written sum.
+  if (k.plan == dctAlgoSplit) {
+    k.direct = in.dense != nullptr && in.dtype == c->accType && !in.wantsCoo();
+    k.rangeCoo = in.dense == nullptr && in.wantsCoo() && c->ops->mergePackedCoo != nullptr;
+  }
   DCTCHECK(sizeCall(k));
   DCTCHECK(reserveOutputs(k));
   if (k.plan == dctAlgoRecursiveDoubling) return prepareRecursiveDoubling(k);

@@ -15,7 +15,6 @@ namespace dct {
 namespace {
 
 constexpr const char* kFn = "dctSparseAllreduce";
-constexpr uint64_t kDenseForm = UINT64_MAX;  // a range's nnz when it travels dense
 
 struct Split {
   dctCompressor_t c;
@@ -64,7 +63,7 @@ dctResult_t smallerForm(const Split& s, const SelectArgs& sel, const void*& form
   DCTCHECK(c->ops->mergePacked(c->kernels, &fill, s.stream));
   form = s.range(s.me);
   bytes = denseBytes;
-  nnz = kDenseForm;
+  nnz = kSplitDenseForm;
   return dctSuccess;
 }
 
@@ -147,7 +146,7 @@ dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, RankArrays& a,
 dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz, bool check = false,
                        bool checked = false) {
   dctCompressor_t c = s.c;
-  if (nnz == kDenseForm) return check ? dctSuccess : c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
+  if (nnz == kSplitDenseForm) return check ? dctSuccess : c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
   PackedMessage m = packedView(block, bytes, nnz, s.sumBytes);
   MergeArgs merge{s.range(q), s.length(q), c->accType, c->accType, c->indexBytes, &m, 1};
   merge.checkOnly = check;
@@ -242,7 +241,7 @@ dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint
   const Transport* t = comm->transport;
   RankArrays& a = c->rankArrays;
   const void* form = nullptr;
-  uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kDenseForm: dense)
+  uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kSplitDenseForm: dense)
   if (res == dctSuccess)
     res = owner ? ownerForm(s, inflow, *owner, form, mine[0], mine[1]) : reduceForm(s, inflow, form, mine[0], mine[1]);
   clock.lap(dctPhaseReduce);
@@ -258,7 +257,7 @@ dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint
   size_t formTotal = 0;
   for (int q = 0; q < P && res == dctSuccess; q++) {
     const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
-    const bool ok = nnz == kDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
+    const bool ok = nnz == kSplitDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
     if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
     formBytes[q] = bytes;
     formOffsets[q] = formTotal;
@@ -274,7 +273,7 @@ dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint
   sent += mine[0];
   for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
   for (int q = 0; q < P; q++) {
-    if (s.length(q) == 0 || (q == me && mine[1] == kDenseForm)) continue;  // a dense own range is in place
+    if (s.length(q) == 0 || (q == me && mine[1] == kSplitDenseForm)) continue;  // a dense own range is in place
     DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1], deferWrites));
   }
   return dctSuccess;
@@ -287,7 +286,7 @@ dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum,
   for (int q = 0; q < s.P; q++) {
     const uint64_t nnz = a.forms[2 * q + 1];
     if (s.length(q) == 0) continue;
-    if (q == s.me && nnz == kDenseForm)
+    if (q == s.me && nnz == kSplitDenseForm)
       DCTCHECK(c->ops->copy(c->kernels, s.range(q), static_cast<const char*>(sum) + s.begin(q) * s.sumBytes,
                             a.formBytes[q], stream));
     else DCTCHECK(writeRange(s, q, gathered + a.formOffsets[q], a.formBytes[q], nnz, false, true));

@@ -86,4 +86,25 @@ dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint
 // call's last vote and write straight into the caller's buffer.
 dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum, void* target, void* stream);
 
+// A range's nnz, as every rank learns it, when it travels dense.
+constexpr uint64_t kSplitDenseForm = UINT64_MAX;
+
+// The COO of a deferred exchange's result (split_coo.cc; host twin, which
+// has mergePackedCoo): every entry with !(|x * factor| < tau), ascending,
+// its value x * factor in c->accType, as the scale op and a select of the
+// written sum give them. `sum` as for splitWriteRanges; a dense range is
+// scaled where it lies (gathered, or this rank's in `sum`) and its select
+// leaves the rest in `remainder` (room for the longest range). Fails on
+// this rank only (the caller's vote spreads it) where a range holds more
+// entries than `capacity` leaves.
+struct RangesCoo {
+  double factor, tau;
+  void* outIndices;
+  void* outValues;
+  size_t capacity;
+  void* remainder;
+  size_t nnz = 0;  // out
+};
+dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesCoo& coo, void* stream);
+
 }  // namespace dct

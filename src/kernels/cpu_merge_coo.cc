@@ -72,7 +72,16 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
         heads[r] = headOf(cursors[r]);
       }
       starts[k] = at;
-      for (;;) {
+      // One message (a split range): its entries in order, no window.
+      for (Cursor& c = cursors[0]; a.count == 1 && !c.done() && c.index() < end; c.advance()) {
+        T sum = T(0);
+        addInto(sum, c.value());
+        if (scaled) sum *= factor;
+        if (std::fabs(sum) < tau) continue;
+        idxOut[at] = static_cast<I>(a.indexBase + c.index());
+        valOut[at++] = sum;
+      }
+      for (; a.count > 1;) {
         uint64_t base = end;  // the window starts at the smallest index left
         for (int r = 0; r < a.count; r++) base = heads[r] < base ? heads[r] : base;
         if (base == end) break;
@@ -96,7 +105,7 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
             window[i] = T(0);
             if (scaled) sum *= factor;
             if (std::fabs(sum) < tau) continue;  // NaN stays: !(NaN < tau)
-            idxOut[at] = static_cast<I>(base + i);
+            idxOut[at] = static_cast<I>(a.indexBase + base + i);
             valOut[at++] = sum;
           }
           touched[word] = 0;

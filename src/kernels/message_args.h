@@ -73,6 +73,7 @@ struct MergeCooArgs {
   size_t nnz = 0;
   int malformed = -1;  // out: the first message failing packing::validGroup
   bool checked = false;  // the messages passed a checkOnly mergePacked: not validated again
+  uint64_t indexBase = 0;  // added to every index written (a range of a larger index space)
 };
 
 // Delta bit-packing of a strictly ascending index list (index_packing.h).

@@ -150,6 +150,41 @@ TEST_CASE("dctAvg divides the sum by the rank count; NaN reaches every rank") {
     for (size_t i = 0; i < count; i++) CHECK(avg[i] == doctest::Approx(sum[i] / w.size).epsilon(1e-6));
     CHECK(identicalOnAllRanks(avg.data(), count * sizeof(float)));
   }
+  // The COO alone (split: from the gathered ranges, packed and, where every
+  // rank fills them, dense) lists the averaged dense result's nonzeros.
+  for (size_t n : {count, size_t(13)})
+    for (dctAlgorithm_t algo : kAlgorithms) {
+      CAPTURE(n);
+      CAPTURE(static_cast<int>(algo));
+      Coo mine = all[w.rank];
+      if (n == 13) {  // every entry on every rank: the ranges travel dense
+        mine.idx.resize(n);
+        mine.val.resize(n * sizeof(float));
+        for (uint32_t i = 0; i < n; i++) {
+          const float v = 0.1f * static_cast<float>(i + 1) + static_cast<float>(w.rank);
+          mine.idx[i] = i;
+          std::memcpy(mine.val.data() + i * sizeof(float), &v, sizeof(float));
+        }
+      }
+      std::vector<float> dense(n);
+      REQUIRE(dctSparseInputAllreduce(mine.idx.data(), mine.val.data(), mine.idx.size(), n, dctFloat32, dctAvg, algo,
+                                      dense.data(), nullptr, nullptr, 0, &nnz, nullptr, w.comm, nullptr) == dctSuccess);
+      std::vector<uint32_t> outIdx(n + 1, 0xdeadbeef);
+      std::vector<float> outVal(n + 1, 0);
+      REQUIRE(dctSparseInputAllreduce(mine.idx.data(), mine.val.data(), mine.idx.size(), n, dctFloat32, dctAvg, algo,
+                                      nullptr, outIdx.data(), outVal.data(), n, &nnz, nullptr, w.comm,
+                                      nullptr) == dctSuccess);
+      size_t expected = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (dense[i] == 0) continue;
+        REQUIRE(expected < nnz);
+        CHECK(outIdx[expected] == i);
+        CHECK(std::memcmp(&outVal[expected], &dense[i], sizeof(float)) == 0);
+        expected++;
+      }
+      CHECK(nnz == expected);
+      CHECK(outIdx[nnz] == 0xdeadbeef);
+    }
   // The last rank puts a NaN at 7: every rank's result has it, dense and COO.
   for (dctAlgorithm_t algo : kAlgorithms) {
     std::vector<uint32_t> idx = {7};

@@ -44,9 +44,10 @@ void input(int rank, std::vector<uint32_t>& idx, std::vector<float>& val) {
   }
 }
 
-// One call with dense and COO results, retried until it succeeds; every
-// failed attempt fails every rank and leaves the caller's buffers as they were.
-Result run(dctComm_t comm, dctAlgorithm_t algo) {
+// One call with dense and COO results (or the COO alone), retried until it
+// succeeds; every failed attempt fails every rank and leaves the caller's
+// buffers as they were.
+Result run(dctComm_t comm, dctAlgorithm_t algo, bool withDense = true) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   REQUIRE(resetGatherSlots(comm));  // the same operations on every run
@@ -60,8 +61,8 @@ Result run(dctComm_t comm, dctAlgorithm_t algo) {
   for (int attempt = 0;; attempt++) {
     REQUIRE(attempt < 4);  // one armed fault: at most one retry
     const dctResult_t res = dctSparseInputAllreduce(idx.data(), val.data(), idx.size(), kCount, dctFloat32, dctSum, algo,
-                                                    r.dense.data(), r.idx.data(), r.val.data(), kCount, &r.nnz, nullptr,
-                                                    comm, nullptr);
+                                                    withDense ? r.dense.data() : nullptr, r.idx.data(), r.val.data(),
+                                                    kCount, &r.nnz, nullptr, comm, nullptr);
     REQUIRE(allRanksAgree(res == dctSuccess));
     if (res == dctSuccess) break;
     CHECK(std::strlen(dctGetLastError(comm)) > 0);
@@ -75,9 +76,9 @@ Result run(dctComm_t comm, dctAlgorithm_t algo) {
   return r;
 }
 
-void requireSame(const Result& a, const Result& b) {
+void requireSame(const Result& a, const Result& b, bool dense = true) {
   REQUIRE(a.nnz == b.nnz);
-  REQUIRE(std::memcmp(a.dense.data(), b.dense.data(), kCount * sizeof(float)) == 0);
+  if (dense) REQUIRE(std::memcmp(a.dense.data(), b.dense.data(), kCount * sizeof(float)) == 0);
   REQUIRE(std::memcmp(a.idx.data(), b.idx.data(), a.nnz * sizeof(uint32_t)) == 0);
   REQUIRE(std::memcmp(a.val.data(), b.val.data(), a.nnz * sizeof(float)) == 0);
 }
@@ -154,6 +155,29 @@ TEST_CASE("a transport fault at any operation, on any rank or all, fails every r
         CAPTURE(victim);
         dct::armFault(w.comm, n, victim);
         const Result faulty = run(w.comm, algo);
+        dct::disarmFault(w.comm);
+        CHECK(faulty.failedCalls == (faultFires(ops, n, victim) ? 1 : 0));
+        requireSame(clean, faulty);
+      }
+  }
+}
+
+TEST_CASE("a COO-only result (split: from the gathered ranges): a transport fault fails every rank, a retry is exact") {
+  World w;
+  REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
+  for (dctAlgorithm_t algo : kAlgorithms) {
+    const uint64_t before = dct::transportOps(w.comm);
+    const Result clean = run(w.comm, algo, false);
+    const std::vector<uint64_t> ops = opsOnEveryRank(dct::transportOps(w.comm) - before);
+    REQUIRE(clean.failedCalls == 0);
+    requireSame(clean, run(w.comm, algo), false);  // the COO of the dense and COO call
+    for (uint64_t n = 0; n < mostOps(ops); n++)
+      for (int victim = -1; victim < w.size; victim++) {
+        CAPTURE(static_cast<int>(algo));
+        CAPTURE(n);
+        CAPTURE(victim);
+        dct::armFault(w.comm, n, victim);
+        const Result faulty = run(w.comm, algo, false);
         dct::disarmFault(w.comm);
         CHECK(faulty.failedCalls == (faultFires(ops, n, victim) ? 1 : 0));
         requireSame(clean, faulty);

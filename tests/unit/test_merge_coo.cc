@@ -34,8 +34,9 @@ V toValue(float x) {
 // zeros, NaN and Inf; odd ranks draw from {-1.5, ..., 1.5} so that sums
 // cancel to 0 and drop out.
 template <typename T, typename V, typename I>
-void checkUnion(size_t n, int ranks, double factor, uint64_t seed) {
+void checkUnion(size_t n, int ranks, double factor, uint64_t seed, uint64_t indexBase = 0) {
   CAPTURE(n);
+  CAPTURE(indexBase);
   CAPTURE(ranks);
   CAPTURE(factor);
   Twin twin;
@@ -66,11 +67,12 @@ void checkUnion(size_t n, int ranks, double factor, uint64_t seed) {
   std::vector<T> outVal(entries + 1, T(7));
   MergeCooArgs coo{messages.data(), ranks, n, acc, wire, indexBytes, factor, double(tau),
                    outIdx.data(), outVal.data(), entries};
+  coo.indexBase = indexBase;
   REQUIRE(twin.ops.mergePackedCoo(twin.ctx, &coo, nullptr) == dctSuccess);
   size_t j = 0, wrong = 0;
   for (size_t i = 0; i < n && j <= coo.nnz; i++) {
     if (std::fabs(dense[i]) < tau) continue;
-    wrong += j == coo.nnz || outIdx[j] != i || !sameBits(outVal[j], dense[i]);
+    wrong += j == coo.nnz || outIdx[j] != i + indexBase || !sameBits(outVal[j], dense[i]);
     j++;
   }
   CHECK(wrong == 0);
@@ -91,6 +93,9 @@ TEST_CASE("the union of packed messages equals selecting their dense sum") {
       checkUnion<double, double, uint64_t>(n, ranks, 1.0 / ranks, 91 + n + ranks);
       checkUnion<float, Half, uint32_t>(n, ranks, 1.0 / 3, 92 + n + ranks);
     }
+    // A range of a larger index space (split's ranges as COO): one message, indices offset.
+    checkUnion<float, float, uint32_t>(n, 1, 0.5, 94 + n, 1000003);
+    checkUnion<double, double, uint64_t>(n, 2, 1.0, 95 + n, uint64_t(1) << 40);
   }
   checkUnion<float, float, uint32_t>(4000037, 4, 0.25, 93);  // many chunks: several workers
   checkUnion<float, float, uint32_t>(1000003, 2, 1.0, 99);    // 1 entry and 0.1%: windows of a few words

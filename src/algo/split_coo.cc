@@ -1,0 +1,72 @@
+// The COO of split's result straight from its gathered ranges (the
+// sparse-input allreduce's COO on the host twin): range after range, a
+// packed range's entries through mergePackedCoo, scaled and thresholded as
+// the select of the whole sum would scale and keep them; a dense range
+// scaled and selected in place. The same entries and bits as selecting the
+// written and averaged count-sized sum, without writing or reading it.
+#include "algo/packed_message.h"
+#include "algo/split_allreduce.h"
+#include "base/debug.h"
+#include "base/dtype.h"
+#include "transport/comm.h"
+
+namespace dct {
+namespace {
+
+// A dense range's selected indices, relative to the range, made absolute.
+template <typename I>
+void addBase(void* indices, size_t n, uint64_t base) {
+  I* p = static_cast<I*>(indices);
+  for (size_t i = 0; i < n; i++) p[i] = static_cast<I>(p[i] + base);
+}
+
+}  // namespace
+
+dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesCoo& coo, void* stream) {
+  const int P = comm->size;
+  const size_t accBytes = dtypeSize(c->accType), indexBytes = static_cast<size_t>(c->indexBytes);
+  const RankArrays& a = c->rankArrays;
+  char* gathered = c->gathered.as<char>();
+  coo.nnz = 0;
+  for (int q = 0; q < P; q++) {
+    const size_t begin = splitRangeBegin(c->count, P, q), length = splitRangeBegin(c->count, P, q + 1) - begin;
+    if (length == 0) continue;
+    char* indices = static_cast<char*>(coo.outIndices) + coo.nnz * indexBytes;
+    char* values = static_cast<char*>(coo.outValues) + coo.nnz * accBytes;
+    const size_t room = coo.capacity - coo.nnz;
+    if (a.forms[2 * q + 1] != kSplitDenseForm) {
+      PackedMessage m = packedView(gathered + a.formOffsets[q], a.formBytes[q], a.forms[2 * q + 1], accBytes);
+      MergeCooArgs merge{&m, 1, length, c->accType, c->accType, c->indexBytes, coo.factor, coo.tau, indices,
+                         values, room};
+      merge.checked = true;  // by the exchange, before its vote
+      merge.indexBase = begin;
+      if (c->ops->mergePackedCoo(c->kernels, &merge, stream) != dctSuccess)
+        return fail(comm, dctInternalError, "dctSparseInputAllreduce: range %d holds more entries than the inputs", q);
+      coo.nnz += merge.nnz;
+      continue;
+    }
+    // This rank's dense range stays in the exchange's sum; the others' came gathered.
+    char* range = q == comm->rank ? static_cast<char*>(sum) + begin * accBytes : gathered + a.formOffsets[q];
+    if (coo.factor != 1.0) DCTCHECK(c->ops->scale(c->kernels, range, length, c->accType, coo.factor, stream));
+    SelectArgs sel;
+    sel.grad = nullptr;
+    sel.residualIn = range;
+    sel.residual = coo.remainder;
+    sel.n = length;
+    sel.dtype = c->accType;
+    sel.indexBytes = c->indexBytes;
+    sel.tau = coo.tau;
+    sel.capacity = room;
+    sel.outIndices = indices;
+    sel.outValues = values;
+    DCTCHECK(c->ops->selectCompact(c->kernels, &sel, stream));
+    if (sel.selected > sel.nnz)
+      return fail(comm, dctInternalError, "dctSparseInputAllreduce: range %d holds more entries than the inputs", q);
+    if (indexBytes == 4) addBase<uint32_t>(indices, sel.nnz, begin);
+    else addBase<uint64_t>(indices, sel.nnz, begin);
+    coo.nnz += sel.nnz;
+  }
+  return dctSuccess;
+}
+
+}  // namespace dct
