@@ -163,6 +163,12 @@ bool KernelBench::run(size_t n, SizeResult& out) {
     out.kernels.push_back({plain ? "merge-4-rfo" : "merge-4",
                            e * elems + 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)), mergeUs});
   }
+  // Their check alone (mergePacked's checkOnly: every group validated, as
+  // each merge does first and the exchanges do before a vote).
+  merge.checkOnly = true;
+  double checkUs = medianUs([&](int) { return ops_.mergePacked(ctx_, &merge, nullptr); }, false);
+  out.kernels.push_back({"check-4", 4.0 * pack.bytes, checkUs});
+  merge.checkOnly = false;
   // The same four messages' union as COO (mergePackedCoo, the sparse-input
   // allreduce's COO result): entries in, the union's entries out.
   std::vector<uint32_t> unionIdx(4 * sel.nnz);  // a chunk writes where its entries start

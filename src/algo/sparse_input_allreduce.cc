@@ -77,7 +77,7 @@ dctResult_t exchange(SparseInputCall& k, const std::vector<CallHeader>& all) {
   }
   else if (k.plan == dctAlgoSplit) {
     DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received,
-                           nullptr, k.direct || k.rangeCoo));
+                           nullptr, k.rangeCoo ? SplitRanges::kLeave : k.direct ? SplitRanges::kCheck : SplitRanges::kWrite));
     if (k.direct || k.rangeCoo) return dctSuccess;  // averaged by deliver() or rangesCoo()
   }
   else {

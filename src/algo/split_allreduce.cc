@@ -197,7 +197,7 @@ dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, Spl
 
 dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
                           void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
-                          OwnerDraft* owner, bool deferWrites) {
+                          OwnerDraft* owner, SplitRanges ranges) {
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
   const int P = s.P, me = s.me;
   const Transport* t = comm->transport;
@@ -230,12 +230,12 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), theirs, recvOffsets);
   sent = pieces.bytes - sendBytes[me];
   received = recvTotal - recvBytes[me];
-  return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner, deferWrites);
+  return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner, ranges);
 }
 
 dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
                         void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner,
-                        bool deferWrites) {
+                        SplitRanges ranges) {
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
   const int P = s.P, me = s.me;
   const Transport* t = comm->transport;
@@ -272,9 +272,9 @@ dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint
   clock.lap(dctPhaseExchange);
   sent += mine[0];
   for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
-  for (int q = 0; q < P; q++) {
+  for (int q = 0; q < P && ranges != SplitRanges::kLeave; q++) {
     if (s.length(q) == 0 || (q == me && mine[1] == kSplitDenseForm)) continue;  // a dense own range is in place
-    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1], deferWrites));
+    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1], ranges == SplitRanges::kCheck));
   }
   return dctSuccess;
 }

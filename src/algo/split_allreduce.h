@@ -63,11 +63,13 @@ dctResult_t splitPack(dctCompressor_t c, dctComm_t comm, const Message& msg, Spl
 // any rank failed before one of its votes; a failure after the last vote is
 // returned on the failing rank only (the caller's exchange vote spreads it).
 // sent / received: this rank's bytes on the wire, both phases.
-// With `deferWrites`, every range but this rank's is only checked, not
-// written: splitWriteRanges writes them after the caller's last vote.
+// What becomes of the gathered ranges: written into `target`; only checked
+// (splitWriteRanges writes them after the caller's last vote); or left for
+// the caller, who checks them as it reads them (splitRangesCoo).
+enum class SplitRanges { kWrite, kCheck, kLeave };
 dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& pieces, size_t allRanksBytes,
                           void* target, void* stream, PhaseTimer& clock, size_t& sent, size_t& received,
-                          OwnerDraft* owner = nullptr, bool deferWrites = false);
+                          OwnerDraft* owner = nullptr, SplitRanges ranges = SplitRanges::kWrite);
 
 // The second phase alone, from this rank's range summed in its place in
 // `target` on (split_halving.h gets there by recursive halving): `res` is
@@ -77,7 +79,7 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
 // sent / received: this phase's bytes are added.
 dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
                         void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner,
-                        bool deferWrites = false);
+                        SplitRanges ranges = SplitRanges::kWrite);
 
 // A deferred exchange's result into `target` (count entries of accType):
 // every range from its checked gathered form, this rank's dense range from
@@ -94,9 +96,10 @@ constexpr uint64_t kSplitDenseForm = UINT64_MAX;
 // its value x * factor in c->accType, as the scale op and a select of the
 // written sum give them. `sum` as for splitWriteRanges; a dense range is
 // scaled where it lies (gathered, or this rank's in `sum`) and its select
-// leaves the rest in `remainder` (room for the longest range). Fails on
-// this rank only (the caller's vote spreads it) where a range holds more
-// entries than `capacity` leaves.
+// leaves the rest in `remainder` (room for the longest range). Reads the
+// ranges as an exchange with SplitRanges::kLeave left them, and checks
+// them: fails on this rank only (the caller's vote spreads it) where a
+// range is malformed or holds more entries than `capacity` leaves.
 struct RangesCoo {
   double factor, tau;
   void* outIndices;

@@ -13,6 +13,8 @@
 namespace dct {
 namespace {
 
+constexpr const char* kFn = "dctSparseInputAllreduce";
+
 // A dense range's selected indices, relative to the range, made absolute.
 template <typename I>
 void addBase(void* indices, size_t n, uint64_t base) {
@@ -38,10 +40,11 @@ dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesC
       PackedMessage m = packedView(gathered + a.formOffsets[q], a.formBytes[q], a.forms[2 * q + 1], accBytes);
       MergeCooArgs merge{&m, 1, length, c->accType, c->accType, c->indexBytes, coo.factor, coo.tau, indices,
                          values, room};
-      merge.checked = true;  // by the exchange, before its vote
-      merge.indexBase = begin;
-      if (c->ops->mergePackedCoo(c->kernels, &merge, stream) != dctSuccess)
-        return fail(comm, dctInternalError, "dctSparseInputAllreduce: range %d holds more entries than the inputs", q);
+      merge.indexBase = begin;  // checked as it is read: the exchange left the ranges unchecked
+      if (c->ops->mergePackedCoo(c->kernels, &merge, stream) != dctSuccess) {
+        if (merge.malformed >= 0) return fail(comm, dctInternalError, "%s: malformed range from rank %d", kFn, q);
+        return fail(comm, dctInternalError, "%s: range %d holds more entries than the inputs", kFn, q);
+      }
       coo.nnz += merge.nnz;
       continue;
     }
@@ -61,7 +64,7 @@ dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesC
     sel.outValues = values;
     DCTCHECK(c->ops->selectCompact(c->kernels, &sel, stream));
     if (sel.selected > sel.nnz)
-      return fail(comm, dctInternalError, "dctSparseInputAllreduce: range %d holds more entries than the inputs", q);
+      return fail(comm, dctInternalError, "%s: range %d holds more entries than the inputs", kFn, q);
     if (indexBytes == 4) addBase<uint32_t>(indices, sel.nnz, begin);
     else addBase<uint64_t>(indices, sel.nnz, begin);
     coo.nnz += sel.nnz;
