@@ -140,21 +140,23 @@ const dct::KernelOps& failingConvertOps() {
 
 }  // namespace
 
-TEST_CASE("a transport fault at any operation, on any rank or all, fails every rank and a retry is exact") {
-  World w;
+// Every transport op of a call, failed on each rank and on all, under every
+// algorithm: the dense and COO results, or the COO alone.
+static void everyTransportFault(World& w, bool withDense) {
   REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
   for (dctAlgorithm_t algo : kAlgorithms) {
     const uint64_t before = dct::transportOps(w.comm);
-    const Result clean = run(w.comm, algo);
+    const Result clean = run(w.comm, algo, withDense);
     const std::vector<uint64_t> ops = opsOnEveryRank(dct::transportOps(w.comm) - before);
     REQUIRE(clean.failedCalls == 0);
+    if (!withDense) requireSame(clean, run(w.comm, algo), false);  // the COO of the call with both
     for (uint64_t n = 0; n < mostOps(ops); n++)
       for (int victim = -1; victim < w.size; victim++) {
         CAPTURE(static_cast<int>(algo));
         CAPTURE(n);
         CAPTURE(victim);
         dct::armFault(w.comm, n, victim);
-        const Result faulty = run(w.comm, algo);
+        const Result faulty = run(w.comm, algo, withDense);
         dct::disarmFault(w.comm);
         CHECK(faulty.failedCalls == (faultFires(ops, n, victim) ? 1 : 0));
         requireSame(clean, faulty);
@@ -162,27 +164,14 @@ TEST_CASE("a transport fault at any operation, on any rank or all, fails every r
   }
 }
 
+TEST_CASE("a transport fault at any operation, on any rank or all, fails every rank and a retry is exact") {
+  World w;
+  everyTransportFault(w, true);
+}
+
 TEST_CASE("a COO-only result (split: from the gathered ranges): a transport fault fails every rank, a retry is exact") {
   World w;
-  REQUIRE(dct::installFaultSeam(w.comm) == dctSuccess);
-  for (dctAlgorithm_t algo : kAlgorithms) {
-    const uint64_t before = dct::transportOps(w.comm);
-    const Result clean = run(w.comm, algo, false);
-    const std::vector<uint64_t> ops = opsOnEveryRank(dct::transportOps(w.comm) - before);
-    REQUIRE(clean.failedCalls == 0);
-    requireSame(clean, run(w.comm, algo), false);  // the COO of the dense and COO call
-    for (uint64_t n = 0; n < mostOps(ops); n++)
-      for (int victim = -1; victim < w.size; victim++) {
-        CAPTURE(static_cast<int>(algo));
-        CAPTURE(n);
-        CAPTURE(victim);
-        dct::armFault(w.comm, n, victim);
-        const Result faulty = run(w.comm, algo, false);
-        dct::disarmFault(w.comm);
-        CHECK(faulty.failedCalls == (faultFires(ops, n, victim) ? 1 : 0));
-        requireSame(clean, faulty);
-      }
-  }
+  everyTransportFault(w, false);
 }
 
 TEST_CASE("an allocation failure on one rank fails every rank and a retry is exact") {
