@@ -107,18 +107,8 @@ dctResult_t selectCoo(SparseInputCall& k) {
                              in.stream));
     acc = c->residuals[1].as();
   }
-  SelectArgs& sel = k.coo;
-  sel.grad = nullptr;
-  sel.residualIn = acc;
-  sel.residual = c->residuals[0].as();
-  sel.n = in.count;
-  sel.dtype = c->accType;
-  sel.indexBytes = c->indexBytes;
-  sel.tau = tauFloor(c);
-  sel.capacity = cooBound(k);
-  sel.outIndices = c->selection.as();
-  sel.outValues = c->selection.as<char>() + k.cooIndexBytes;
-  DCTCHECK(c->ops->selectCompact(c->kernels, &sel, in.stream));
+  DCTCHECK(selectNonzeros(c, acc, c->residuals[0].as(), in.count, cooBound(k), c->selection.as(),
+                          c->selection.as<char>() + k.cooIndexBytes, k.coo, in.stream));
   return fitsOutCapacity(k);
 }
 
@@ -148,8 +138,8 @@ dctResult_t unionCoo(SparseInputCall& k) {
 // their written and averaged sum.
 dctResult_t rangesCoo(SparseInputCall& k) {
   dctCompressor_t c = k.c;
-  RangesCoo coo{k.avgFactor(), tauFloor(c), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes,
-                cooBound(k), c->residuals[0].as()};
+  RangesCoo coo{k.avgFactor(), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes, cooBound(k),
+                c->residuals[0].as()};
   DCTCHECK(splitRangesCoo(c, k.comm, k.sum, coo, k.in.stream));
   SelectArgs& sel = k.coo;
   sel.outIndices = coo.outIndices;

@@ -83,16 +83,8 @@ dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64
   const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
   DCTCHECK(c->selection.reserve(indexBytes + bound * s.sumBytes));
   SelectArgs sel;
-  sel.grad = nullptr;
-  sel.residual = s.range(s.me);
-  sel.n = length;
-  sel.dtype = c->accType;
-  sel.indexBytes = c->indexBytes;
-  sel.tau = tauFloor(c);
-  sel.capacity = bound;
-  sel.outIndices = c->selection.as();
-  sel.outValues = c->selection.as<char>() + indexBytes;
-  DCTCHECK(c->ops->selectCompact(c->kernels, &sel, s.stream));
+  DCTCHECK(selectNonzeros(c, s.range(s.me), s.range(s.me), length, bound, c->selection.as(),
+                          c->selection.as<char>() + indexBytes, sel, s.stream));
   return smallerForm(s, sel, form, bytes, nnz);
 }
 

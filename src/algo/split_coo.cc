@@ -38,7 +38,7 @@ dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesC
     const size_t room = coo.capacity - coo.nnz;
     if (a.forms[2 * q + 1] != kSplitDenseForm) {
       PackedMessage m = packedView(gathered + a.formOffsets[q], a.formBytes[q], a.forms[2 * q + 1], accBytes);
-      MergeCooArgs merge{&m, 1, length, c->accType, c->accType, c->indexBytes, coo.factor, coo.tau, indices,
+      MergeCooArgs merge{&m, 1, length, c->accType, c->accType, c->indexBytes, coo.factor, tauFloor(c), indices,
                          values, room};
       merge.indexBase = begin;  // checked as it is read: the exchange left the ranges unchecked
       if (c->ops->mergePackedCoo(c->kernels, &merge, stream) != dctSuccess) {
@@ -52,17 +52,7 @@ dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesC
     char* range = q == comm->rank ? static_cast<char*>(sum) + begin * accBytes : gathered + a.formOffsets[q];
     if (coo.factor != 1.0) DCTCHECK(c->ops->scale(c->kernels, range, length, c->accType, coo.factor, stream));
     SelectArgs sel;
-    sel.grad = nullptr;
-    sel.residualIn = range;
-    sel.residual = coo.remainder;
-    sel.n = length;
-    sel.dtype = c->accType;
-    sel.indexBytes = c->indexBytes;
-    sel.tau = coo.tau;
-    sel.capacity = room;
-    sel.outIndices = indices;
-    sel.outValues = values;
-    DCTCHECK(c->ops->selectCompact(c->kernels, &sel, stream));
+    DCTCHECK(selectNonzeros(c, range, coo.remainder, length, room, indices, values, sel, stream));
     if (sel.selected > sel.nnz)
       return fail(comm, dctInternalError, "%s: range %d holds more entries than the inputs", kFn, q);
     if (indexBytes == 4) addBase<uint32_t>(indices, sel.nnz, begin);

@@ -187,6 +187,22 @@ double tauFloor(dctCompressor_t c) {
                                   : std::numeric_limits<float>::denorm_min();
 }
 
+dctResult_t selectNonzeros(dctCompressor_t c, const void* in, void* rest, size_t n, size_t capacity, void* outIndices,
+                           void* outValues, SelectArgs& sel, void* stream) {
+  sel = SelectArgs{};
+  sel.grad = nullptr;
+  sel.residualIn = in == rest ? nullptr : in;
+  sel.residual = rest;
+  sel.n = n;
+  sel.dtype = c->accType;
+  sel.indexBytes = c->indexBytes;
+  sel.tau = tauFloor(c);
+  sel.capacity = capacity;
+  sel.outIndices = outIndices;
+  sel.outValues = outValues;
+  return c->ops->selectCompact(c->kernels, &sel, stream);
+}
+
 bool inWarmup(dctCompressor_t c) {
   return c->stats.step < static_cast<uint64_t>(c->config.warmupSteps);
 }

@@ -169,6 +169,12 @@ bool outsideDriftBand(double selected, double target, bool tauAtFloor);
 // The smallest positive tau of the accumulation type: every nonzero entry
 // (and every NaN and Inf) meets it.
 double tauFloor(dctCompressor_t c);
+// selectCompact of the nonzeros (NaN and Inf too: tau at its floor) of n
+// accumulation-type entries at `in`: at most `capacity` of them into
+// outIndices / outValues, the rest into `rest` (`in` itself: in place).
+// `sel` holds the select's arguments and results (nnz, selected).
+dctResult_t selectNonzeros(dctCompressor_t c, const void* in, void* rest, size_t n, size_t capacity, void* outIndices,
+                           void* outValues, SelectArgs& sel, void* stream);
 // Every nonzero entry is sent this step (warm-up, density 1).
 bool sendsEveryNonzero(dctCompressor_t c);
 // The tensor is past kStreamBytes: its new residual and its merged result
