@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -63,6 +64,8 @@ int train(const Options& o, int rank, int ranks) {
     std::printf("# %d ranks, %zu parameters, %zu training samples, batch %d per rank, sync %s density %g\n", ranks, n,
                 train.count, o.batch, syncModeName(o.sync.mode), o.sync.density);
   double accuracy = 0;
+  const double totalSteps = static_cast<double>(o.epochs) * (train.count / ranks / o.batch);
+  size_t step = 0;
   for (int epoch = 1; epoch <= o.epochs; epoch++) {
     const double start = MPI_Wtime();
     const std::vector<uint32_t> shard = epochShard(train.count, o.seed, epoch, rank, ranks);
@@ -80,13 +83,14 @@ int train(const Options& o, int rank, int ranks) {
       if (o.momentumCorrection)
         for (size_t i = 0; i < n; i++) grads[i] = velocity[i] = o.momentum * velocity[i] + grads[i];
       if (!sync.average(grads.data(), &error) ||
-          (o.momentumCorrection && !sync.zeroWhereSent(velocity.data(), &error))) {
+          (o.momentumCorrection && o.factorMasking && !sync.zeroWhereSent(velocity.data(), &error))) {
         std::fprintf(stderr, "rank %d: %s\n", rank, error.c_str());
         return 3;
       }
+      const float lr = o.cosineLr ? static_cast<float>(0.5 * o.lr * (1 + std::cos(M_PI * step++ / totalSteps))) : o.lr;
       for (size_t i = 0; i < n; i++) {
         if (!o.momentumCorrection) velocity[i] = o.momentum * velocity[i] + grads[i];
-        params[i] -= o.lr * (o.momentumCorrection ? grads[i] : velocity[i]);
+        params[i] -= lr * (o.momentumCorrection ? grads[i] : velocity[i]);
       }
       bytesSum += sync.lastBytesSent();
     }

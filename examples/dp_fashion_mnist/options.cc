@@ -16,9 +16,11 @@ const char* kUsage =
     "                       libdct's sparse allreduce algorithm (allgather); globaltopk\n"
     "                       delivers about density x count entries of the sum per step\n"
     "  --epochs E (10)  --batch B per rank (64)  --lr R (0.05)  --momentum M (0.9)\n"
+    "  --lr-schedule constant|cosine (constant) cosine: annealed to 0 over the run\n"
     "  --momentum-correction 0|1  (0) DGC's momentum correction and factor masking:\n"
     "                       each rank compresses its own velocity (error feedback\n"
     "                       accumulates it) and zeroes it where its entries were sent\n"
+    "  --factor-masking 0|1 (1) with momentum correction: zero the velocity where sent\n"
     "  --hidden 512,256     hidden layer widths\n"
     "  --train N --test N   use the first N samples (all)\n"
     "  --seed S (1)  --data DIR (/usr/share/datasets/fashion-mnist)  --csv FILE\n"
@@ -69,6 +71,8 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* message, bool*
     else if (key == "--seed") ok = isNumber && x >= 0, o->seed = static_cast<uint64_t>(x);
     else if (key == "--data") o->dataDir = v;
     else if (key == "--momentum-correction") ok = isNumber && (x == 0 || x == 1), o->momentumCorrection = x == 1;
+    else if (key == "--factor-masking") ok = isNumber && (x == 0 || x == 1), o->factorMasking = x == 1;
+    else if (key == "--lr-schedule") ok = std::string(v) == "constant" || std::string(v) == "cosine", o->cosineLr = std::string(v) == "cosine";
     else if (key == "--csv") o->csv = v;
     else if (key == "--check-accuracy") ok = isNumber && x >= 0 && x <= 1, o->checkAccuracy = x;
     else if (key == "--hidden") {

@@ -144,6 +144,7 @@ _PROTOTYPES = {
     "dctCompressorGetConfig": (_int, [_vp, ctypes.POINTER(Config)]),
     "dctCompressorGetResidual": (_int, [_vp, _vp, _vp]),
     "dctCompressorSetResidual": (_int, [_vp, _vp, _vp]),
+    "dctCompressorGetOwnerResidual": (_int, [_vp, _vp, ctypes.POINTER(_sz), ctypes.POINTER(_sz), _vp]),
     "dctCompressorGetServerError": (_int, [_vp, _vp, ctypes.POINTER(_sz), ctypes.POINTER(_sz), _vp]),
     "dctCompressorSetSegments": (_int, [_vp, ctypes.POINTER(_sz), _int]),
     "dctCompressorSaveState": (_int, [_vp, _vp, ctypes.POINTER(_sz), _vp]),

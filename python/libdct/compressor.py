@@ -61,6 +61,28 @@ class Compressor:
         self._expect_residual(residual, n)
         check(_native.lib().dctCompressorSetResidual(self._live(), ptr, stream), self.comm.handle)
 
+    def owner_range(self):
+        """Global top-k: (begin, length), the entries of the tensor whose
+        owner residual this rank holds (get_residual includes it); (0, 0): none."""
+        begin, length = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        check(_native.lib().dctCompressorGetOwnerResidual(self._live(), None, ctypes.byref(begin),
+                                                          ctypes.byref(length), None), self.comm.handle)
+        return begin.value, length.value
+
+    def get_owner_residual(self, out):
+        """Copies the owner residual (owner_range()'s length, in the
+        residual's type) into out, a tensor or array where the steps run."""
+        ptr, n, _, stream = describe(out, "out", writable=True)
+        want = "float64" if self.dtype == 1 else "float32"
+        _, expected = self.owner_range()
+        if n != expected or not str(out.dtype).endswith(want):
+            raise ValueError(f"the owner residual is {expected} x {want}, not {n} x {out.dtype}")
+        if n:
+            begin, length = ctypes.c_size_t(0), ctypes.c_size_t(0)
+            check(_native.lib().dctCompressorGetOwnerResidual(self._live(), ptr, ctypes.byref(begin),
+                                                              ctypes.byref(length), stream), self.comm.handle)
+        return out
+
     def server_error(self):
         """A 1-bit compressor's server error: (begin, values), the chunk of
         the tensor this rank serves, as a host array of the accumulation type

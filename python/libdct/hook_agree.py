@@ -11,7 +11,8 @@ import torch.distributed as dist
 
 from .groups import all_gather, all_reduce
 
-SETTINGS = ("density", "start_iter", "min_compression_bytes", "compressor", "algorithm", "wire_type", "config")
+SETTINGS = ("density", "start_iter", "min_compression_bytes", "compressor", "algorithm", "wire_type", "config",
+            "momentum")
 _BUCKET = "bucket (index, layout, iteration)"
 
 

@@ -1,7 +1,8 @@
 """DctState.state_dict() / load_state_dict(): a rank's hook state by
 parameter position (never id(), which CPython reuses): each unit's whole
 compressor state (dctCompressorSaveState: residual, threshold schedule,
-1-bit server error, ...), the orphaned residuals, the last iteration's
+1-bit server error, ...), the orphaned residuals, the velocities (momentum
+correction), the last iteration's
 dense groups (hook_dense.py), the iteration and the settings. Loading is
 collective: every rank checks its own state against its model and
 settings, and every rank fails if any rank's does not fit.
@@ -13,7 +14,8 @@ import torch
 from .hook_agree import SETTINGS, Disagreement, digest, settings_of, vote
 from .hook_units import Unit
 
-FORMAT, VERSION = "libdct.DctState", 2
+FORMAT, VERSION = "libdct.DctState", 3
+READS = (2, 3)  # version 2: no velocities (momentum 0)
 
 
 def save(state):
@@ -29,6 +31,7 @@ def save(state):
                        "device": u.device.type, "signature": u.signature, "state": u.compressor.save_state()}
                       for u in units.by_keys.values()],
             "orphans": {k: r.detach().cpu().clone() for k, r in units.orphans.items()},
+            "velocity": {k: u.detach().cpu().clone() for k, u in state._owned.velocity.items()},
             "dense": [list(g) for g in state._runner.last_dense],
             "bytes_sent": state.bytes_sent, "dense_bytes": state.dense_bytes, "rebuilds": units.rebuilds}
 
@@ -67,6 +70,7 @@ def load(state, saved):
     for u in made:
         units.add(u)
     units.orphans = {int(k): r.clone() for k, r in saved["orphans"].items()}
+    state._owned.velocity = {int(k): u.clone() for k, u in saved.get("velocity", {}).items()}
     units.rebuilds = saved["rebuilds"]
     state.iter, state.bytes_sent, state.dense_bytes = saved["iteration"], saved["bytes_sent"], saved["dense_bytes"]
     state._runner.keep_partition = True
@@ -78,20 +82,24 @@ def load(state, saved):
 def _check(state, saved):
     if not isinstance(saved, dict) or saved.get("format") != FORMAT:
         raise ValueError("not a DctState.state_dict()")
-    if saved.get("version") != VERSION:
-        raise ValueError(f"a DctState.state_dict() of version {saved.get('version')}; this libdct reads {VERSION}")
+    if saved.get("version") not in READS:
+        raise ValueError(f"a DctState.state_dict() of version {saved.get('version')}; this libdct reads {READS}")
     if state._positions is None:
         raise ValueError("load_state_dict() needs DctState(model=...)")
     mine = settings_of(state)
     for name in SETTINGS:
-        if saved["settings"].get(name) != mine[name]:
-            raise ValueError(f"saved with {name} = {saved['settings'].get(name)!r}, this DctState has {mine[name]!r}")
+        theirs = saved["settings"].get(name, 0.0 if name == "momentum" else None)  # version 2 had no momentum
+        if theirs != mine[name]:
+            raise ValueError(f"saved with {name} = {theirs!r}, this DctState has {mine[name]!r}")
     if (saved["group_size"], saved["group_rank"]) != (state.world_size, state.control.rank):
         raise ValueError(f"saved by group rank {saved['group_rank']} of {saved['group_size']}, "
                          f"loaded by group rank {state.control.rank} of {state.world_size}")
     numels, seen = state._numels, set()
     pieces = [(k, n) for s in saved["units"] for k, n in zip(s["keys"], s["numels"])]
     pieces += [(k, r.numel()) for k, r in saved["orphans"].items()]
+    for k, u in saved.get("velocity", {}).items():
+        if not 0 <= k < len(numels) or numels[k] != u.numel():
+            raise ValueError(f"the saved velocity of parameter {k} ({u.numel()} elements) does not fit the model")
     for k, n in pieces:
         if not 0 <= k < len(numels) or numels[k] != n or k in seen:
             raise ValueError(f"the saved state does not fit the model: parameter {k} "

@@ -51,6 +51,7 @@ class _Iteration:
         self.dense_views = {}   # key -> its gradient, while a saved dense group waits for its keys
         self.dense_ran = set()  # the saved dense groups that ran
         self.dense_groups = []  # the dense groups every rank finished, in order (state_dict saves them)
+        self.velocity = {}      # key -> its new velocity (momentum correction, hook_momentum.py)
         self.failure = None
 
 

@@ -2,6 +2,7 @@
 the votes (prepare) or after the collectives (finish), never between them."""
 import torch
 
+from . import hook_momentum
 from .hook_dense import dense_sums
 
 
@@ -22,6 +23,9 @@ class _Work:
         nonzero = torch.stack([(v != 0).any() for v in views.values()]).tolist() if views else []
         self.local_zero_keys = {k for k, nz in zip(job.keys, nonzero) if not nz}
         compressed = self._compressed(job)
+        self.velocity = it.velocity
+        if st.momentum:
+            hook_momentum.before_exchange(st, compressed, views, it.velocity)
         for k in compressed:
             it.views[k] = views[k]
         self.ready = self._ready_units(compressed)
@@ -32,6 +36,8 @@ class _Work:
 
     def _compressed(self, job):
         st = self.st
+        if self.runner.keep_partition:  # the saved run's choice, whatever DDP's first buckets weigh
+            return [k for k in job.keys if k in st._owned.units.of]
         if job.iteration < st.start_iter:
             return []
         size = job.buf.element_size()
@@ -53,7 +59,9 @@ class _Work:
         for keys in groups:
             numels = [job.numels[job.keys.index(k)] for k in keys]
             if units.exact(keys, sig) is None and not (self.runner.keep_partition and units.covering(keys, sig)):
-                units.make(keys, numels, self.work.dtype, sig, make, self.work.device)
+                unit = units.make(keys, numels, self.work.dtype, sig, make, self.work.device)
+                if st.momentum:
+                    hook_momentum.check_wire(unit)
         if len(groups) == 1 and (whole_bucket := units.exact(groups[0], sig)) is not None:
             self.runner.last_unit[job.index] = whole_bucket
         order = []
@@ -96,6 +104,8 @@ class _Work:
                     at, n = u.slices[k]
                     after[at:at + n] = before[at:at + n]
                 u.compressor.set_residual(after)
+            if self.st.momentum and len(held) < len(u.keys):
+                hook_momentum.mask(u, self.velocity, held)
             for k in held:
                 at, n = u.slices[k]
                 flat[at:at + n] = 0
@@ -107,6 +117,8 @@ class _Work:
         done = {k for u, _, _ in self.ready for k in u.keys}
         for s in self.sums:
             done |= s.finish()
+            if self.st.momentum:
+                hook_momentum.after_dense_sum(self.st, s.views, it.zero_keys, self.velocity)
         for j in it.jobs:
             j.pending -= done
             if j.staged is not None and not j.pending:
@@ -118,6 +130,7 @@ class _Work:
         st = self.st
         for s in self.sums:
             s.commit(st, self.runner.it)
+        hook_momentum.commit(st, self.velocity, self.runner.it.zero_keys)
         for (u, _, _), held in zip(self.ready, self.held):
             if len(held) < len(u.keys):
                 st.bytes_sent += u.compressor.stats.bytes_sent

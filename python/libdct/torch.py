@@ -37,11 +37,13 @@ class _Owned:
 
     def __init__(self):
         self.units = Units()
+        self.velocity = {}  # key -> velocity (momentum correction, hook_momentum.py)
         self.comms = {}   # device (None: host) -> Comm
         self.groups = []
 
     def free(self):
         self.units.close()
+        self.velocity.clear()
         for c in self.comms.values():
             c.close()
         self.comms.clear()
@@ -77,6 +79,12 @@ class DctState:
     wire_type: the values' type on the wire ("fp16", "bf16"; None: the
         bucket's own), the rounding kept in the residual.
     config: a libdct.Config for the remaining fields (threshold_method, ...).
+    momentum: 0 (default), or DGC's momentum correction with this momentum
+        (hook_momentum.py): each rank keeps a velocity per parameter, the
+        buckets carry velocities (top-K compresses them; where an entry left
+        the residual its velocity is zeroed) and dense parameters get
+        momentum after their mean. Use an optimizer without momentum, e.g.
+        torch.optim.SGD(params, lr, momentum=0). Top-K, wire_type None.
     model: the model (or DDP module) whose parameters the buckets hold:
         names residuals by parameter position, which state_dict() needs.
     Every setting must be the same on every rank: the state agrees them over
@@ -84,12 +92,17 @@ class DctState:
     with a RuntimeError naming the field and the ranks."""
 
     def __init__(self, process_group=None, density=0.01, start_iter=0, min_compression_bytes=16384,
-                 compressor="topk", algorithm="auto", wire_type=None, config=None, model=None):
+                 compressor="topk", algorithm="auto", wire_type=None, config=None, model=None, momentum=0.0):
         if not 0 < density <= 1:
             raise ValueError(f"density must be in (0, 1], not {density}")
         self.density, self.start_iter, self.min_compression_bytes = density, start_iter, min_compression_bytes
         self.compressor, self.algorithm, self.wire_type = compressor, algorithm, wire_type
         self.config = config or Config()
+        narrow = wire_type is not None or self.config.wire_type is not None
+        if not 0 <= momentum < 1 or (momentum and (compressor != "topk" or narrow)):
+            raise ValueError(f"momentum must be in [0, 1), and 0 unless compressor is 'topk' with the buckets' own "
+                             f"wire type (masking reads a sent entry's residual as 0), not {momentum}")
+        self.momentum = float(momentum)
         self.compressor_config().to_native()  # a bad name fails here, not in the first backward
         self.iter = 0
         self.bytes_sent = 0  # payload bytes this rank put on the wire, all buckets
@@ -147,6 +160,11 @@ class DctState:
         the host, after the steps queued so far). Keys are positions in the
         model when the state knows it, else id(parameter)."""
         return self._on_thread(self._owned.units.residuals)
+
+    def velocities(self):
+        """{parameter key: velocity} (momentum correction; a copy on the
+        host, after the steps queued so far)."""
+        return self._on_thread(lambda: {k: u.detach().cpu().clone() for k, u in self._owned.velocity.items()})
 
     def stats(self, bucket_index):
         """libdct.Stats of the top-K compressor that last reduced this bucket
