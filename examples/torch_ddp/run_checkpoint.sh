@@ -21,7 +21,7 @@ mkdir -p "$out"
 [ $# -gt 0 ] || set -- "--hook dct --density 0.01 --algorithm allgather" "--hook onebit"
 status=0
 for hook in "$@"; do
-  name=$(echo "$hook" | sed 's/--hook //; s/--density /d/; s/--algorithm //; s/ /-/g')
+  name=$(echo "$hook" | sed 's/--hook //; s/--density /d/; s/--algorithm //; s/--momentum-correction/mc/; s/ /-/g')
   run() { mpirun -n "$ranks" --oversubscribe -x LIBDCT_LIBRARY -x PYTHONPATH -x MASTER_PORT /usr/bin/python3 "$here/train.py" \
             $hook --max-steps "$steps" "$@"; }
   ckpt=$(mktemp -d)

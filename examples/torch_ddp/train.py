@@ -50,6 +50,10 @@ def parse_args():
                    help="dct/onebit: dense allreduce steps before compression")
     p.add_argument("--algorithm", default="auto", help="dct: auto | allgather | split | dense")
     p.add_argument("--wire-type", default=None, help="dct: fp16 | bf16 values on the wire (default fp32)")
+    p.add_argument("--momentum-correction", action="store_true",
+                   help="dct: DGC's momentum correction in the hook (DctState(momentum=--momentum)), SGD without momentum")
+    p.add_argument("--momentum-masking", type=int, choices=[0, 1], default=1,
+                   help="with --momentum-correction: zero a velocity where its entry was sent (DGC's factor masking)")
     p.add_argument("--per-tensor-buckets", action="store_true",
                    help="dct/onebit: one DDP bucket per parameter tensor, so one compressor (and one "
                         "1-bit scale) each, instead of one bucket for the whole model")
@@ -142,12 +146,15 @@ def make_hook(args, total_steps, model):
     compressor = "onebit" if args.hook == "onebit" else "topk"
     state = DctState(process_group=None, density=args.density if compressor == "topk" else 1.0,
                      start_iter=args.start_iter, compressor=compressor, algorithm=args.algorithm,
-                     wire_type=args.wire_type, model=model)
+                     wire_type=args.wire_type, model=model, momentum=args.momentum if args.momentum_correction else 0,
+                     momentum_masking=bool(args.momentum_masking))
     what = f"dct_hook topk density {args.density}, algorithm {args.algorithm}" if compressor == "topk" \
         else "dct_hook onebit"
     wire = f", wire {args.wire_type}" if args.wire_type else ""
     buckets = ", a bucket per tensor" if args.per_tensor_buckets else ""
-    return state, dct_hook, f"{what}, start_iter {args.start_iter}{wire}{buckets}"
+    corrected = f", momentum correction {args.momentum}{'' if args.momentum_masking else ' unmasked'}" \
+        if args.momentum_correction else ""
+    return state, dct_hook, f"{what}, start_iter {args.start_iter}{wire}{buckets}{corrected}"
 
 
 def replicas_identical(model):
@@ -213,7 +220,8 @@ def main():
                      f"{'one scale' if args.one_scale else 'a scale per tensor'})")
     else:
         state, hook, described = make_hook(args, total_steps, model)
-        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum) if args.optimizer == "sgd" \
+        momentum = 0 if args.momentum_correction else args.momentum  # the hook applies it
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=momentum) if args.optimizer == "sgd" \
             else torch.optim.Adam(model.parameters(), lr=args.lr, eps=args.eps)
     counter = Counted(hook, state, args.hook in ("dct", "onebit"))
     model.register_comm_hook(state, counter.as_hook())

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from .groups import all_gather, all_reduce
 
 SETTINGS = ("density", "start_iter", "min_compression_bytes", "compressor", "algorithm", "wire_type", "config",
-            "momentum")
+            "momentum", "momentum_masking")
 _BUCKET = "bucket (index, layout, iteration)"
 
 

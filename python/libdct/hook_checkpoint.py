@@ -16,6 +16,7 @@ from .hook_units import Unit
 
 FORMAT, VERSION = "libdct.DctState", 3
 READS = (2, 3)  # version 2: no velocities (momentum 0)
+VERSION_2_DEFAULTS = {"momentum": 0.0, "momentum_masking": True}
 
 
 def save(state):
@@ -88,7 +89,7 @@ def _check(state, saved):
         raise ValueError("load_state_dict() needs DctState(model=...)")
     mine = settings_of(state)
     for name in SETTINGS:
-        theirs = saved["settings"].get(name, 0.0 if name == "momentum" else None)  # version 2 had no momentum
+        theirs = saved["settings"].get(name, VERSION_2_DEFAULTS.get(name))
         if theirs != mine[name]:
             raise ValueError(f"saved with {name} = {theirs!r}, this DctState has {mine[name]!r}")
     if (saved["group_size"], saved["group_rank"]) != (state.world_size, state.control.rank):

@@ -7,8 +7,8 @@ parameter's bucket carries u = m u + g instead of g: error feedback then
 accumulates velocities, and an entry held back in the residual keeps its
 momentum (momentum applied after a sparse exchange would skip it). Where
 the residual reads 0 after the step (the entry left whole: sent, or for
-global top-k, sent to its owner), u is zeroed (factor masking), so a sent
-velocity is not sent again. A dense parameter (below min_compression_bytes,
+global top-k, sent to its owner), u is zeroed (factor masking, unless
+DctState(momentum_masking=False)), so a sent velocity is not sent again. A dense parameter (below min_compression_bytes,
 before start_iter) gets momentum SGD after its exact mean: u = m u + mean g.
 A parameter whose gradient is zero on every rank (unused this step) keeps
 its velocity and its residual, and gets 0, as SGD skips a parameter without

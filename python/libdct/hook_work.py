@@ -104,7 +104,7 @@ class _Work:
                     at, n = u.slices[k]
                     after[at:at + n] = before[at:at + n]
                 u.compressor.set_residual(after)
-            if self.st.momentum and len(held) < len(u.keys):
+            if self.st.momentum and self.st.momentum_masking and len(held) < len(u.keys):
                 hook_momentum.mask(u, self.velocity, held)
             for k in held:
                 at, n = u.slices[k]

@@ -85,6 +85,9 @@ class DctState:
         the residual its velocity is zeroed) and dense parameters get
         momentum after their mean. Use an optimizer without momentum, e.g.
         torch.optim.SGD(params, lr, momentum=0). Top-K, wire_type None.
+    momentum_masking: with momentum, zero a velocity where its entry was
+        sent (DGC's factor masking, default); False keeps it, so each
+        gradient is applied with all of its momentum, as SGD's.
     model: the model (or DDP module) whose parameters the buckets hold:
         names residuals by parameter position, which state_dict() needs.
     Every setting must be the same on every rank: the state agrees them over
@@ -92,7 +95,8 @@ class DctState:
     with a RuntimeError naming the field and the ranks."""
 
     def __init__(self, process_group=None, density=0.01, start_iter=0, min_compression_bytes=16384,
-                 compressor="topk", algorithm="auto", wire_type=None, config=None, model=None, momentum=0.0):
+                 compressor="topk", algorithm="auto", wire_type=None, config=None, model=None, momentum=0.0,
+                 momentum_masking=True):
         if not 0 < density <= 1:
             raise ValueError(f"density must be in (0, 1], not {density}")
         self.density, self.start_iter, self.min_compression_bytes = density, start_iter, min_compression_bytes
@@ -102,7 +106,7 @@ class DctState:
         if not 0 <= momentum < 1 or (momentum and (compressor != "topk" or narrow)):
             raise ValueError(f"momentum must be in [0, 1), and 0 unless compressor is 'topk' with the buckets' own "
                              f"wire type (masking reads a sent entry's residual as 0), not {momentum}")
-        self.momentum = float(momentum)
+        self.momentum, self.momentum_masking = float(momentum), bool(momentum_masking)
         self.compressor_config().to_native()  # a bad name fails here, not in the first backward
         self.iter = 0
         self.bytes_sent = 0  # payload bytes this rank put on the wire, all buckets

@@ -1,7 +1,7 @@
 """DctState(momentum=m), DGC's momentum correction, at 1-4 ranks (mpirun):
 the velocities follow u = m u + g with factor masking where the residual
-(less global top-k's owner residual) reads 0, bit for bit against a plain
-reference; the compressors' input is the velocity (sent + residuals =
+(less global top-k's owner residual) reads 0, or without it, bit for bit
+against a plain reference; the compressors' input is the velocity (sent + residuals =
 velocities summed); dense parameters get torch's SGD momentum; a resumed
 iteration whose unit spans buckets masks alike; a version-2 checkpoint
 loads with momentum 0 only; bad settings are refused."""
@@ -58,11 +58,11 @@ def worker_residuals(state, held_back):
 
 
 def case_velocities_follow_dgc():
-    for algorithm in ("allgather", "globaltopk"):
+    for algorithm, masking in (("allgather", True), ("globaltopk", True), ("allgather", False)):
         params = [torch.nn.Parameter(torch.zeros(n)) for n in NUMELS]
         config = Config(threshold_interval=1)
         state = DctState(density=0.05, min_compression_bytes=1024, algorithm=algorithm, config=config, momentum=M,
-                         model=torch.nn.ParameterList(params))
+                         momentum_masking=masking, model=torch.nn.ParameterList(params))
         ref = [torch.zeros(n) for n in NUMELS]
         sent = [torch.zeros(n, dtype=torch.float64) for n in NUMELS]   # velocities in, summed over steps
         applied = [torch.zeros(n, dtype=torch.float64) for n in NUMELS]
@@ -77,10 +77,11 @@ def case_velocities_follow_dgc():
             for j in (0, 1):
                 sent[j] += inputs[j].double()
                 applied[j] += out[j].double()
-                ref[j] = inputs[j].masked_fill(residual[j] == 0, 0)
+                ref[j] = inputs[j].masked_fill(residual[j] == 0, 0) if masking else inputs[j]
                 assert torch.equal(velocity[j], ref[j]), (algorithm, step, j)
             assert torch.equal(velocity[2], ref[2]), (algorithm, step)
-            assert (residual[0] == 0).any() and ref[0].any(), "masking should zero some velocities, not all"
+            assert (residual[0] == 0).any() and ref[0].any(), "some entries should be sent, not all"
+            assert masking == bool((ref[0] == 0).any()), "masking zeroes the sent entries' velocities, or none"
         # Owners hold back part of a range's sum past 4 ranks (their target is 4k/P, the union up to k):
         # there a sent entry's residual reads 0 only without the owner's.
         if algorithm == "globaltopk" and SIZE > 4:
@@ -140,7 +141,7 @@ def case_a_version_2_checkpoint_loads_with_momentum_0():
     old = DctState(density=0.05, min_compression_bytes=0, model=net)
     drive(old, [[0, 1, 2]], params, 0)
     saved = old.state_dict()
-    del saved["velocity"], saved["settings"]["momentum"]  # what version 2 wrote
+    del saved["velocity"], saved["settings"]["momentum"], saved["settings"]["momentum_masking"]  # version 2's
     saved["version"] = 2
     fresh = DctState(density=0.05, min_compression_bytes=0, model=net)
     fresh.load_state_dict(saved)
@@ -173,6 +174,8 @@ def case_bad_settings_are_refused():
     if SIZE > 1:
         err = raises(lambda: DctState(momentum=M if RANK == 0 else 0.0), RuntimeError)
         assert err is not None and "momentum" in str(err) and "global rank(s) [1" in str(err), err
+        err = raises(lambda: DctState(momentum=M, momentum_masking=RANK == 0), RuntimeError)
+        assert err is not None and "momentum_masking" in str(err), err
 
 
 if __name__ == "__main__":
