@@ -302,7 +302,7 @@ dctResult_t mergePacked(KernelContext* ctx, MergeArgs* args, void* stream) {
     if (res == dctInternalError) a.malformed = r;
     if (res != dctSuccess) return res;
   }
-  return dctSuccess;
+  return a.factor == 1.0 ? dctSuccess : scale(ctx, a.dense, a.n, a.dtype, a.factor, stream);
 }
 
 }  // namespace dct::gpu

@@ -30,6 +30,7 @@ struct Options {
   int thresholdInterval = 1000;          // -L (the library's default too)
   std::string jsonPath;                  // -J
   bool uniform = false;                  // -u
+  bool inPlace = false;                  // -i: allreduce with sendbuf == recvbuf (as DDP hooks call it)
   uint64_t seed = 1;                     // -s
   size_t rowLength = 64;                 // -R / --row-length (alltoall)
   dctDataType_t wireType = dctNumTypes;  // -W (alltoall): the values' wire type (dctNumTypes: the rows')

@@ -53,6 +53,8 @@ const char* kHelp =
     "                             1000, as the library's; passed in dctConfig_t)\n"
     "  -J file                    append one JSON object per row (JSON lines)\n"
     "  -u                         uniform input in [-1,1) instead of gradient-like\n"
+    "  -i                         allreduce: in place (sendbuf == recvbuf, as DDP\n"
+    "                             hooks and dp_fashion_mnist call it)\n"
     "  -I uniform|zipf            coo: index distribution (default uniform; zipf:\n"
     "                             density*count Zipf(1.1) draws, distinct kept)\n"
     "  -O dense|coo               coo: the result's form (default dense: count\n"
@@ -170,7 +172,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
   static const struct option kLong[] = {{"row-length", required_argument, nullptr, 'R'},
                                         {"help", no_argument, nullptr, 'h'},
                                         {nullptr, 0, nullptr, 0}};
-  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:us:R:W:pl:M:I:O:h", kLong,
+  while (ok && (c = getopt_long(argc, argv, "C:b:e:f:n:w:c:d:o:D:a:L:J:uis:R:W:pl:M:I:O:h", kLong,
                                 nullptr)) != -1) {
     switch (c) {
       case 'C': opt.collective = optarg;
@@ -206,6 +208,7 @@ int parseOptions(int argc, char** argv, Options& opt, bool verbose) {
       case 'L': ok = parseInt(optarg, opt.thresholdInterval) && opt.thresholdInterval >= 1; break;
       case 'J': opt.jsonPath = optarg; break;
       case 'u': opt.uniform = true; break;
+      case 'i': opt.inPlace = true; break;
       case 'I':
         if (!std::strcmp(optarg, "uniform")) opt.zipfIndices = false;
         else if (!std::strcmp(optarg, "zipf")) opt.zipfIndices = true;

@@ -41,6 +41,12 @@ struct Step {
   std::vector<uint64_t> chunkNeeds{};
 };
 
+// dctAvg's 1/P where the allgather plan's merge applies it as it builds the
+// result (block by block, in cache: the scale op's bits, one pass over the
+// tensor fewer), else 1: a result built in recvbuf, or finished in place in
+// its staging buffer, in the tensor's type.
+double mergeFactor(const Step& s);
+
 // Elements per chunk if this step runs pipelined, else 0. Reads committed
 // state and configuration only, so every rank in step decides alike (and
 // the header's `chunks` double-checks it).

@@ -120,17 +120,18 @@ dctResult_t viewSlots(dctCompressor_t c, dctComm_t comm, const std::vector<CallH
 }
 
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                          void* stream, const char* fn, bool checked) {
+                          void* stream, const char* fn, bool checked, double factor) {
   MergeArgs merge = mergeOf(c, target);
   merge.checked = checked;
+  merge.factor = factor;
   const dctResult_t res = c->ops->mergePacked(c->kernels, &merge, stream);
   return res == dctSuccess ? res : mergeFailed(c, comm, res, merge.malformed, all, fn);
 }
 
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                         void* stream, PhaseTimer& clock, size_t& received, const char* fn) {
+                         void* stream, PhaseTimer& clock, size_t& received, const char* fn, double factor) {
   DCTCHECK(gatherPacked(c, comm, all, stream, clock, received, fn, false));
-  return mergeGathered(c, comm, all, target, stream, fn, false);
+  return mergeGathered(c, comm, all, target, stream, fn, false, factor);
 }
 
 }  // namespace dct

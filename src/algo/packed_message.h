@@ -72,18 +72,19 @@ dctResult_t checkAnnounced(dctComm_t comm, const std::vector<CallHeader>& all, s
 // c->rankArrays must hold room for comm->size ranks (reserved before the
 // agreement): nothing allocates here.
 dctResult_t gatherMerged(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                         void* stream, PhaseTimer& clock, size_t& received, const char* fn);
+                         void* stream, PhaseTimer& clock, size_t& received, const char* fn, double factor = 1.0);
 
 // gatherMerged in two halves. gatherPacked: the gather, the messages viewed
 // in c->rankArrays.messages and, with `check`, checked (mergePacked's
 // checkOnly: a malformed one fails naming its rank). mergeGathered: their
 // sum into `target` (`checked`: after such a check, not validated again);
 // after a check it cannot fail on the host, so it may follow the call's
-// last vote and write straight into the caller's buffer.
+// last vote and write straight into the caller's buffer. factor != 1:
+// each element of the sum times it (MergeArgs::factor).
 dctResult_t gatherPacked(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* stream,
                          PhaseTimer& clock, size_t& received, const char* fn, bool check);
 dctResult_t mergeGathered(dctCompressor_t c, dctComm_t comm, const std::vector<CallHeader>& all, void* target,
-                          void* stream, const char* fn, bool checked);
+                          void* stream, const char* fn, bool checked, double factor = 1.0);
 
 // gatherPacked's views (and, with `check`, its check) of the messages that
 // came in the slots of the header allgather (algo/gather_slot.h): each

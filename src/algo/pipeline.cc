@@ -151,7 +151,7 @@ dctResult_t compressChunk(Pipeline& p, int i, ChunkHeader& h) {
 }
 
 // Chunk i has arrived: the rank-order sum of its P messages into its range
-// of the target (averaged there when the target is recvbuf), unless a
+// of the target (averaged as it is built: mergeFactor), unless a
 // header says the step cannot commit as is.
 dctResult_t mergeChunk(Pipeline& p, int i) {
   Step& s = p.s;
@@ -172,12 +172,11 @@ dctResult_t mergeChunk(Pipeline& p, int i) {
   char* dense = static_cast<char*>(s.target) + p.L.lo(i) * dtypeSize(c->accType);
   MergeArgs merge{dense, p.L.len(i), c->accType, c->wireType, c->indexBytes, messages.data(), P};
   merge.stream = usesStreamingStores(c);
+  merge.factor = mergeFactor(s);
   if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
     return merge.malformed < 0 ? res
                                : fail(s.comm, res, "dctSparseAllreduce: malformed chunk %d from rank %d", i,
                                       merge.malformed);
-  if (s.op == dctAvg && s.target == s.recv)
-    DCTCHECK(c->ops->scale(c->kernels, dense, p.L.len(i), c->dtype, 1.0 / s.averageOver, s.stream));
   return dctSuccess;
 }
 

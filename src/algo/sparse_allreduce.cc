@@ -143,10 +143,11 @@ dctResult_t slotMessage(Step& s, CallHeader& mine) {
 dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   dctCompressor_t c = s.c;
   if (s.tiny) {
-    DCTCHECK(mergeGathered(c, s.comm, all, s.target, s.stream, "dctSparseAllreduce", false));
+    DCTCHECK(mergeGathered(c, s.comm, all, s.target, s.stream, "dctSparseAllreduce", false, mergeFactor(s)));
     s.clock.lap(dctPhaseExchange);
   } else if (s.plan.algorithm == dctAlgoAllgather)
-    DCTCHECK(gatherMerged(c, s.comm, all, s.target, s.stream, s.clock, s.received, "dctSparseAllreduce"));
+    DCTCHECK(gatherMerged(c, s.comm, all, s.target, s.stream, s.clock, s.received, "dctSparseAllreduce",
+                          mergeFactor(s)));
   else if (splits(s) && s.plan.halving) {
     OwnerDraft* owner = s.plan.algorithm == dctAlgoGlobalTopk ? &s.owner : nullptr;
     uint64_t inflow = 0;
@@ -169,7 +170,7 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
   // Averaged here, before the vote, when built in recvbuf; a staged result
   // is averaged by finish() as it is copied out after the commit (in place,
   // sendbuf must survive until then).
-  if (s.op == dctAvg && s.averageOver > 1 && s.target == s.recv)
+  if (s.op == dctAvg && s.averageOver > 1 && s.target == s.recv && mergeFactor(s) == 1.0)
     DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.averageOver, s.stream));
   s.clock.lap(dctPhaseReduce);
   return dctSuccess;
@@ -218,7 +219,7 @@ bool copiesAfterCommit(const Step& s) {
 dctResult_t tail(Step& s) {
   dctCompressor_t c = s.c;
   if (!copiesAfterCommit(s)) DCTCHECK(finish(s));
-  else if (averaged(s))  // in place, element by element (scale takes fp32/fp64 only)
+  else if (averaged(s) && mergeFactor(s) == 1.0)  // in place, element by element (scale takes fp32/fp64 only)
     DCTCHECK(c->ops->convert(c->kernels, s.target, c->dtype, s.target, c->dtype, c->count, 1.0 / s.averageOver,
                              s.stream));
   return c->ops->streamEnd(c->kernels, s.stream);
@@ -307,6 +308,11 @@ dctResult_t unchunked(Step& s, CallHeader& mine, std::vector<CallHeader>& all, b
 }
 
 }  // namespace
+
+double mergeFactor(const Step& s) {
+  const bool merges = s.plan.algorithm == dctAlgoAllgather && averaged(s) && s.targetType == s.c->dtype;
+  return merges && (s.target == s.recv || copiesAfterCommit(s)) ? 1.0 / s.averageOver : 1.0;
+}
 
 dctResult_t sparseAllreduce(const void* sendbuf, void* recvbuf, size_t count, const dctDataType_t& dtype,
                             const dctRedOp_t& op, dctCompressor_t c, dctComm_t comm, void* stream,

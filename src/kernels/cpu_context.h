@@ -137,6 +137,7 @@ dctResult_t cpuScatterAddPacked(KernelContext* ctx, const ScatterArgs* args, voi
 bool cpuValidPackedList(KernelContext* ctx, const void* list, size_t packedBytes, size_t nnz, int indexBytes,
                         uint64_t n);
 dctResult_t cpuZero(KernelContext* ctx, void* data, size_t bytes, void* stream);
+dctResult_t cpuScale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor, void* stream);
 dctResult_t cpuMergePacked(KernelContext* ctx, MergeArgs* args, void* stream);
 dctResult_t cpuMergePackedCoo(KernelContext* ctx, MergeCooArgs* args, void* stream);
 // Before a merge walks P packed messages (packed_cursor.h): each message

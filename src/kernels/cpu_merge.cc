@@ -37,6 +37,8 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
   // A result that leaves the caches anyway is built in a block on the
   // stack and streamed out: its lines are never read for ownership.
   const bool stream = a.stream && streamAligned(dense);
+  const double factor = a.factor;  // as T below
+  const bool scaled = factor != 1.0;
   using Cursor = PackedCursor<V, I>;
   static_assert(std::is_trivially_destructible_v<Cursor> && sizeof(Cursor) <= kCursorBytes);
   ctx->pool.parallelFor(blocks, kMinPerWorker / kBlock, [&](size_t b, size_t e, int w) {
@@ -49,6 +51,9 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
       T* block = stream ? local : dense + begin;
       std::memset(block, 0, len * sizeof(T));  // +0: the first addition is exact
       for (int r = 0; r < a.count; r++) cursors[r].addBelow(begin + len, block, begin);
+      if constexpr (std::is_floating_point_v<T>)  // fp32/fp64 only, as the scale op (checked by the caller)
+        if (scaled)  // dctAvg's 1/P while the block is in cache: the scale op's bits, one pass fewer
+          for (size_t i = 0; i < len; i++) block[i] *= static_cast<T>(factor);
       if (stream) streamCopy(dense + begin, local, len * sizeof(T));
     }
     if (stream) streamFence();
@@ -85,6 +90,7 @@ dctResult_t cpuMergePacked(KernelContext* kc, MergeArgs* args, void*) {
   DCTCHECK(cpuPrepareCursors(kc, a.messages, a.count, a.indexBytes, a.n, a.checked, kCursorBytes, a.malformed,
                              entries));
   if (a.checkOnly) return dctSuccess;
+  if (a.factor != 1.0 && a.dtype != dctFloat32 && a.dtype != dctFloat64) return dctInvalidArgument;
   if (entries < a.n / kSparseFill) {
     // A few entries a block: every block's cursor seeks cost more than
     // zeroing at memset's rate and adding message after message, which is
@@ -96,7 +102,7 @@ dctResult_t cpuMergePacked(KernelContext* kc, MergeArgs* args, void*) {
       add.valueType = a.valueType;
       DCTCHECK(cpuScatterAddPacked(kc, &add, nullptr));
     }
-    return dctSuccess;
+    return a.factor == 1.0 ? dctSuccess : cpuScale(kc, a.dense, a.n, a.dtype, a.factor, nullptr);
   }
   ScatterArgs types{a.dense, a.n, a.dtype, a.indexBytes, nullptr, nullptr, 0, true};
   types.valueType = a.valueType;

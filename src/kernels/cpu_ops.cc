@@ -130,18 +130,6 @@ dctResult_t convert(KernelContext* kc, void* dst, dctDataType_t dstType, const v
   return outer != dctSuccess ? outer : inner;
 }
 
-dctResult_t scale(KernelContext* kc, void* data, size_t n, dctDataType_t dtype, double factor,
-                  void*) {
-  CpuContext* ctx = cpuCtx(kc);
-  return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
-    T* x = static_cast<T*>(data);
-    const T f = static_cast<T>(factor);
-    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t b, size_t e, int) {
-      for (size_t i = b; i < e; i++) x[i] *= f;
-    });
-  });
-}
-
 // Per-worker partials, added up in worker order.
 dctResult_t absSum(KernelContext* kc, const void* data, size_t n, dctDataType_t dtype, double* sum, void*) {
   CpuContext* ctx = cpuCtx(kc);
@@ -165,6 +153,17 @@ void scatterRange(D* dense, const I* idx, const V* val, size_t begin, size_t end
 }
 
 }  // namespace
+
+dctResult_t cpuScale(KernelContext* kc, void* data, size_t n, dctDataType_t dtype, double factor, void*) {
+  CpuContext* ctx = cpuCtx(kc);
+  return dispatchTypes(dtype, 4, [&]<typename T, typename>() {
+    T* x = static_cast<T*>(data);
+    const T f = static_cast<T>(factor);
+    ctx->pool.parallelFor(n, kMinPerWorker, [&](size_t b, size_t e, int) {
+      for (size_t i = b; i < e; i++) x[i] *= f;
+    });
+  });
+}
 
 dctResult_t cpuZero(KernelContext* kc, void* data, size_t bytes, void*) {
   CpuContext* ctx = cpuCtx(kc);
@@ -219,7 +218,7 @@ const KernelOps& cpuKernelOps() {
       .mergePacked = NoThrow<cpuMergePacked>::call,
       .mergePackedCoo = NoThrow<cpuMergePackedCoo>::call,
       .zero = NoThrow<cpuZero>::call,
-      .scale = NoThrow<scale>::call,
+      .scale = NoThrow<cpuScale>::call,
       .absSum = NoThrow<absSum>::call,
       .rowSelect = NoThrow<cpuRowSelect>::call,
       .rowOffsets = NoThrow<cpuRowOffsets>::call,

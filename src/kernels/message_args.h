@@ -49,6 +49,7 @@ struct MergeArgs {
   bool stream = false;  // the tensor is past kStreamBytes
   bool checkOnly = false;  // validate every message (and reserve), write nothing
   bool checked = false;    // the same messages passed a checkOnly call: not validated again
+  double factor = 1.0;     // != 1: each element of the sum times dtype(factor), as the scale op
 };
 
 // The sum of several packed messages as COO, without a dense buffer: every

@@ -164,12 +164,14 @@ namespace {
 // mergePacked against its definition: zero the output, then scatter-add the
 // messages one after another. Messages of mixed sizes, empty ones included.
 // stream: the output built on the stack and streamed out (large tensors),
-// `offset` elements past an aligned start.
+// `offset` elements past an aligned start. factor != 1: then scaled by the
+// scale op (dctAvg's 1/P, which the merge applies as it goes).
 template <typename T, typename I>
-void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t offset = 0) {
+void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t offset = 0, double factor = 1.0) {
   CAPTURE(n);
   CAPTURE(ranks);
   CAPTURE(offset);
+  CAPTURE(factor);
   Twin twin;
   const dctDataType_t type = sizeof(T) == 8 ? dctFloat64 : dctFloat32;
   std::vector<std::vector<uint8_t>> packed(ranks);
@@ -187,9 +189,11 @@ void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t 
                     nnz, true, packed[r].size()};
     REQUIRE(twin.ops.scatterAddPacked(twin.ctx, &add, nullptr) == dctSuccess);
   }
+  if (factor != 1.0) REQUIRE(twin.ops.scale(twin.ctx, ref.data(), n, type, factor, nullptr) == dctSuccess);
   auto dense = randomVector<T>(n + offset, seed + 99);  // every element is overwritten
   MergeArgs merge{dense.data() + offset, n, type, type, static_cast<int>(sizeof(I)), messages.data(), ranks};
   merge.stream = stream;
+  merge.factor = factor;
   REQUIRE(twin.ops.mergePacked(twin.ctx, &merge, nullptr) == dctSuccess);
   CHECK(merge.malformed == -1);
   for (size_t i = 0; i < n; i++) REQUIRE(sameBits(dense[offset + i], ref[i]));
@@ -208,6 +212,19 @@ TEST_CASE("merging packed messages equals zeroing and scatter-adding them in ord
   checkMerge<float, uint32_t>(4000037, 4, 72);  // many blocks: several workers
   checkMerge<float, uint32_t>(4000037, 2, 72);  // 1.1% in all: zero and scatter
   checkMerge<double, uint64_t>(1000003, 3, 70);  // 0, 1 and 0.1% entries
+}
+
+TEST_CASE("a merge with a factor equals merging, then the scale op, bit for bit") {
+  for (size_t n : kOddSizes) {
+    if (n == 0) continue;
+    for (int ranks : {1, 3}) {
+      checkMerge<float, uint32_t>(n, ranks, 90 + n + ranks, false, 0, 1.0 / 3);
+      checkMerge<double, uint64_t>(n, ranks, 91 + n + ranks, false, 0, 1.0 / 3);
+      checkMerge<float, uint32_t>(n, ranks, 92 + n + ranks, true, 1, 1.0 / 7);
+    }
+  }
+  checkMerge<float, uint32_t>(4000037, 3, 93, false, 0, 1.0 / 3);  // blocks on several workers
+  checkMerge<float, uint32_t>(4000037, 2, 72, false, 0, 0.5);      // zero and scatter, then scaled
 }
 
 TEST_CASE("a streamed merge gives the same bits at every alignment") {
