@@ -167,8 +167,9 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
     s.received = denseBytes(s);
     s.clock.lap(dctPhaseExchange);
   }
-  // Averaged here, before the vote, when built in recvbuf; a staged result
-  // is averaged by finish() as it is copied out after the commit (in place,
+  // Averaged here, before the vote, when built in recvbuf (the allgather
+  // plan's merge averages as it builds: mergeFactor); a staged result is
+  // averaged by finish() as it is copied out after the commit (in place,
   // sendbuf must survive until then).
   if (s.op == dctAvg && s.averageOver > 1 && s.target == s.recv && mergeFactor(s) == 1.0)
     DCTCHECK(c->ops->scale(c->kernels, s.target, c->count, c->dtype, 1.0 / s.averageOver, s.stream));
