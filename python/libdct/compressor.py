@@ -73,10 +73,7 @@ class Compressor:
         """Copies the owner residual (owner_range()'s length, in the
         residual's type) into out, a tensor or array where the steps run."""
         ptr, n, _, stream = describe(out, "out", writable=True)
-        want = "float64" if self.dtype == 1 else "float32"
-        _, expected = self.owner_range()
-        if n != expected or not str(out.dtype).endswith(want):
-            raise ValueError(f"the owner residual is {expected} x {want}, not {n} x {out.dtype}")
+        self._expect_residual(out, n, self.owner_range()[1], "owner residual")
         if n:
             begin, length = ctypes.c_size_t(0), ctypes.c_size_t(0)
             check(_native.lib().dctCompressorGetOwnerResidual(self._live(), ptr, ctypes.byref(begin),
@@ -129,10 +126,12 @@ class Compressor:
     def residual_dtype(self):
         return "fp64" if self.dtype == 1 else "fp32"
 
-    def _expect_residual(self, buf, n):
+    def _expect_residual(self, buf, n, count=None, what="residual"):
+        """buf (n elements) must be `count` (default: the tensor's) of the residual's type."""
+        count = self.count if count is None else count
         want = "float64" if self.dtype == 1 else "float32"
-        if n != self.count or not str(buf.dtype).endswith(want):
-            raise ValueError(f"the residual is {self.count} x {want}, not {n} x {buf.dtype}")
+        if n != count or not str(buf.dtype).endswith(want):
+            raise ValueError(f"the {what} is {count} x {want}, not {n} x {buf.dtype}")
 
     def _live(self):
         if self.handle is None:

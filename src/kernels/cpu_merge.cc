@@ -37,8 +37,6 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
   // A result that leaves the caches anyway is built in a block on the
   // stack and streamed out: its lines are never read for ownership.
   const bool stream = a.stream && streamAligned(dense);
-  const double factor = a.factor;  // as T below
-  const bool scaled = factor != 1.0;
   using Cursor = PackedCursor<V, I>;
   static_assert(std::is_trivially_destructible_v<Cursor> && sizeof(Cursor) <= kCursorBytes);
   ctx->pool.parallelFor(blocks, kMinPerWorker / kBlock, [&](size_t b, size_t e, int w) {
@@ -51,9 +49,13 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
       T* block = stream ? local : dense + begin;
       std::memset(block, 0, len * sizeof(T));  // +0: the first addition is exact
       for (int r = 0; r < a.count; r++) cursors[r].addBelow(begin + len, block, begin);
-      if constexpr (std::is_floating_point_v<T>)  // fp32/fp64 only, as the scale op (checked by the caller)
-        if (scaled)  // dctAvg's 1/P while the block is in cache: the scale op's bits, one pass fewer
-          for (size_t i = 0; i < len; i++) block[i] *= static_cast<T>(factor);
+      // dctAvg's 1/P while the block is in cache: the scale op's bits, one
+      // pass fewer (fp32/fp64 only, as the scale op; cpuMergePacked checks).
+      if constexpr (std::is_floating_point_v<T>) {
+        const T f = static_cast<T>(a.factor);  // a local: block writes cannot alias it
+        if (a.factor != 1.0)
+          for (size_t i = 0; i < len; i++) block[i] *= f;
+      }
       if (stream) streamCopy(dense + begin, local, len * sizeof(T));
     }
     if (stream) streamFence();
