@@ -3,8 +3,9 @@
 # over what bench/device/pack.sh put in .gpu/. Steps (default: all):
 #   tests      every CUDA suite (test_cuda_*, test_nccl_*, test_device_collectives)
 #   components no_mpi_process: libdct.so with its components hidden or absent
-#   multirank  test_device_multirank at 2 ranks (staged MPI; NCCL needs a GPU per rank)
-#   step       cuda_step_perf: a whole step at 1-rank NCCL, variable vs fixed capacity, and 1-bit
+#   multirank  test_device_multirank at 2-4 ranks (staged MPI; NCCL needs a GPU per rank)
+#   step       cuda_step_perf: a whole step at 1-rank NCCL, variable vs fixed capacity (allgather and
+#              global top-k plans), and 1-bit
 #   kernels    cuda_kernel_perf: select, pack, thresholds vs the D2D copy
 #   rows       cuda_kernel_perf -R at D = 64 and 256
 #   hook       tests/python/gpu_hook_check.py (torch, 1 rank, NCCL and gloo)
@@ -50,12 +51,13 @@ for s in ${*:-tests components multirank step kernels rows hook overlap}; do
               cat "$OUT"/t_test_missing_component.log; mv "$OUT"/t_test_missing_component.log "$OUT/components_test.log"
               timeout 120 bash tests/package/hidden_libs.sh $B/no_mpi_process /tmp/g/lib 2>&1 | tail -6 |
                 tee "$OUT/components.txt" ;;
-  multirank) for np in 2; do
+  multirank) for np in 2 3 4; do
       timeout 200 orterun --oversubscribe --bind-to none -np $np $B/test_device_multirank >/tmp/mr.log 2>&1
       rc=$?; echo "test_device_multirank np$np rc=$rc"; tail -3 /tmp/mr.log
       { echo "##### multirank np$np rc=$rc"; head -c 30000 /tmp/mr.log; } >>"$OUT/tests.log"
     done ;;
   step) { for c in 1.25 2; do timeout 120 $B/cuda_step_perf -b 1M -e 16M -c $c -n 20; done
+          timeout 120 $B/cuda_step_perf -b 1M -e 16M -a globaltopk -c 1.25 -n 20
           timeout 120 $B/cuda_step_perf -b 1M -e 16M -1 -n 20; } | tee "$OUT/step.txt" ;;
   kernels) timeout 120 $B/cuda_kernel_perf -b 1M -e 64M -f 4 -n 10 | tee "$OUT/kernel.txt" ;;
   rows) for L in 64 256; do timeout 60 $B/cuda_kernel_perf -R -L $L -b 16M -e 64M -n 10; done | tee "$OUT/rows.txt" ;;

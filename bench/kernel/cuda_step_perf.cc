@@ -9,6 +9,8 @@
 //   graph      one replay of the fixed step captured in a CUDA graph;
 //   bound      12 bytes per element (read gradient and residual, write the
 //              residual) at the copy's measured rate: the select's traffic.
+// -a globaltopk: global top-k's plan instead of the allgather plan (at one
+// rank its owner selects over the whole tensor: the owner pass's cost).
 // -1: the 1-bit allreduce instead (queued on the stream after its first
 // step; no variable column). One rank exchanges nothing on a wire: these
 // are the compression's device costs and the host's part in them. Exits 77
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -56,11 +59,12 @@ struct Setup {
 };
 
 bool onebit = false;
+dctAlgorithm_t algorithm = dctAlgoAllgather;
 
 dctCompressor_t compressor(const Setup& s, double density, double capacity) {
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
   cfg.density = density;
-  cfg.algorithm = dctAlgoAllgather;
+  cfg.algorithm = algorithm;
   cfg.capacityFactor = onebit ? 0 : capacity;
   if (onebit) cfg.compressor = dctCompressorOnebit;
   dctCompressor_t c = nullptr;
@@ -126,15 +130,18 @@ int main(int argc, char** argv) {
   size_t minN = size_t(1) << 20, maxN = size_t(1) << 24;
   double density = 0.01, capacity = 1.25;
   int reps = 10, opt;
-  while ((opt = getopt(argc, argv, "b:e:D:c:n:1h")) != -1) {
+  while ((opt = getopt(argc, argv, "b:e:D:c:n:a:1h")) != -1) {
     if ((opt == 'b' && dctbench::parseCount(optarg, minN)) || (opt == 'e' && dctbench::parseCount(optarg, maxN)))
       continue;
     if (opt == 'D') density = std::atof(optarg);
     else if (opt == 'c') capacity = std::atof(optarg);
     else if (opt == 'n') reps = std::max(1, std::atoi(optarg));
     else if (opt == '1') onebit = true;
+    else if (opt == 'a' && std::string(optarg) == "globaltopk") algorithm = dctAlgoGlobalTopk;
+    else if (opt == 'a' && std::string(optarg) == "allgather") algorithm = dctAlgoAllgather;
     else {
-      std::fputs("usage: cuda_step_perf [-b minN] [-e maxN] [-D density] [-c capacity] [-n reps] [-1] (N by 4)\n",
+      std::fputs("usage: cuda_step_perf [-b minN] [-e maxN] [-D density] [-c capacity] [-n reps]"
+                 " [-a allgather|globaltopk] [-1] (N by 4)\n",
                  opt == 'h' ? stdout : stderr);
       return opt == 'h' ? 0 : 2;
     }
@@ -151,7 +158,9 @@ int main(int argc, char** argv) {
   OK(dctCommInitNccl(nccl, &s.comm) == dctSuccess);
   OK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) == cudaSuccess);
   std::printf("# 1-rank NCCL, fp32, %s, medians of %d; times in us; x_bound = step / 12-byte bound\n",
-              onebit ? "1-bit allreduce (fixed = the queued step)" : "top-K", reps);
+              onebit ? "1-bit allreduce (fixed = the queued step)"
+                     : algorithm == dctAlgoGlobalTopk ? "top-K, global top-k plan" : "top-K, allgather plan",
+              reps);
   std::printf("%10s %8s %5s %10s %10s %10s %10s %10s %10s %6s %6s\n", "n", "density", "c", "copy", "bound",
               "variable", "fixed", "blocked", "graph", "x_fix", "x_graph");
   for (size_t n = minN; n <= maxN; n *= 4) {

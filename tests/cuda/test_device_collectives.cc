@@ -166,6 +166,7 @@ TEST_CASE("1-rank NCCL communicator matches the host path") {
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
   for (double c : {1.0, 1.25, 3.0}) compareHostAndDevice(hostComm, devComm, dctAlgoAllgather, c);
+  for (double c : {1.25, 2.0}) compareHostAndDevice(hostComm, devComm, dctAlgoGlobalTopk, c);
   compareAlltoall(hostComm, devComm);
   // fp16 and bf16 tensors, byte for byte (ncclFloat16 / ncclBfloat16 when dense).
   for (dctDataType_t dtype : {dctFloat16, dctBFloat16})
@@ -182,6 +183,7 @@ TEST_CASE("MPI with device buffers (staged) matches the host path") {
   for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoGlobalTopk})
     compareHostAndDevice(comm, comm, algo);
   compareHostAndDevice(comm, comm, dctAlgoAllgather, 1.25);
+  compareHostAndDevice(comm, comm, dctAlgoGlobalTopk, 1.25);
   compareAlltoall(comm, comm);
   dctCommDestroy(comm);
 }
@@ -251,6 +253,7 @@ TEST_CASE("1-rank nonblocking NCCL communicator: ncclInProgress is waited for") 
   compareHostAndDevice(hostComm, devComm, dctAlgoAllgather);
   compareHostAndDevice(hostComm, devComm, dctAlgoDense);
   for (double c : {1.0, 1.25, 3.0}) compareHostAndDevice(hostComm, devComm, dctAlgoAllgather, c);
+  for (double c : {1.25, 2.0}) compareHostAndDevice(hostComm, devComm, dctAlgoGlobalTopk, c);
   compareAlltoall(hostComm, devComm);
   dctCommDestroy(devComm);
   dctCommDestroy(hostComm);

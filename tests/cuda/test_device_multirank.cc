@@ -8,6 +8,7 @@
 // The sparse all-to-all (forward and backward) must match byte for byte; so
 // must split and global top-k (the owners' tau, selection and residual).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "device_ranks.h"
@@ -157,10 +158,17 @@ void compareAlltoall(dctComm_t hostComm, dctComm_t devComm) {
 }  // namespace
 
 TEST_CASE("MPI with device buffers (staged) matches host buffers") {
+  // The CUDA twin's split plans exchange pairwise; auto may halve the host
+  // twin's at 4 ranks, summing in another order (docs/design.md, Run to run).
+  setenv("DCT_SPLIT_EXCHANGE", "pairwise", 1);
   MpiComm mpi;
+  unsetenv("DCT_SPLIT_EXCHANGE");
   for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoDense, dctAlgoSplit, dctAlgoGlobalTopk})
     compareAllreduce(mpi.comm, mpi.comm, algo, true);
-  compareAllreduce(mpi.comm, mpi.comm, dctAlgoAllgather, true, 1.25);
+  for (double c : {1.25, 2.0}) {
+    compareAllreduce(mpi.comm, mpi.comm, dctAlgoAllgather, true, c);
+    compareAllreduce(mpi.comm, mpi.comm, dctAlgoGlobalTopk, true, c);
+  }
   allgatherShapes(mpi.comm, mpi.comm);
   compareAlltoall(mpi.comm, mpi.comm);
 }
@@ -178,6 +186,7 @@ TEST_CASE("NCCL (a GPU per rank; blocking and nonblocking) matches MPI on host b
     for (dctAlgorithm_t algo : {dctAlgoAllgather, dctAlgoSplit, dctAlgoGlobalTopk})
       compareAllreduce(mpi.comm, nccl.comm, algo, true);
     compareAllreduce(mpi.comm, nccl.comm, dctAlgoAllgather, true, 1.25);
+    compareAllreduce(mpi.comm, nccl.comm, dctAlgoGlobalTopk, true, 1.25);
     compareAllreduce(mpi.comm, nccl.comm, dctAlgoDense, false);
     allgatherShapes(mpi.comm, nccl.comm);
     compareAlltoall(mpi.comm, nccl.comm);

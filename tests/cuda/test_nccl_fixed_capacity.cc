@@ -12,25 +12,23 @@ using namespace nccltest;
 
 namespace {
 
+template <dctAlgorithm_t Algo = dctAlgoAuto>
 dctCompressor_t fixedCompressor(dctComm_t comm, size_t n) {
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
   cfg.density = 0.01;
-  cfg.capacityFactor = 1.0;
+  cfg.capacityFactor = Algo == dctAlgoGlobalTopk ? 1.25 : 1.0;
+  cfg.algorithm = Algo;
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(comm, n, dctFloat32, &cfg, &c) == dctSuccess);
   return c;
 }
 
-}  // namespace
-
-TEST_CASE("fixed-capacity dctSparseAllreduce on NCCL returns while a kernel queued before it still runs") {
-  returnsUnderQueuedKernel(fixedCompressor);
-}
-
-TEST_CASE("a captured fixed-capacity dctSparseAllreduce replays N times as N eager calls") {
+// A captured step's replays and the eager steps end with the same residuals.
+template <dctAlgorithm_t Algo>
+void replaysAsEager() {
   OneRank r;
   const size_t n = 1000003;
-  dctCompressor_t eager = fixedCompressor(r.comm, n), graphed = fixedCompressor(r.comm, n);
+  dctCompressor_t eager = fixedCompressor<Algo>(r.comm, n), graphed = fixedCompressor<Algo>(r.comm, n);
   replaysMatchEagerCalls(r, eager, graphed, n, 6);
   Tensor ra(n), rb(n);  // fp32 residuals, in device memory where the steps ran
   REQUIRE(dctCompressorGetResidual(eager, ra.p, r.stream) == dctSuccess);
@@ -39,6 +37,21 @@ TEST_CASE("a captured fixed-capacity dctSparseAllreduce replays N times as N eag
   CHECK(std::memcmp(ha.data(), hb.data(), n * sizeof(float)) == 0);
   dctCompressorDestroy(eager);
   dctCompressorDestroy(graphed);
+}
+
+}  // namespace
+
+TEST_CASE("fixed-capacity dctSparseAllreduce on NCCL returns while a kernel queued before it still runs") {
+  returnsUnderQueuedKernel(fixedCompressor<>);
+}
+
+TEST_CASE("a captured fixed-capacity dctSparseAllreduce replays N times as N eager calls") {
+  replaysAsEager<dctAlgoAuto>();
+}
+
+TEST_CASE("fixed-capacity global top-k on NCCL: queued without blocking, replays equal eager calls") {
+  returnsUnderQueuedKernel(fixedCompressor<dctAlgoGlobalTopk>);
+  replaysAsEager<dctAlgoGlobalTopk>();
 }
 
 // The asynchronous error contract (docs/fixed_capacity.md): a rank whose own
@@ -50,7 +63,7 @@ TEST_CASE("a refused fixed-capacity call fails the comm asynchronously; its save
   OneRank r, fresh, reference;
   const size_t n = 250007;
   Tensor grad(n), out(n), refOut(n);
-  dctCompressor_t c = fixedCompressor(r.comm, n), ref = fixedCompressor(reference.comm, n);
+  dctCompressor_t c = fixedCompressor<>(r.comm, n), ref = fixedCompressor<>(reference.comm, n);
   for (int step = 0; step < 2; step++) {
     grad.upload(step);
     REQUIRE(dctSparseAllreduce(grad.p, out.p, n, dctFloat32, dctSum, c, r.comm, r.stream) == dctSuccess);
@@ -72,7 +85,7 @@ TEST_CASE("a refused fixed-capacity call fails the comm asynchronously; its save
   REQUIRE(dctCompressorSaveState(c, nullptr, &bytes, r.stream) == dctSuccess);
   std::vector<char> state(bytes);
   REQUIRE(dctCompressorSaveState(c, state.data(), &bytes, r.stream) == dctSuccess);
-  dctCompressor_t moved = fixedCompressor(fresh.comm, n);
+  dctCompressor_t moved = fixedCompressor<>(fresh.comm, n);
   REQUIRE(dctCompressorLoadState(moved, state.data(), bytes, fresh.stream) == dctSuccess);
   for (int step = 2; step < 5; step++) {
     CAPTURE(step);
