@@ -4,16 +4,18 @@
 //               transform iterator, cub::DeviceScan::ExclusiveSum over
 //               rowCount + 1 items (the last one 0, so offsets[rowCount] is
 //               the total), the total back to the host
-//   rowPack     rows up to kWarpRowMax entries: one warp per row
-//               (cuda_rows_wire_warp.cuh); longer rows one block per row:
+//   rowPack     masked rows up to kLaneWireMax entries: one thread per row
+//               (cuda_rows_wire_tile.cuh); up to kWarpRowMax one warp per
+//               row (cuda_rows_wire_warp.cuh); longer rows one block per row:
 //               wire counts, bitmap bytes, and a block scan of the mask
 //               bits placing each kept value (and index)
 //   rowUnpack   decodeRows validates every wire mask into the internal
 //               bitmap and counts malformed rows; the count comes back (one
 //               stream synchronisation) and only then does expandRows write
 //               the dense rows, zeros off the mask - so a malformed block
-//               writes no row, as on the CPU twin (warp per row up to
-//               kWarpRowMax entries, as rowPack)
+//               writes no row, as on the CPU twin (a thread per row up
+//               to kLaneWireMax entries, cuda_rows_wire_tile.cuh; a warp per
+//               row up to kWarpRowMax, as rowPack)
 //
 // A null mask (format -1) means whole rows: plain copies at the offsets.
 // Wire layouts and the validation rules are the CPU twin's (cpu_rows.cc).
@@ -26,6 +28,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "cuda_rows.cuh"
+#include "cuda_rows_wire_tile.cuh"
 #include "cuda_rows_wire_warp.cuh"
 #include "cuda_values.cuh"
 
@@ -203,6 +206,11 @@ dctResult_t rowPack(KernelContext*, const RowWireArgs* args, void* stream) {
   cudaStream_t s = cudaStreamOf(stream);
   return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
     if (a.rowCount == 0) return dctSuccess;
+    if (a.rowLength <= rows::kLaneWireMax && a.mask != nullptr) {
+      rows::packLaneRows<T, W><<<gridFor(a.rowCount), kThreads, 0, s>>>(a);
+      CUDACHECK_LAUNCH();
+      return dctSuccess;
+    }
     if (a.rowLength <= rows::kWarpRowMax) {
       return rows::dispatchItems(a.rowLength, [&]<int ITEMS>() -> dctResult_t {
         rows::packWarpRows<T, W, ITEMS><<<rows::warpRowGrid(a.rowCount), rows::kRowWarpThreads, 0, s>>>(a);
@@ -224,33 +232,42 @@ dctResult_t rowUnpack(KernelContext* ctx, const RowWireArgs* args, void* stream)
   const RowWireArgs& a = *args;
   CudaContext* c = cudaCtx(ctx);
   cudaStream_t s = cudaStreamOf(stream);
+  unsigned long long* malformed = &c->device->malformed;
+  // Every wire mask into a.mask first, and the malformed count back: no
+  // row is written unless all are well formed.
+  const auto decode = [&](auto&& launch) -> dctResult_t {
+    if (a.maskFormat < 0) return dctSuccess;
+    CUDACHECK(resetCounters(c, s));
+    launch();
+    CUDACHECK_LAUNCH();
+    CUDACHECK(fetchCounters(c, s));
+    return c->host->malformed != 0 ? dctInternalError : dctSuccess;
+  };
   return dispatchRowWire(a, [&]<typename T, typename W>() -> dctResult_t {
-    if (a.rowCount == 0) return dctSuccess;
-    if (a.rowLength <= rows::kWarpRowMax) {
-      const unsigned grid = rows::warpRowGrid(a.rowCount);
-      if (a.maskFormat >= 0) {
-        CUDACHECK(resetCounters(c, s));
-        rows::decodeWarpRows<<<grid, rows::kRowWarpThreads, 0, s>>>(a, &c->device->malformed);
-        CUDACHECK_LAUNCH();
-        CUDACHECK(fetchCounters(c, s));
-        if (c->host->malformed != 0) return dctInternalError;
-      }
-      return rows::dispatchItems(a.rowLength, [&]<int ITEMS>() -> dctResult_t {
-        rows::expandWarpRows<T, W, ITEMS><<<grid, rows::kRowWarpThreads, 0, s>>>(a);
+    const size_t D = a.rowLength, R = a.rowCount;
+    if (R == 0) return dctSuccess;
+    if (D > rows::kWarpRowMax) {
+      return rows::dispatchBlock(D, [&]<int THREADS>() -> dctResult_t {
+        const unsigned grid = rows::rowGrid(R);
+        DCTCHECK(decode([&] { decodeRows<THREADS><<<grid, THREADS, 0, s>>>(a, malformed); }));
+        expandRows<T, W, THREADS><<<grid, THREADS, 0, s>>>(a);
         CUDACHECK_LAUNCH();
         return dctSuccess;
       });
     }
-    return rows::dispatchBlock(a.rowLength, [&]<int THREADS>() -> dctResult_t {
-      const unsigned grid = rows::rowGrid(a.rowCount);
-      if (a.maskFormat >= 0) {
-        CUDACHECK(resetCounters(c, s));
-        decodeRows<THREADS><<<grid, THREADS, 0, s>>>(a, &c->device->malformed);
+    const unsigned grid = rows::warpRowGrid(R);
+    if (D <= rows::kLaneWireMax && a.mask != nullptr) {
+      DCTCHECK(decode([&] { rows::decodeLaneRows<<<gridFor(R), kThreads, 0, s>>>(a, malformed); }));
+      if (rows::expandTileFits(D, sizeof(T))) {
+        rows::expandTileRows<T, W><<<rows::tileGrid(R), 32, rows::expandTileBytes(D, sizeof(T)), s>>>(a);
         CUDACHECK_LAUNCH();
-        CUDACHECK(fetchCounters(c, s));
-        if (c->host->malformed != 0) return dctInternalError;
+        return dctSuccess;
       }
-      expandRows<T, W, THREADS><<<grid, THREADS, 0, s>>>(a);
+    } else {
+      DCTCHECK(decode([&] { rows::decodeWarpRows<<<grid, rows::kRowWarpThreads, 0, s>>>(a, malformed); }));
+    }
+    return rows::dispatchItems(D, [&]<int ITEMS>() -> dctResult_t {
+      rows::expandWarpRows<T, W, ITEMS><<<grid, rows::kRowWarpThreads, 0, s>>>(a);
       CUDACHECK_LAUNCH();
       return dctSuccess;
     });

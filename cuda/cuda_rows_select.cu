@@ -5,6 +5,9 @@
 //            back to the host
 //   kernel   selectLaneRows (rows up to kLaneRowMax entries): one thread
 //            per row, cuda_rows_select_lane.cuh
+//   kernel   selectTileRows (fp32 top-K, rows up to kTileRowMax entries,
+//            k up to kTileTopMax): one thread per row over a shared tile,
+//            cuda_rows_select_tile.cuh
 //   kernel   selectWarpRows (rows up to kWarpRowMax entries): one warp per
 //            row, cuda_rows_select_warp.cuh
 //   kernel   selectRows (longer rows): one block per row
@@ -25,9 +28,11 @@
 // The k-th largest key is a value, so the kept set is the CPU twin's bit for
 // bit, whatever order the block reads the row in.
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_rows.cuh"
 #include "cuda_rows_select_lane.cuh"
+#include "cuda_rows_select_tile.cuh"
 #include "cuda_rows_select_warp.cuh"
 #include "cuda_values.cuh"
 #include "kernels/row_keys.h"
@@ -176,6 +181,15 @@ dctResult_t rowSelect(KernelContext* ctx, RowSelectArgs* args, void* stream) {
         rows::selectLaneRows<T, N><<<gridFor(a.rowCount), kThreads, 0, s>>>(
             static_cast<const T*>(a.rows), a.rowCount, a.rowLength, a.k == 0 ? 0 : k, tau, a.mask, a.counts,
             &c->device->nonFinite);
+        CUDACHECK_LAUNCH();
+        return dctSuccess;
+      }));
+    } else if (std::is_same_v<T, float> && a.rowLength <= rows::kTileRowMax && a.k != 0 && k < a.rowLength &&
+               k <= rows::kTileTopMax) {
+      DCTCHECK(rows::dispatchTileTop(k, [&]<int KMAX>() -> dctResult_t {
+        rows::selectTileRows<KMAX><<<rows::tileGrid(a.rowCount), 32, rows::tileBytes(a.rowLength), s>>>(
+            static_cast<const float*>(a.rows), a.rowCount, static_cast<uint32_t>(a.rowLength),
+            static_cast<uint32_t>(k), a.mask, a.counts, &c->device->nonFinite);
         CUDACHECK_LAUNCH();
         return dctSuccess;
       }));

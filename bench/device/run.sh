@@ -7,7 +7,7 @@
 #   step       cuda_step_perf: a whole step at 1-rank NCCL, variable vs fixed capacity (allgather and
 #              global top-k plans), and 1-bit
 #   kernels    cuda_kernel_perf: select, pack, thresholds vs the D2D copy
-#   rows       cuda_kernel_perf -R at D = 64 and 256
+#   rows       cuda_kernel_perf -R at D = 64 and 256 (ROW_LENGTHS)
 #   hook       tests/python/gpu_hook_check.py (torch, 1 rank, NCCL and gloo)
 #   overlap    bench/hook_overlap.py on NCCL, variable and fixed capacity
 #   trace      its torch.profiler timeline of a few steps (trace.json)
@@ -60,7 +60,7 @@ for s in ${*:-tests components multirank step kernels rows hook overlap}; do
           timeout 120 $B/cuda_step_perf -b 1M -e 16M -a globaltopk -c 1.25 -n 20
           timeout 120 $B/cuda_step_perf -b 1M -e 16M -1 -n 20; } | tee "$OUT/step.txt" ;;
   kernels) timeout 120 $B/cuda_kernel_perf -b 1M -e 64M -f 4 -n 10 | tee "$OUT/kernel.txt" ;;
-  rows) for L in 64 256; do timeout 60 $B/cuda_kernel_perf -R -L $L -b 16M -e 64M -n 10; done | tee "$OUT/rows.txt" ;;
+  rows) for L in ${ROW_LENGTHS:-64 256}; do timeout 60 $B/cuda_kernel_perf -R -L $L -b 16M -e 64M -n 10; done | tee "$OUT/rows.txt" ;;
   hook) pyenv timeout 200 python3 tests/python/gpu_hook_check.py 2>&1 | tail -20 | tee "$OUT/hook.txt"
         PORT=29512 DCT_CAPACITY_FACTOR=1.25 pyenv timeout 200 python3 tests/python/gpu_hook_check.py 2>&1 |
           tail -8 | tee -a "$OUT/hook.txt" ;;

@@ -19,6 +19,7 @@
 #include "kernels/row_keys.h"
 #include "kernels/row_lane_select.h"
 #include "kernels/row_select_scalar.h"
+#include "kernels/row_thread_select.h"
 #include "kernels/row_warp_select.h"
 
 using namespace dct;
@@ -180,6 +181,35 @@ void compareLaneRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   CHECK(nfTotal == a.nonFinite);
 }
 
+// Each row through the one-thread-per-row top-K of rows up to 256 entries
+// (1 <= k <= KMAX, k < D).
+template <typename T, int KMAX>
+void compareThreadRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
+  using U = Shifted<T>;
+  CAPTURE(D);
+  CAPTURE(k);
+  CAPTURE(KMAX);
+  CAPTURE(sizeof(T));
+  const size_t W = maskWords(D);
+  std::vector<uint32_t> cpuMask(R * W), cpuCounts(R), mask(R * W, 0xdeadbeefu), counts(R);
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  RowSelectArgs a{rows.data(), R, D, dtypeOf(T{}), k, 0, cpuMask.data(), cpuCounts.data()};
+  REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
+  ops.destroyContext(ctx);
+  size_t nfTotal = 0;
+  for (size_t r = 0; r < R; r++) {
+    const auto key = [&](uint32_t j) { return U(rowKey(rows[r * D + j])) + 1; };
+    uint32_t nf = 0;
+    counts[r] = threadRowTopK<KMAX>(key, uint32_t(D), uint32_t(k), U(kInfKey<T>), mask.data() + r * W, &nf);
+    nfTotal += nf;
+  }
+  CHECK(mask == cpuMask);
+  CHECK(counts == cpuCounts);
+  CHECK(nfTotal == a.nonFinite);
+}
+
 // The ITEMS the kernels pick for D (rows of D <= 32 take a thread each
 // there, but the warp code is tested on them too), and 32 on a row mostly
 // past D (ballots of empty tiles).
@@ -226,5 +256,23 @@ TEST_CASE("The one-thread-per-row top-K of short rows matches the CPU twin bit f
       compareLaneRows<double, 32>(d, 8, D, k);
       compareLaneRows<Half, 32>(h, 8, D, k);
       compareLaneRows<BFloat16, 32>(b, 8, D, k);
+    }
+}
+
+TEST_CASE("The one-thread-per-row top-K of rows up to 256 entries matches the CPU twin bit for bit") {
+  uint64_t seed = 4242;
+  for (size_t D : {33, 47, 64, 65, 100, 128, 129, 200, 255, 256})
+    for (size_t k : {1, 2, 3, 4, 5, 8, 9, 13, 16}) {
+      const auto f = warpTestRows<float>(24, D, seed++);
+      const auto d = warpTestRows<double>(8, D, seed++);
+      const auto h = warpTestRows<Half>(8, D, seed++);
+      const auto b = warpTestRows<BFloat16>(8, D, seed++);
+      // The KMAX the kernel picks for k, and 16.
+      if (k <= 4) compareThreadRows<float, 4>(f, 24, D, k);
+      else if (k <= 8) compareThreadRows<float, 8>(f, 24, D, k);
+      compareThreadRows<float, 16>(f, 24, D, k);
+      compareThreadRows<double, 16>(d, 8, D, k);
+      compareThreadRows<Half, 16>(h, 8, D, k);
+      compareThreadRows<BFloat16, 16>(b, 8, D, k);
     }
 }
