@@ -9,7 +9,7 @@
 #   kernels    cuda_kernel_perf: select, pack, thresholds vs the D2D copy
 #   rows       cuda_kernel_perf -R at D = 64 and 256 (ROW_LENGTHS)
 #   hook       tests/python/gpu_hook_check.py (torch, 1 rank, NCCL and gloo)
-#   overlap    bench/hook_overlap.py on NCCL, variable and fixed capacity
+#   overlap    bench/hook_overlap.py on NCCL, variable and fixed capacity, stream priorities, GIL interval
 #   trace      its torch.profiler timeline of a few steps (trace.json)
 # Output goes to $OUT (log.txt, tests.log, one .txt per bench step).
 set -u
@@ -64,9 +64,11 @@ for s in ${*:-tests components multirank step kernels rows hook overlap}; do
   hook) pyenv timeout 200 python3 tests/python/gpu_hook_check.py 2>&1 | tail -20 | tee "$OUT/hook.txt"
         PORT=29512 DCT_CAPACITY_FACTOR=1.25 pyenv timeout 200 python3 tests/python/gpu_hook_check.py 2>&1 |
           tail -8 | tee -a "$OUT/hook.txt" ;;
-  overlap) for c in 0 1.25; do
-      PORT=$((29520 + ${c%%.*})) DCT_CAPACITY_FACTOR=$c pyenv timeout 200 python3 bench/hook_overlap.py \
-        --backend nccl --steps 10 --repeats 5 --out "/tmp/overlap_c$c.json" 2>&1 | tail -12
+  overlap) port=29520  # variable and fixed capacity, the hook's stream at normal and high priority, a short GIL interval
+    for run in "0 0" "0 -1" "1.25 0" "1.25 -1" "1.25 -1 --switch-interval 0.0002"; do
+      set -- $run; port=$((port + 1))
+      PORT=$port DCT_CAPACITY_FACTOR=$1 pyenv timeout 100 python3 bench/hook_overlap.py --backend nccl --steps 10 \
+        --repeats 5 --stream-priority $2 ${@:3} --out "$OUT/overlap_c$1_p$2${3:+_gil}.json" 2>&1 | tail -3
     done | tee "$OUT/overlap.txt" ;;
   trace) PORT=29530 pyenv timeout 200 python3 bench/hook_overlap.py --backend nccl --steps 5 --repeats 1 \
            --trace "$OUT/trace.json" 2>&1 | tail -5 ;;

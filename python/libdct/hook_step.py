@@ -146,10 +146,18 @@ def _as_error(e, job):
     return err
 
 
+# The priority of the state's streams (torch's 0, or -1 for high). High
+# priority lets a bucket's small kernels start ahead of the backward's
+# remaining blocks; on an H200 it helped the variable step and cost the
+# fixed-capacity one about as much (bench/results/2026-11-29-device-h200),
+# so the default stays. bench/hook_overlap.py --stream-priority sets it.
+STREAM_PRIORITY = 0
+
+
 def _stream(streams, device):
     """The state's own stream on a CUDA device, made on first use."""
     if device.type != "cuda":
         return contextlib.nullcontext()
     if device not in streams:
-        streams[device] = torch.cuda.Stream(device)
+        streams[device] = torch.cuda.Stream(device, priority=STREAM_PRIORITY)
     return torch.cuda.stream(streams[device])
