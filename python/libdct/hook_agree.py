@@ -45,14 +45,15 @@ def vote(group, ranks, settings, bucket_digest=0, failed=False, flags=()):
     """Collective over group (a CPU group whose global ranks are `ranks`).
     Raises Disagreement on every rank when the settings or the bucket
     digests differ; returns a Vote otherwise."""
-    mine = [digest(v) for v in settings.values()]
-    agreed = [digest(tuple(mine)), bucket_digest]
+    # One digest of every setting; the per-field ones only to name a
+    # difference (a vote runs twice a bucket: its host time is the step's).
+    agreed = [digest(tuple(settings.items())), bucket_digest]
     t = torch.tensor([group.rank() + 1 if failed else 0] + [x for a in agreed for x in (a, -a)] + list(flags),
                      dtype=torch.int64)
     all_reduce(group, t, dist.ReduceOp.MAX)
     values = t.tolist()
     if any(values[1 + 2 * i] != -values[2 + 2 * i] for i in range(len(agreed))):
-        raise Disagreement(_name_difference(group, ranks, settings, mine + [bucket_digest]))
+        raise Disagreement(_name_difference(group, ranks, settings, [digest(v) for v in settings.values()] + [bucket_digest]))
     return Vote(values[0] - 1 if values[0] else None, [bool(f) for f in values[1 + 2 * len(agreed):]])
 
 
