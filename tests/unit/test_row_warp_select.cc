@@ -91,6 +91,24 @@ dctDataType_t dtypeOf(double) { return dctFloat64; }
 dctDataType_t dtypeOf(Half) { return dctFloat16; }
 dctDataType_t dtypeOf(BFloat16) { return dctBFloat16; }
 
+// The CPU twin's rowSelect of the rows (top-K, 1 <= k < D): the reference.
+struct CpuSelection {
+  std::vector<uint32_t> mask, counts;
+  size_t nonFinite;
+};
+template <typename T>
+CpuSelection cpuSelect(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
+  CpuSelection s{std::vector<uint32_t>(R * maskWords(D)), std::vector<uint32_t>(R), 0};
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  RowSelectArgs a{rows.data(), R, D, dtypeOf(T{}), k, 0, s.mask.data(), s.counts.data()};
+  REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
+  ops.destroyContext(ctx);
+  s.nonFinite = a.nonFinite;
+  return s;
+}
+
 // Each row through the warp code with ITEMS items per lane (1 <= k < D).
 template <typename T, int ITEMS>
 void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
@@ -100,14 +118,7 @@ void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   CAPTURE(ITEMS);
   CAPTURE(sizeof(T));
   const size_t W = maskWords(D);
-  std::vector<uint32_t> cpuMask(R * W), cpuCounts(R);
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  REQUIRE(ops.createContext(&ctx) == dctSuccess);
-  RowSelectArgs a{rows.data(), R, D, dtypeOf(T{}), k, 0, cpuMask.data(), cpuCounts.data()};
-  REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
-  ops.destroyContext(ctx);
-
+  const CpuSelection cpu = cpuSelect(rows, R, D, k);
   std::vector<uint32_t> mask(R * W, 0xdeadbeefu), counts(R), nonFinite(R);
   std::vector<Kth<U>> byRounds(R), bySorted(R), byBits(R);
   Warp warp;
@@ -148,9 +159,9 @@ void compareRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
     }
     nfTotal += nonFinite[r];
   }
-  CHECK(mask == cpuMask);
-  CHECK(counts == cpuCounts);
-  CHECK(nfTotal == a.nonFinite);
+  CHECK(mask == cpu.mask);
+  CHECK(counts == cpu.counts);
+  CHECK(nfTotal == cpu.nonFinite);
 }
 
 // Each row through the one-thread-per-row code (D <= N <= 32, 1 <= k < D).
@@ -161,24 +172,18 @@ void compareLaneRows(const std::vector<T>& rows, size_t R, size_t D, size_t k) {
   CAPTURE(k);
   CAPTURE(N);
   CAPTURE(sizeof(T));
-  std::vector<uint32_t> cpuMask(R), cpuCounts(R);
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  REQUIRE(ops.createContext(&ctx) == dctSuccess);
-  RowSelectArgs a{rows.data(), R, D, dtypeOf(T{}), k, 0, cpuMask.data(), cpuCounts.data()};
-  REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
-  ops.destroyContext(ctx);
+  const CpuSelection cpu = cpuSelect(rows, R, D, k);
   size_t nfTotal = 0;
   for (size_t r = 0; r < R; r++) {
     CAPTURE(r);
     U s[N];
     for (int j = 0; j < N; j++) s[j] = size_t(j) < D ? U(rowKey(rows[r * D + j])) + 1 : U(0);
     uint32_t kept = 0, nf = 0;
-    CHECK(laneTopKWord(s, uint32_t(k), U(kInfKey<T>), &kept, &nf) == cpuMask[r]);
-    CHECK(kept == cpuCounts[r]);
+    CHECK(laneTopKWord(s, uint32_t(k), U(kInfKey<T>), &kept, &nf) == cpu.mask[r]);
+    CHECK(kept == cpu.counts[r]);
     nfTotal += nf;
   }
-  CHECK(nfTotal == a.nonFinite);
+  CHECK(nfTotal == cpu.nonFinite);
 }
 
 // Each row through the one-thread-per-row top-K of rows up to 256 entries
@@ -191,13 +196,8 @@ void compareThreadRows(const std::vector<T>& rows, size_t R, size_t D, size_t k)
   CAPTURE(KMAX);
   CAPTURE(sizeof(T));
   const size_t W = maskWords(D);
-  std::vector<uint32_t> cpuMask(R * W), cpuCounts(R), mask(R * W, 0xdeadbeefu), counts(R);
-  const KernelOps& ops = cpuKernelOps();
-  KernelContext* ctx = nullptr;
-  REQUIRE(ops.createContext(&ctx) == dctSuccess);
-  RowSelectArgs a{rows.data(), R, D, dtypeOf(T{}), k, 0, cpuMask.data(), cpuCounts.data()};
-  REQUIRE(ops.rowSelect(ctx, &a, nullptr) == dctSuccess);
-  ops.destroyContext(ctx);
+  const CpuSelection cpu = cpuSelect(rows, R, D, k);
+  std::vector<uint32_t> mask(R * W, 0xdeadbeefu), counts(R);
   size_t nfTotal = 0;
   for (size_t r = 0; r < R; r++) {
     const auto key = [&](uint32_t j) { return U(rowKey(rows[r * D + j])) + 1; };
@@ -205,9 +205,9 @@ void compareThreadRows(const std::vector<T>& rows, size_t R, size_t D, size_t k)
     counts[r] = threadRowTopK<KMAX>(key, uint32_t(D), uint32_t(k), U(kInfKey<T>), mask.data() + r * W, &nf);
     nfTotal += nf;
   }
-  CHECK(mask == cpuMask);
-  CHECK(counts == cpuCounts);
-  CHECK(nfTotal == a.nonFinite);
+  CHECK(mask == cpu.mask);
+  CHECK(counts == cpu.counts);
+  CHECK(nfTotal == cpu.nonFinite);
 }
 
 // The ITEMS the kernels pick for D (rows of D <= 32 take a thread each
