@@ -255,12 +255,13 @@ TEST_CASE("CUDA row selection, offsets and wire forms match the CPU twin") {
   Twins tw;
   uint64_t seed = 900;
   // Select: a thread per row up to 32 entries, and up to 128 for fp32 with
-  // k <= 8 (over a shared tile); select and wire: a warp per row up to 1024
-  // (tiles of 32 columns), a block per row past it.
-  for (size_t D : {1, 3, 7, 31, 32, 33, 64, 65, 128, 129, 256, 257, 1000, 1024, 1025})
+  // k <= 8 (over a shared tile: 128 / 129 and k 8 / 9 are its limits); pack
+  // and unpack of masked rows a thread per row up to 192 (192 / 193); else a
+  // warp per row up to 1024 (tiles of 32 columns), a block per row past it.
+  for (size_t D : {1, 3, 7, 31, 32, 33, 64, 65, 128, 129, 192, 193, 256, 257, 1000, 1024, 1025})
     for (size_t R : {0, 1, 5, 33}) {
       const size_t k5 = static_cast<size_t>(std::ceil(0.05 * static_cast<double>(D)));
-      for (size_t k : distinctKs({1, 2, k5, D / 2, D - 1, D, D + 3})) {
+      for (size_t k : distinctKs({1, 2, k5, 8, 9, D / 2, D - 1, D, D + 3})) {
         compareAll<float>(tw, R, D, k, 0, seed++);
         compareAll<double>(tw, R, D, k, 0, seed++);
       }
