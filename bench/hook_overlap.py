@@ -133,8 +133,9 @@ def main():
     if rank == 0:
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
         print(f"{size} rank(s) on {name}, {a.backend}, {len(recorder.buckets)} buckets, stream priority "
-              f"{hook_step.STREAM_PRIORITY}, switch interval {sys.getswitchinterval() * 1e3:g} ms: compute {med['compute']:.2f} ms, hook alone "
-              f"{med['comm']:.2f} ms, DDP + dct_hook {med['dct']:.2f} ms (serial would be {med['serial_ms']:.2f}); "
+              f"{hook_step.STREAM_PRIORITY}, switch interval {sys.getswitchinterval() * 1e3:g} ms: "
+              f"compute {med['compute']:.2f} ms, hook alone {med['comm']:.2f} ms, "
+              f"DDP + dct_hook {med['dct']:.2f} ms (serial would be {med['serial_ms']:.2f}); "
               f"{100 * med['hidden_fraction']:.0f}% of the hook's time hidden", flush=True)
         if a.out:
             with open(a.out, "w") as f:

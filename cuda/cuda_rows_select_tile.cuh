@@ -24,8 +24,8 @@ namespace dct::gpu::rows {
 constexpr size_t kTileRowMax = 128;
 constexpr size_t kTileTopMax = 8;
 
-inline size_t tileStride(size_t D) { return D | 1; }
-inline size_t tileBytes(size_t D) { return 32 * tileStride(D) * sizeof(float); }
+__host__ __device__ inline uint32_t tileStride(uint32_t D) { return D | 1u; }
+inline size_t tileBytes(size_t D) { return 32 * size_t{tileStride(static_cast<uint32_t>(D))} * sizeof(float); }
 
 // Blocks of one warp: enough for every tile, capped like warpRowGrid.
 inline unsigned tileGrid(size_t rows) {
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(32)
     selectTileRows(const float* __restrict__ in, size_t R, uint32_t D, uint32_t k, uint32_t* __restrict__ mask,
                    uint32_t* __restrict__ counts, unsigned long long* nonFiniteOut) {
   extern __shared__ float tile[];
-  const uint32_t stride = D | 1u, W = (D + 31) / 32;
+  const uint32_t stride = tileStride(D), W = (D + 31) / 32;
   const unsigned lane = threadIdx.x;
   unsigned long long nonFinite = 0;
   for (size_t r0 = static_cast<size_t>(blockIdx.x) * 32; r0 < R; r0 += static_cast<size_t>(gridDim.x) * 32) {

@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(kThreads) packLaneRows(RowWireArgs a) {
     for (uint32_t q = 0; q < words; q++) {
       const uint32_t word = mask[q];
       if (bitmap)  // the words' bytes, little-endian (the CPU twin's memcpy)
-        for (uint32_t b = 4 * q; b < 4 * q + 4 && b < bytes; b++) bitmap[b] = static_cast<uint8_t>(word >> (8 * (b % 4)));
+        for (uint32_t b = 4 * q; b < 4 * q + 4 && b < bytes; b++)
+          bitmap[b] = static_cast<uint8_t>(word >> (8 * (b % 4)));
       for (uint32_t bits = word; bits != 0; bits &= bits - 1) {
         const uint32_t j = 32 * q + __ffs(bits) - 1;
         if (j >= D) break;  // ascending: the rest are past the row too
@@ -58,7 +59,8 @@ __global__ void __launch_bounds__(kThreads) packLaneRows(RowWireArgs a) {
         values[m++] = wireValueOf<W>(row[j]);
       }
     }
-    if (a.wireCounts) writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
+    if (a.wireCounts)
+      writeWidth(a.wireCounts, r, a.countBytes, static_cast<uint32_t>(a.offsets[r + 1] - a.offsets[r]));
   }
 }
 
@@ -77,7 +79,8 @@ __global__ void __launch_bounds__(kThreads) decodeLaneRows(RowWireArgs a, unsign
       for (uint32_t b = 0; b < bytes; b++) {
         const uint32_t byte = in[b];
         DCT_UNROLL
-        for (int q = 0; q < kTileWords; q++) w[q] |= b / 4 == static_cast<uint32_t>(q) ? byte << (8 * (b % 4)) : 0u;
+        for (int q = 0; q < kTileWords; q++)
+          w[q] |= b / 4 == static_cast<uint32_t>(q) ? byte << (8 * (b % 4)) : 0u;
         bits += __popc(byte);
       }
       wrong = (D % 8 != 0 && (in[D / 8] >> (D % 8)) != 0) || bits != count;
@@ -125,7 +128,7 @@ __global__ void __launch_bounds__(32) expandTileRows(RowWireArgs a) {
       for (uint32_t q = 0; q < words; q++)
         for (uint32_t word = mask[q]; word != 0; word &= word - 1) {
           const uint32_t j = 32 * q + __ffs(word) - 1;
-          if (j < D) row[j] = wireValueOf<T>(in[0]);  // a bit past the row is the last word's: no later value moves
+          if (j < D) row[j] = wireValueOf<T>(in[0]);  // a bit past the row: the last word's, no value after it
           in++;
         }
     }

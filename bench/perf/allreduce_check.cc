@@ -133,10 +133,10 @@ struct Checker {
   // The fixed-capacity slots (docs/fixed_capacity.md) send a capped
   // selection on a schedule dctCompress does not follow; what a rank sent
   // shows in its residual instead: an entry of acc = residual + gradient
-  // went out whole where the step left the residual zero. Those entries
-  // are this rank's message for buildReference; returns their count.
-  size_t sentByResidual(const std::vector<T>& before, dctCompressor_t a) {
-    std::vector<T> after(count);
+  // went out whole where the step left the residual zero (read into
+  // `after`). Those entries are this rank's message for buildReference;
+  // returns their count.
+  size_t sentByResidual(const std::vector<T>& before, std::vector<T>& after, dctCompressor_t a) {
     if (dctCompressorGetResidual(a, after.data(), nullptr) != dctSuccess) return 0;
     size_t nnz = 0;
     for (size_t i = 0; i < count; i++) {
@@ -152,11 +152,13 @@ struct Checker {
   long long run(GradientSource& source, int steps, dctCompressor_t a, dctCompressor_t b, bool fixed) {
     const bool global = opt.algorithm == dctAlgoGlobalTopk;
     std::vector<T> owners = global ? ownerResiduals(a) : std::vector<T>{};
-    std::vector<T> before(fixed ? count : 0);
+    // Fixed: the residual before and after each step (one step's after is
+    // the next one's before).
+    std::vector<T> before(fixed ? count : 0), after(before.size());
+    if (fixed) dctCompressorGetResidual(a, before.data(), nullptr);
     long long wrong = 0;
     for (int step = 0; step < steps; step++) {
       source.fill(grad.data(), count, opt.dtype);
-      if (fixed) dctCompressorGetResidual(a, before.data(), nullptr);
       dctResult_t res = dctSparseAllreduce(grad.data(), out.data(), count, opt.dtype, opt.op, a,
                                            comm, nullptr);
       if (res != dctSuccess) reportDctFailure(comm, rank, "check: dctSparseAllreduce", res);
@@ -164,10 +166,10 @@ struct Checker {
       // The dense algorithm sends every entry of acc, and its residual stays
       // zero: every index, the gradient's values.
       dctResult_t resB = dctSuccess;
-      const T* input = fixed ? grad.data() : twinInput();  // the fixed step runs flat on hierarchies
-      if (fixed) {
-        nnz = sentByResidual(before, a);
-      } else if (input == nullptr) {
+      if (fixed) {  // flat, also on hierarchies, as the fixed step runs
+        nnz = sentByResidual(before, after, a);
+        before.swap(after);
+      } else if (const T* input = twinInput(); input == nullptr) {
         nnz = 0;
       } else if (opt.algorithm == dctAlgoDense) {
         for (size_t i = 0; i < count; i++) indices[i] = static_cast<uint32_t>(i);

@@ -53,7 +53,8 @@ def vote(group, ranks, settings, bucket_digest=0, failed=False, flags=()):
     all_reduce(group, t, dist.ReduceOp.MAX)
     values = t.tolist()
     if any(values[1 + 2 * i] != -values[2 + 2 * i] for i in range(len(agreed))):
-        raise Disagreement(_name_difference(group, ranks, settings, [digest(v) for v in settings.values()] + [bucket_digest]))
+        fields = [digest(v) for v in settings.values()] + [bucket_digest]
+        raise Disagreement(_name_difference(group, ranks, settings, fields))
     return Vote(values[0] - 1 if values[0] else None, [bool(f) for f in values[1 + 2 * len(agreed):]])
 
 

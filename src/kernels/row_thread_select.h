@@ -1,11 +1,12 @@
 // The CUDA twin's top-K for short fp32 rows with a small k (32 < D <= 128,
 // k <= 8: cuda_rows_select_tile.cuh): one thread per row, no warp
 // intrinsics. The row's shifted keys (row_warp_select.h: the CPU twin's
-// keys plus one) stream once through a sorted register list of the KMAX largest, whose
-// k-th entry is the cut; a second pass marks the mask words. A warp's
-// collectives cost more than the row's data at these sizes, a thread's
-// compare-and-swap chain does not. Plain code, so the unit tests run it on
-// the host against the CPU twin; the rules are row_select_scalar.h's.
+// keys plus one) stream once through a sorted register list of the KMAX
+// largest, whose k-th entry is the cut; a second pass marks the mask words.
+// A warp's collectives cost more than the row's data at these sizes, a
+// thread's compare-and-swap chain does not. Plain code, so the unit tests
+// run it on the host against the CPU twin; the rules are
+// row_select_scalar.h's.
 #pragma once
 
 #include <cstddef>
