@@ -1,9 +1,10 @@
 """What the ranks of a DctState's group agree on before they enter a
 collective: the hook's settings (which decide which collectives the Python
 code issues), each bucket's layout and step, and whether any rank failed
-since the last collective. One small all_reduce (MAX) carries all of it,
-plus a flag per parameter (nonzero gradient anywhere); a disagreement costs
-one all_gather more, to name the field and the rank."""
+since the last collective (here or in the bucket before, whose last vote
+this one is). One small all_reduce (MAX) carries all of it, plus a flag
+per parameter (nonzero gradient anywhere); a disagreement costs one
+all_gather more, to name the field and the rank."""
 import hashlib
 
 import torch
@@ -36,26 +37,30 @@ class Disagreement(RuntimeError):
 class Vote:
     """The outcome of vote(): who failed, and the OR of the flags."""
 
-    def __init__(self, failed_rank, flags):
+    def __init__(self, failed_rank, prior_failed_rank, flags):
         self.failed_rank = failed_rank  # the highest failed group rank, or None
+        self.prior_failed_rank = prior_failed_rank  # the same for the prior_failed argument
         self.flags = flags
 
 
-def vote(group, ranks, settings, bucket_digest=0, failed=False, flags=()):
+def vote(group, ranks, settings, bucket_digest=0, failed=False, flags=(), prior_failed=False):
     """Collective over group (a CPU group whose global ranks are `ranks`).
     Raises Disagreement on every rank when the settings or the bucket
-    digests differ; returns a Vote otherwise."""
+    digests differ; returns a Vote otherwise. prior_failed: a second
+    failure, voted apart (the previous bucket's finish)."""
     # One digest of every setting; the per-field ones only to name a
     # difference (a vote runs twice a bucket: its host time is the step's).
     agreed = [digest(tuple(settings.items())), bucket_digest]
-    t = torch.tensor([group.rank() + 1 if failed else 0] + [x for a in agreed for x in (a, -a)] + list(flags),
-                     dtype=torch.int64)
+    me = group.rank() + 1
+    t = torch.tensor([me if failed else 0, me if prior_failed else 0] + [x for a in agreed for x in (a, -a)]
+                     + list(flags), dtype=torch.int64)
     all_reduce(group, t, dist.ReduceOp.MAX)
     values = t.tolist()
-    if any(values[1 + 2 * i] != -values[2 + 2 * i] for i in range(len(agreed))):
+    if any(values[2 + 2 * i] != -values[3 + 2 * i] for i in range(len(agreed))):
         fields = [digest(v) for v in settings.values()] + [bucket_digest]
         raise Disagreement(_name_difference(group, ranks, settings, fields))
-    return Vote(values[0] - 1 if values[0] else None, [bool(f) for f in values[1 + 2 * len(agreed):]])
+    rank = lambda v: v - 1 if v else None
+    return Vote(rank(values[0]), rank(values[1]), [bool(f) for f in values[2 + 2 * len(agreed):]])
 
 
 def _name_difference(group, ranks, settings, mine):

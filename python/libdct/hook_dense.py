@@ -81,5 +81,5 @@ class DenseSum:
         for k in self.views:
             units.orphans.pop(k, None)
         units.orphans.update({k: r for k, r in self.remainders.items() if bool((r != 0).any())})
-        st.bytes_sent += self.joined.numel() * self.joined.element_size()
+        st._dense_sent += self.joined.numel() * self.joined.element_size()
         it.dense_groups.append(self.keys)

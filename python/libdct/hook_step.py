@@ -3,12 +3,14 @@ phases that keep every rank entering the same collectives:
 
 1. prepare (local, may fail): stage the bucket, choose compressed and dense
    parameters, find or make the units (hook_units.py), gather what they need;
-2. vote (hook_agree.py): settings, layout, iteration and failures agreed,
-   then which parameters have a nonzero gradient anywhere;
+2. vote (hook_agree.py): settings, layout, iteration, failures and which
+   parameters have a nonzero gradient anywhere, in one small allreduce;
 3. collectives, back to back: each ready unit's libdct allreduce (a failure
    there fails on every rank), then one dense allreduce for the rest;
-4. finish (local): results into the bucket, then a last vote, so that a
-   bucket fails on every rank or on none.
+4. finish (local): results into the bucket. Whether every rank finished is
+   voted with the next bucket's vote (the iteration's last bucket votes on
+   its own), and only then is the bucket committed and its future set, so
+   that a bucket fails on every rank or on none at one vote a bucket.
 
 A unit runs once all of its parameters have arrived this iteration: always
 at once while units follow DDP's buckets; after load_state_dict, for one
@@ -19,9 +21,7 @@ this step: DDP drops its result) keeps its residual."""
 import contextlib
 
 import torch
-import torch.distributed as dist
 
-from .groups import all_reduce
 from .hook_agree import digest, settings_of, vote
 from .hook_work import _Work
 
@@ -64,6 +64,7 @@ class StepRunner:
         self.keep_partition = False  # set by a load: the next iteration keeps the saved units
         self.saved_dense = None      # set by a load: the next iteration's dense groups (hook_dense.py)
         self.last_dense = []         # the dense groups of the last iteration
+        self.unvoted = None          # the _Work whose finish the next vote covers
 
     def stats(self, index):
         u = self.last_unit.get(index)
@@ -89,35 +90,40 @@ class StepRunner:
             work = _Work(self, job)
         except BaseException as e:
             failure = e
+        used = [0 if work is None or k in work.local_zero_keys else 1 for k in job.keys]
+        prior, self.unvoted = self.unvoted, None
         v = vote(st.control.pg, st.ranks, settings_of(st), job.digest(st._positions is not None),
-                 failure is not None, [1 if work is not None and work.local_zero_keys else 0])
-        _raise_if_failed(v, failure, st, f"bucket {job.index}")
-        zero = set()
-        if v.flags[0]:  # some rank has a parameter with a zero gradient: which are zero everywhere
-            used = torch.tensor([0 if k in work.local_zero_keys else 1 for k in job.keys], dtype=torch.int32)
-            all_reduce(st.control.pg, used, dist.ReduceOp.MAX)
-            zero = {k for k, u in zip(job.keys, used.tolist()) if not u}
-        self.it.zero_keys |= zero
+                 failure is not None, used, prior_failed=prior is not None and prior.failure is not None)
+        if prior is not None:
+            self._close(prior, v.prior_failed_rank)
+        _raise_if_failed(v.failed_rank, failure, st, f"bucket {job.index}")
+        self.it.zero_keys |= {k for k, u in zip(job.keys, v.flags) if not u}
         work.exchange(self.it.zero_keys)
         try:
             work.finish()
         except BaseException as e:
-            failure = e
-        _raise_if_failed(vote(st.control.pg, st.ranks, settings_of(st), 0, failure is not None), failure, st,
-                         f"bucket {job.index}")
+            work.failure = e
+        if job.last:
+            self._close(work, vote(st.control.pg, st.ranks, settings_of(st), 0, work.failure is not None).failed_rank)
+        else:
+            self.unvoted = work
+
+    def _close(self, work, failed_rank):
+        """After the vote on work's finish: fails it on every rank, or commits it."""
+        _raise_if_failed(failed_rank, work.failure, self.state, f"bucket {work.job.index}")
         work.commit()
 
     def _settle(self, last):
         it = self.it
         for job in [j for j in it.jobs if not j.pending or it.failure is not None or last]:
             with _stream(self.streams, job.buf.device):
-                if it.failure is not None:
+                if not job.pending:  # committed: every rank voted its parameters through
+                    job.future.set_result(job.buf)
+                elif it.failure is not None:
                     job.future.set_exception(_as_error(it.failure, job))
-                elif job.pending:
+                else:
                     job.future.set_exception(RuntimeError(f"libdct: bucket {job.index}'s parameters {sorted(job.pending)} "
                                                           "were never reduced (no unit holds them)"))
-                else:
-                    job.future.set_result(job.buf)
             it.jobs.remove(job)
         if last:
             if it.failure is None:
@@ -125,14 +131,15 @@ class StepRunner:
             self.it = _Iteration()
             self.keep_partition = False
             self.saved_dense = None
+            self.unvoted = None
 
 
-def _raise_if_failed(v, failure, st, what):
-    if v.failed_rank is None:
+def _raise_if_failed(failed_rank, failure, st, what):
+    if failed_rank is None:
         return
     if failure is not None:
         raise failure
-    raise RuntimeError(f"libdct: {what} failed on global rank {st.ranks[v.failed_rank]}; "
+    raise RuntimeError(f"libdct: {what} failed on global rank {st.ranks[failed_rank]}; "
                        "failed here too so that every rank leaves it alike")
 
 

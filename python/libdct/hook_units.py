@@ -39,6 +39,21 @@ class Units:
         self.of = {}       # key -> Unit
         self.orphans = {}  # key -> residual of a parameter whose unit is gone
         self.rebuilds = 0  # units made to take over residuals (DDP re-bucketed, settings changed)
+        self.sent = 0      # bytes the units' steps sent, read so far
+        self.unread = []   # units whose last step's bytes are not read yet
+
+    def ran(self, unit):
+        """Notes a committed step of unit. Its bytes are read later: on a
+        device the statistics wait for the step, which a bucket must not."""
+        self.unread.append(unit)
+
+    def sent_bytes(self, unit=None):
+        """Reads the noted steps' bytes (unit's alone: before its next step,
+        whose statistics replace them); the bytes read so far."""
+        for u in [u for u in self.unread if unit is None or u is unit]:
+            self.unread.remove(u)
+            self.sent += u.compressor.stats.bytes_sent
+        return self.sent
 
     def exact(self, keys, signature):
         u = self.by_keys.get(tuple(keys))
@@ -86,6 +101,7 @@ class Units:
                 self.orphans[k] = r[at:at + n]
                 del self.of[k]
             del self.by_keys[u.keys]
+            self.sent_bytes(u)
             u.close()
         return bool(gone)
 
@@ -104,6 +120,10 @@ class Units:
         return out
 
     def close(self):
+        try:
+            self.sent_bytes()
+        except Exception:  # a failed comm's statistics: the units close all the same
+            self.unread.clear()
         for u in self.by_keys.values():
             u.close()
         self.by_keys.clear()

@@ -16,11 +16,12 @@ class _Work:
             ours.wait_event(job.ready)
             job.buf.record_stream(ours)
         self.st, self.runner, self.job = st, runner, job
+        self.failure = None  # what finish() raised, until the vote on it
         staged = device.type == "cuda" and st.data.backend != "nccl"  # a gloo group: through host memory
         self.work = job.buf.cpu() if staged else job.buf
         job.staged = self.work if staged else None
         views = dict(zip(job.keys, self.work.split(job.numels)))
-        nonzero = torch.stack([(v != 0).any() for v in views.values()]).tolist() if views else []
+        nonzero = torch.stack([v.any() for v in views.values()]).tolist() if views else []
         self.local_zero_keys = {k for k, nz in zip(job.keys, nonzero) if not nz}
         compressed = self._compressed(job)
         self.velocity = it.velocity
@@ -78,6 +79,7 @@ class _Work:
                                                       torch.zeros(n, dtype=u.dtype, device=u.device)
                                                       for k, n in zip(u.keys, u.numels)])
             risky = any(k not in it.views or k in self.local_zero_keys for k in u.keys)
+            units.sent_bytes(u)  # its last step's, before this one replaces them
             ready.append((u, flat, u.residual() if risky else None))
             it.ran.add(id(u))
         return ready
@@ -114,24 +116,27 @@ class _Work:
                     if k in it.views:
                         at, n = u.slices[k]
                         it.views[k].copy_(flat[at:at + n])
-        done = {k for u, _, _ in self.ready for k in u.keys}
+        self.done = {k for u, _, _ in self.ready for k in u.keys}
         for s in self.sums:
-            done |= s.finish()
+            self.done |= s.finish()
             if self.st.momentum:
                 hook_momentum.after_dense_sum(self.st, s.views, it.zero_keys, self.velocity)
         for j in it.jobs:
-            j.pending -= done
-            if j.staged is not None and not j.pending:
+            if j.staged is not None and not j.pending - self.done:
                 j.buf.copy_(j.staged)
                 j.staged = None
+        # What commit() keeps: the next bucket's prepare adds to both before this bucket's vote.
+        self.velocity, self.zero_keys = dict(self.velocity), set(it.zero_keys)
 
     def commit(self):
-        """After the last vote: the bookkeeping of a bucket every rank finished."""
-        st = self.st
+        """After the vote on finish: the bookkeeping of a bucket every rank finished."""
+        st, it = self.st, self.runner.it
         for s in self.sums:
-            s.commit(st, self.runner.it)
-        hook_momentum.commit(st, self.velocity, self.runner.it.zero_keys)
+            s.commit(st, it)
+        hook_momentum.commit(st, self.velocity, self.zero_keys)
         for (u, _, _), held in zip(self.ready, self.held):
             if len(held) < len(u.keys):
-                st.bytes_sent += u.compressor.stats.bytes_sent
+                st._owned.units.ran(u)
         st.dense_bytes += self.job.buf.numel() * self.job.buf.element_size()
+        for j in it.jobs:
+            j.pending -= self.done

@@ -109,7 +109,7 @@ class DctState:
         self.momentum, self.momentum_masking = float(momentum), bool(momentum_masking)
         self.compressor_config().to_native()  # a bad name fails here, not in the first backward
         self.iter = 0
-        self.bytes_sent = 0  # payload bytes this rank put on the wire, all buckets
+        self._dense_sent = 0  # bytes_sent by dense sums; the units count their own
         self.dense_bytes = 0  # what plain allreduce would have put (the buckets' size)
         self.process_group = process_group
         self.ranks = group_ranks(process_group)
@@ -146,6 +146,19 @@ class DctState:
         """The libdct Comm of the host path (gloo groups), else the first device one."""
         comms = self._owned.comms
         return comms.get(None) or next(iter(comms.values()), None)
+
+    @property
+    def bytes_sent(self):
+        """Payload bytes this rank put on the wire, all buckets, after the
+        steps queued so far (on a device it waits for them)."""
+        if self._closed:
+            return self._dense_sent + self._owned.units.sent
+        return self._on_thread(lambda: self._dense_sent + self._owned.units.sent_bytes())
+
+    @bytes_sent.setter
+    def bytes_sent(self, value):  # a checkpoint's, on the communication thread
+        self._owned.units.sent, self._owned.units.unread = 0, []
+        self._dense_sent = value
 
     @property
     def rebuilds(self):

@@ -156,6 +156,28 @@ def case_rebuckets_move_residuals_and_half_buckets():
         state.close()
 
 
+def case_bytes_sent_counts_every_step_read_late_or_each_step():
+    """The units' byte counts are read lazily (a device's statistics wait
+    for the step): read once at the end, or after every step, or after
+    close, bytes_sent is the sum of each step's bytes."""
+    totals, steps = [], []
+    for read_each_step in (True, False):  # split: the bytes a rank sends vary from step to step
+        state = DctState(density=0.05, min_compression_bytes=0, algorithm="split")
+        ddp = model(hook_state=state)
+        for _ in range(5):
+            before = state.bytes_sent if read_each_step else None
+            train(ddp, 1)
+            if read_each_step:
+                steps.append(state.bytes_sent - before)
+                units = [state.stats(i) for i in range(64)]
+                assert steps[-1] == sum(u.bytes_sent for u in units if u is not None), steps
+        totals.append(state.bytes_sent)
+        state.close()
+        assert state.bytes_sent == totals[-1]
+    assert len(set(steps)) > 1 or SIZE == 1, steps  # so a count read a step late would show
+    assert totals[0] == totals[1] == sum(steps), (totals, steps)
+
+
 def case_small_buckets_and_start_iter_pass_through():
     dense = train(model(hook_state=dist.group.WORLD, hook=default_hooks.allreduce_hook), 4)
     state = DctState(density=0.01, min_compression_bytes=1 << 30)

@@ -1,6 +1,8 @@
 """DctState's lifecycle under mpirun at 1-4 ranks: an exception on the
 communication thread on one rank (Python error, SystemExit) fails that
-bucket on every rank and the next steps go on; close() makes the hook raise
+bucket on every rank and the next steps go on, before its collectives or
+after them (a failed finish is voted with the next bucket, or alone in the
+last); close() makes the hook raise
 at once and is idempotent; stats() and residuals() work from a future's
 then() callback (which runs on the communication thread); a state dropped
 without close() ends its thread; interpreter exit while the thread is
@@ -17,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 import harness
-from harness import raises
+from harness import raises, same_on_all_ranks
 from libdct import hook_work
 from libdct.torch import Bucket, DctState, dct_hook
 from test_hook import model, train
@@ -39,6 +41,20 @@ def failing_once(on_rank, error):
     return lambda: setattr(hook_work._Work, "__init__", real)
 
 
+def failing_finish_once(on_rank, index, error):
+    """Patches bucket `index`'s finish (after its collectives) to raise once on one rank."""
+    real = hook_work._Work.finish
+    left = [1 if RANK == on_rank else 0]
+
+    def finish(self):
+        if left[0] and self.job.index == index:
+            left[0] = 0
+            raise error
+        real(self)
+    hook_work._Work.finish = finish
+    return lambda: setattr(hook_work._Work, "finish", real)
+
+
 def case_an_exception_on_the_thread_fails_the_bucket_everywhere():
     for error in (MemoryError("injected"), SystemExit(3)):
         state = DctState(density=0.05, min_compression_bytes=0)
@@ -51,6 +67,31 @@ def case_an_exception_on_the_thread_fails_the_bucket_everywhere():
         if SIZE > 1 and RANK != SIZE - 1:
             assert f"failed on global rank {SIZE - 1}" in str(err), err
         train(ddp, 2)  # every rank left the bucket alike: the next steps go on
+        state.close()
+
+
+def case_a_failed_finish_fails_that_bucket_and_the_rest_everywhere():
+    params = [torch.nn.Parameter(torch.zeros(n)) for n in (301, 302, 303)]
+
+    def step(state, k):
+        g = torch.Generator().manual_seed(100 * k + RANK)
+        futures = [dct_hook(state, Bucket(i, torch.randn(p.numel(), generator=g), [p], i == len(params) - 1))
+                   for i, p in enumerate(params)]
+        return [raises(f.wait, RuntimeError) or f.value() for f in futures]
+
+    for index in range(len(params)):  # its finish voted with the next bucket's vote, or alone (the last)
+        state = DctState(density=0.05, min_compression_bytes=0, algorithm="allgather")
+        step(state, 0)
+        undo = failing_finish_once(SIZE - 1, index, MemoryError("injected"))
+        out = step(state, 1)
+        undo()
+        failed = [isinstance(r, Exception) for r in out]
+        assert failed == [i >= index for i in range(len(params))], (index, out)
+        if SIZE > 1 and RANK != SIZE - 1:
+            assert f"bucket {index} failed on global rank {SIZE - 1}" in str(out[index]), out[index]
+        later = step(state, 2)
+        assert all(isinstance(r, torch.Tensor) for r in later), later
+        assert same_on_all_ranks(torch.cat(later))
         state.close()
 
 
