@@ -22,8 +22,12 @@ namespace {
 
 template <typename D, typename V, typename I>
 __global__ void scatterUnique(D* __restrict__ dense, const I* __restrict__ indices,
-                              const V* __restrict__ values, size_t nnz) {
-  DCT_GRID_STRIDE(j, nnz) addInto(dense[indices[j]], values[j]);
+                              const V* __restrict__ values, size_t nnz, const void* unlessNonzero,
+                              size_t unlessBytes) {
+  DCT_GRID_STRIDE(j, nnz) {
+    if (unlessNonzero && nonzeroAt(unlessNonzero, unlessBytes, indices[j])) continue;
+    addInto(dense[indices[j]], values[j]);
+  }
 }
 
 template <typename J>
@@ -90,7 +94,8 @@ dctResult_t scatterAdd(KernelContext* ctx, const ScatterArgs* args, void* stream
       return a.nnz <= UINT32_MAX ? scatterSorted<D, V, I, uint32_t>(cudaCtx(ctx), a, s)
                                  : scatterSorted<D, V, I, uint64_t>(cudaCtx(ctx), a, s);
     scatterUnique<D, V, I><<<gridFor(a.nnz), kThreads, 0, s>>>(
-        static_cast<D*>(a.dense), static_cast<const I*>(a.indices), static_cast<const V*>(a.values), a.nnz);
+        static_cast<D*>(a.dense), static_cast<const I*>(a.indices), static_cast<const V*>(a.values), a.nnz,
+        a.unlessNonzero, a.unlessBytes);
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

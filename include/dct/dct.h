@@ -111,7 +111,8 @@ typedef struct dctAlltoallPlan* dctAlltoallPlan_t;
  * their "undefined" value take the DCT_* environment variable as the comm
  * read it at its creation, else the built-in default (documented per
  * field). density, warmupSteps, algorithm, wireType, compressor,
- * autoGlobalTopk and capacityFactor must be the same on every rank: a step whose ranks differ fails on all of them
+ * autoGlobalTopk, capacityFactor and ownerReturn must be the same on every rank: a step whose ranks differ fails
+ * on all of them
  * with dctInvalidUsage. */
 #define DCT_CONFIG_MAGIC 0xdc7c0f19u
 #define DCT_CONFIG_UNDEF_INT (-2147483647 - 1)
@@ -152,6 +153,13 @@ typedef struct {
                               (about 4 c k / P, allgathered), overflow kept in
                               the worker or owner residual. Agreed across
                               ranks (DCT_CAPACITY_FACTOR) */
+  int ownerReturn;         /* global top-k, what a range's owner does not
+                              select: 0 (default) kept in its owner residual
+                              and offered again with the next step's sum;
+                              1 returned, each rank's sent entries to its own
+                              residual, as Ok-Topk does (the owner keeps
+                              nothing). Variable sizes only (capacityFactor
+                              0). Agreed across ranks (DCT_OWNER_RETURN) */
 } dctConfig_t;
 
 #define DCT_CONFIG_INITIALIZER                                                 \
@@ -160,7 +168,8 @@ typedef struct {
         DCT_CONFIG_UNDEF_DOUBLE, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,   \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
         DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT,      \
-        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_DOUBLE    \
+        DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_INT, DCT_CONFIG_UNDEF_DOUBLE,   \
+        DCT_CONFIG_UNDEF_INT                                                   \
   }
 
 /* Where a dctSparseAllreduce step's time went on this rank (dctStats_t

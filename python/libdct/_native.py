@@ -78,7 +78,7 @@ class Config(ctypes.Structure):
                 ("thresholdMethod", ctypes.c_int), ("algorithm", ctypes.c_int),
                 ("seed", ctypes.c_longlong), ("rowSelection", ctypes.c_int),
                 ("wireType", ctypes.c_int), ("compressor", ctypes.c_int), ("autoGlobalTopk", ctypes.c_int),
-                ("capacityFactor", ctypes.c_double)]
+                ("capacityFactor", ctypes.c_double), ("ownerReturn", ctypes.c_int)]
 
     @classmethod
     def initializer(cls):
@@ -87,7 +87,7 @@ class Config(ctypes.Structure):
         c.size, c.magic, c.version = ctypes.sizeof(cls), CONFIG_MAGIC, VERSION_CODE
         c.density, c.seed, c.capacityFactor = UNDEF_DOUBLE, UNDEF_INT, UNDEF_DOUBLE
         for name in ("thresholdInterval", "errorFeedback", "warmupSteps", "thresholdMethod", "algorithm",
-                     "rowSelection", "wireType", "compressor", "autoGlobalTopk"):
+                     "rowSelection", "wireType", "compressor", "autoGlobalTopk", "ownerReturn"):
             setattr(c, name, UNDEF_INT)
         return c
 

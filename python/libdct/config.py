@@ -23,6 +23,7 @@ class Config:
     compressor: Optional[str] = None           # topk | onebit
     auto_global_topk: Optional[bool] = None    # auto may choose globaltopk (it changes the result)
     capacity_factor: Optional[float] = None    # 0: off; c >= 1: fixed messages of c * k entries
+    owner_return: Optional[bool] = None        # global top-k: unselected entries back to their senders
 
     def to_native(self):
         c = _native.Config.initializer()
@@ -36,6 +37,8 @@ class Config:
             c.errorFeedback = int(bool(self.error_feedback))
         if self.auto_global_topk is not None:
             c.autoGlobalTopk = int(bool(self.auto_global_topk))
+        if self.owner_return is not None:
+            c.ownerReturn = int(bool(self.owner_return))
         enums = {"threshold_method": ("thresholdMethod", THRESHOLD_METHODS),
                  "algorithm": ("algorithm", ALGORITHMS), "row_selection": ("rowSelection", ROW_SELECTIONS),
                  "compressor": ("compressor", COMPRESSORS)}
@@ -59,7 +62,7 @@ class Config:
                    row_selection=name(ROW_SELECTIONS, c.rowSelection),
                    wire_type=DATATYPE_NAMES.get(c.wireType, c.wireType),
                    compressor=name(COMPRESSORS, c.compressor), auto_global_topk=bool(c.autoGlobalTopk),
-                   capacity_factor=c.capacityFactor)
+                   capacity_factor=c.capacityFactor, owner_return=bool(c.ownerReturn))
 
 
 PHASES = ("compress", "agree", "exchange", "reduce", "other")

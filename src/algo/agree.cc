@@ -24,6 +24,7 @@ dctResult_t checkPeer(dctComm_t comm, const CallHeader& mine, const CallHeader& 
                      : h.configured != mine.configured   ? "config.algorithm (DCT_ALGORITHM)"
                      : h.warmupSteps != mine.warmupSteps ? "config.warmupSteps (DCT_WARMUP_STEPS)"
                      : h.autoGlobalTopk != mine.autoGlobalTopk ? "config.autoGlobalTopk (DCT_AUTO_GLOBAL_TOPK)"
+                     : h.ownerReturn != mine.ownerReturn       ? "config.ownerReturn (DCT_OWNER_RETURN)"
                      : h.segments != mine.segments ? "the 1-bit compressor's segments (dctCompressorSetSegments)"
                      : h.algorithm != mine.algorithm     ? "the planned algorithm"
                      : h.mode != mine.mode               ? "phase (warm-up/query)"

@@ -50,6 +50,7 @@ struct CallHeader {
   int32_t configured = 0;   // must match: the config's algorithm (auto or pinned)
   int32_t warmupSteps = 0;  // must match
   int32_t autoGlobalTopk = 0;  // must match
+  int32_t ownerReturn = 0;     // must match
   double capacityFactor = 0;   // must match
   uint64_t segments = 0;       // must match: a 1-bit compressor's segments' digest (0: one segment)
 };
@@ -64,6 +65,7 @@ inline void stampConfig(CallHeader& h, const dctConfig_t& c, StepPath path) {
   h.warmupSteps = c.warmupSteps;
   h.autoGlobalTopk = c.autoGlobalTopk;
   h.capacityFactor = c.capacityFactor;
+  h.ownerReturn = c.ownerReturn;
 }
 
 // An allreduce's header: the arguments every rank must agree on. Raw bits

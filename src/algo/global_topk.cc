@@ -127,7 +127,31 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
   }
   if (sel.selected > sel.nnz) DCTCHECK(selectInto(c, range, length, d.tau, sel.selected, sel, stream));
   d.kept = sel.nnz;
+  if (c->config.ownerReturn) return dctSuccess;  // returned: the owner keeps nothing (mass 0)
   return c->ops->absSum(c->kernels, o.spare(), length, c->accType, &d.mass, stream);
+}
+
+bool returnsUndelivered(dctCompressor_t c, const Message& msg) {
+  return c->config.ownerReturn && c->config.errorFeedback && msg.nnz > 0 && !msg.dense;
+}
+
+dctResult_t keepSent(dctCompressor_t c, const Message& msg, void* stream) {
+  if (!returnsUndelivered(c, msg)) return dctSuccess;
+  const size_t at = alignedIndexBytes(msg.nnz, c->indexBytes), values = msg.nnz * dtypeSize(c->wireType);
+  DCTCHECK(c->sent.reserve(at + values));
+  DCTCHECK(c->ops->copy(c->kernels, c->sent.as(), msg.indices, msg.nnz * c->indexBytes, stream));
+  return c->ops->copy(c->kernels, c->sent.as<char>() + at, msg.values, values, stream);
+}
+
+dctResult_t returnUndelivered(dctCompressor_t c, const Message& msg, const void* result, dctDataType_t resultType,
+                              void* stream) {
+  if (!returnsUndelivered(c, msg)) return dctSuccess;
+  ScatterArgs a{c->spareResidual(), c->count, c->accType, c->indexBytes, c->sent.as(),
+                c->sent.as<char>() + alignedIndexBytes(msg.nnz, c->indexBytes), msg.nnz, true};
+  a.valueType = c->wireType;
+  a.unlessNonzero = result;
+  a.unlessBytes = dtypeSize(resultType);
+  return c->ops->scatterAdd(c->kernels, &a, stream);
 }
 
 void commitOwner(dctCompressor_t c, const OwnerDraft& d) {
@@ -144,7 +168,7 @@ void commitOwner(dctCompressor_t c, const OwnerDraft& d) {
   }
   o.begin = d.begin;
   o.length = d.length;
-  const bool keep = c->config.errorFeedback != 0 && d.length > 0;
+  const bool keep = c->config.errorFeedback != 0 && d.length > 0 && !c->config.ownerReturn;
   if (keep) o.committed = 1 - o.committed;
   o.zero = !keep || d.mass == 0;
   s.ownerResidualMass = keep ? d.mass : 0;

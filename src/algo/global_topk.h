@@ -40,8 +40,21 @@ dctResult_t ownerSelect(dctCompressor_t c, const void* range, size_t begin, size
                         SelectArgs& sel, OwnerDraft& draft, void* stream);
 
 // With the step's commit: the spare owner residual becomes the committed
-// one (without error feedback the rest is dropped, as the worker's is), and
-// the owner's stats.
+// one (without error feedback the rest is dropped, as the worker's is; with
+// config.ownerReturn it was returned), and the owner's stats.
 void commitOwner(dctCompressor_t c, const OwnerDraft& draft);
+
+// config.ownerReturn (Ok-Topk's residual): what an owner does not select
+// goes back to the ranks that sent it. keepSent copies this rank's COO
+// (compressStep's msg) into c->sent before the exchange, whose owner
+// select reuses c->selection; once the ranges are in `result`, each sent
+// entry that reads +-0 there (no owner delivered it) is added back into
+// the spare worker residual. Summed over ranks the returns are the owners'
+// unselected sums, so the owners keep nothing. An index whose sum is 0
+// (ranks' entries cancel) returns too: its mass is 0, but its entries stay.
+bool returnsUndelivered(dctCompressor_t c, const Message& msg);
+dctResult_t keepSent(dctCompressor_t c, const Message& msg, void* stream);
+dctResult_t returnUndelivered(dctCompressor_t c, const Message& msg, const void* result, dctDataType_t resultType,
+                              void* stream);
 
 }  // namespace dct

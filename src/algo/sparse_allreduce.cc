@@ -93,6 +93,7 @@ dctResult_t localWork(Step& s) {
   s.msg.storage = &c->selection;
   DCTCHECK(compressStep(c, s.send, s.msg, s.draft, s.stream));
   if (!splits(s)) return pack(s);
+  if (s.plan.algorithm == dctAlgoGlobalTopk) DCTCHECK(keepSent(c, s.msg, s.stream));
   if (s.plan.halving) {  // laid out in the agreement, from the selection
     s.bytes = 0;
     return dctSuccess;
@@ -166,6 +167,10 @@ dctResult_t exchange(Step& s, const std::vector<CallHeader>& all) {
     DCTCHECK(s.comm->transport->allreduce(s.comm, from, s.target, c->count, c->wireType, s.stream));
     s.received = denseBytes(s);
     s.clock.lap(dctPhaseExchange);
+  }
+  if (s.plan.algorithm == dctAlgoGlobalTopk && returnsUndelivered(c, s.msg)) {
+    DCTCHECK(returnUndelivered(c, s.msg, s.target, s.targetType, s.stream));
+    s.draft.residualZero = false;
   }
   // Averaged here, before the vote, when built in recvbuf (the allgather
   // plan's merge averages as it builds: mergeFactor); a staged result is

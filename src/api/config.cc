@@ -54,6 +54,7 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
                 static_cast<int>(dctCompressorTopk)));
   DCTCHECK(pick(comm, c.autoGlobalTopk, DCT_CONFIG_UNDEF_INT, env.autoGlobalTopk, "DCT_AUTO_GLOBAL_TOPK", 0));
   DCTCHECK(pick(comm, c.capacityFactor, DCT_CONFIG_UNDEF_DOUBLE, env.capacityFactor, "DCT_CAPACITY_FACTOR", 0.0));
+  DCTCHECK(pick(comm, c.ownerReturn, DCT_CONFIG_UNDEF_INT, env.ownerReturn, "DCT_OWNER_RETURN", 0));
 
   if (!(c.density > 0.0 && c.density <= 1.0))  // also rejects NaN
     return fail(comm, dctInvalidArgument, "density %g is outside (0, 1]", c.density);
@@ -80,6 +81,8 @@ dctResult_t resolveConfig(dctComm_t comm, const ConfigEnv& env, const dctConfig_
     return fail(comm, dctInvalidArgument, "compressor %d is not a dctCompressorKind_t", c.compressor);
   if (c.autoGlobalTopk != 0 && c.autoGlobalTopk != 1)
     return fail(comm, dctInvalidArgument, "autoGlobalTopk %d must be 0 or 1", c.autoGlobalTopk);
+  if (c.ownerReturn != 0 && c.ownerReturn != 1)
+    return fail(comm, dctInvalidArgument, "ownerReturn %d must be 0 or 1", c.ownerReturn);
   if (!(c.capacityFactor == 0.0 || (c.capacityFactor >= 1.0 && c.capacityFactor <= kMaxCapacityFactor)))
     return fail(comm, dctInvalidArgument, "capacityFactor %g must be 0 (off) or in [1, %g]", c.capacityFactor,
                 kMaxCapacityFactor);
@@ -95,6 +98,9 @@ dctResult_t checkFixedCapacity(dctComm_t comm, const dctConfig_t& c) {
   if (c.algorithm != dctAlgoAuto && c.algorithm != dctAlgoAllgather && c.algorithm != dctAlgoGlobalTopk)
     return fail(comm, dctInvalidArgument, "capacityFactor %g: the fixed-capacity mode runs the allgather plan or "
                 "global top-k with fixed pieces (algorithm must be auto, allgather or globaltopk)", c.capacityFactor);
+  if (c.algorithm == dctAlgoGlobalTopk && c.ownerReturn)
+    return fail(comm, dctInvalidArgument, "capacityFactor %g: fixed-capacity global top-k keeps what an owner does not "
+                "select in its owner residual (ownerReturn must be 0)", c.capacityFactor);
   return dctSuccess;
 }
 

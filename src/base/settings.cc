@@ -19,7 +19,7 @@ const char* const kAgreedNames[kAgreedSettings] = {
     "DCT_PIPELINE",   "DCT_CHUNK_ELEMENTS", "DCT_HIERARCHY",  "DCT_LOCAL_SIZE",   "DCT_ALPHA_US",
     "DCT_LINK_GBPS",  "DCT_SCATTER_GBPS", "DCT_REDUCE_GBPS",  "DCT_SELECT_GBPS",
     "DCT_TUNE",       "DCT_AUTO_GLOBAL_TOPK", "DCT_CAPACITY_FACTOR", "DCT_SPLIT_EXCHANGE",
-    "DCT_GATHER_SLOTS"};
+    "DCT_GATHER_SLOTS", "DCT_OWNER_RETURN"};
 
 constexpr double kUnset = -1.0e300, kMalformed = -2.0e300;
 
@@ -70,6 +70,7 @@ ConfigEnv configEnvFromEnv() {
   e.compressor = envChoice("DCT_COMPRESSOR", kKinds, 2);
   e.autoGlobalTopk = envInteger("DCT_AUTO_GLOBAL_TOPK");
   e.capacityFactor = envReal("DCT_CAPACITY_FACTOR");
+  e.ownerReturn = envInteger("DCT_OWNER_RETURN");
   return e;
 }
 
@@ -121,7 +122,7 @@ AgreedSettings agreedSettings(const Settings& s) {
                          s.cost.linkGBps, s.cost.scatterGBps, s.cost.reduceGBps, s.cost.selectGBps,
                          s.tune.text.empty() ? kUnset : s.tune.fingerprint(), encode(c.autoGlobalTopk),
                          encode(c.capacityFactor), static_cast<double>(s.splitExchange),
-                         s.gatherSlots ? 1.0 : 0.0}};
+                         s.gatherSlots ? 1.0 : 0.0, encode(c.ownerReturn)}};
 }
 
 std::string settingText(double value) {

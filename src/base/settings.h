@@ -28,7 +28,7 @@ CostOverrides costOverridesFromEnv();
 // refused when a compressor or plan resolves its config (api/config.h).
 struct ConfigEnv {
   EnvValue<double> density, capacityFactor;
-  EnvValue<long long> thresholdInterval, errorFeedback, warmupSteps, seed, autoGlobalTopk;
+  EnvValue<long long> thresholdInterval, errorFeedback, warmupSteps, seed, autoGlobalTopk, ownerReturn;
   EnvValue<int> thresholdMethod, algorithm, rowSelection, wireType, compressor;
 };
 ConfigEnv configEnvFromEnv();
@@ -61,7 +61,7 @@ Settings readSettings();
 
 // The agreed settings as numbers, each named after its variable, so that
 // ranks compare them value by value and name the one that differs.
-constexpr int kAgreedSettings = 19;
+constexpr int kAgreedSettings = 20;
 struct AgreedSettings {
   double value[kAgreedSettings];
 };

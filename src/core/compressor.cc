@@ -167,11 +167,11 @@ bool estimateDue(dctCompressor_t c) {
 
 // Every buffer in the bound twin's memory: bound with it, freed with the
 // compressor (one list, so a new buffer cannot be bound but not freed).
-std::array<TwinBuffer*, 14> twinBuffers(dctCompressor_t c) {
+std::array<TwinBuffer*, 15> twinBuffers(dctCompressor_t c) {
   return {&c->residuals[0],        &c->residuals[1],       &c->selection,         &c->wire,
-          &c->gathered,            &c->staged,             &c->nodeSum,           &c->owner.residuals[0],
-          &c->owner.residuals[1],  &c->stream.state,       &c->stream.ownerState, &c->stream.received,
-          &c->stream.rangeSum,     &c->stream.ownerSlot};
+          &c->sent,                &c->gathered,           &c->staged,            &c->nodeSum,
+          &c->owner.residuals[0],  &c->owner.residuals[1], &c->stream.state,      &c->stream.ownerState,
+          &c->stream.received,     &c->stream.rangeSum,    &c->stream.ownerSlot};
 }
 
 }  // namespace

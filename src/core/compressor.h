@@ -101,6 +101,7 @@ struct dctCompressor {
   bool residualZero = true;   // the committed residual is all zeros
   dct::TwinBuffer selection;  // this step's COO (allreduce)
   dct::TwinBuffer wire;       // the same, packed for the wire
+  dct::TwinBuffer sent;       // global top-k, ownerReturn: the COO again, past the owner's select
   dct::TwinBuffer gathered;   // all ranks' messages (allgather algorithm)
   dct::TwinBuffer staged;     // in-place calls: the result until the step commits
   dct::TwinBuffer nodeSum;    // hierarchical steps on a node leader: the node's sum

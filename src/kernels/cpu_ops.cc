@@ -185,6 +185,11 @@ dctResult_t cpuScatterAdd(KernelContext* kc, const ScatterArgs* args, void*) {
       scatterRange(dense, idx, val, 0, a.nnz);  // order matters for repeated indices
       return;
     }
+    if (a.unlessNonzero) {  // a sent message: k entries, one worker
+      for (size_t j = 0; j < a.nnz; j++)
+        if (!nonzeroAt(a.unlessNonzero, a.unlessBytes, idx[j])) addInto(dense[idx[j]], val[j]);
+      return;
+    }
     // Ascending unique indices: entry ranges never share a target, so
     // workers may split them freely and the result stays deterministic.
     ctx->pool.parallelFor(a.nnz, kMinPerWorker / 4, [&](size_t b, size_t e, int) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/host_device.h"
 #include "dct/dct.h"
 
 namespace dct {
@@ -24,7 +25,19 @@ struct ScatterArgs {
   size_t packedBytes = 0;  // scatterAddPacked: bytes of the packed index list
   dctDataType_t valueType = dctNumTypes;  // dctNumTypes: dtype
   dctDataType_t valueT() const { return valueType == dctNumTypes ? dtype : valueType; }
+  // Set (sortedUnique only): entry j is skipped where unlessNonzero[indices[j]]
+  // (floats of unlessBytes bytes, 2, 4 or 8) is not +-0: global top-k's
+  // return of what no owner delivered (config.ownerReturn).
+  const void* unlessNonzero = nullptr;
+  size_t unlessBytes = 0;
 };
+
+// x[i] (a float of `bytes` bytes, 2, 4 or 8) is not +-0 (NaN included).
+DCT_HOST_DEVICE bool nonzeroAt(const void* x, size_t bytes, size_t i) {
+  if (bytes == 2) return (static_cast<const uint16_t*>(x)[i] & 0x7fffu) != 0;
+  if (bytes == 4) return (static_cast<const uint32_t*>(x)[i] & 0x7fffffffu) != 0;
+  return (static_cast<const uint64_t*>(x)[i] & 0x7fffffffffffffffull) != 0;
+}
 
 // The sum of several packed messages (the allgather algorithm's reduction):
 // dense[i] = v_0(i) + v_1(i) + ... in message order, starting from +0 and

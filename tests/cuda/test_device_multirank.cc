@@ -171,6 +171,13 @@ TEST_CASE("MPI with device buffers (staged) matches host buffers") {
   }
   allgatherShapes(mpi.comm, mpi.comm);
   compareAlltoall(mpi.comm, mpi.comm);
+  // Global top-k returning what no owner selects to its senders (DCT_OWNER_RETURN: the masked scatter-add).
+  setenv("DCT_SPLIT_EXCHANGE", "pairwise", 1);
+  setenv("DCT_OWNER_RETURN", "1", 1);
+  MpiComm returning;
+  unsetenv("DCT_SPLIT_EXCHANGE");
+  unsetenv("DCT_OWNER_RETURN");
+  compareAllreduce(returning.comm, returning.comm, dctAlgoGlobalTopk, true);
 }
 
 #if DCT_TEST_NCCL

@@ -120,6 +120,9 @@ TEST_CASE("a config field that shapes the wire, different on one rank, fails the
     res = stepWithOneRankEdited(w, cfg, [](dctConfig_t& c) { c.autoGlobalTopk = 1; }, n);
     CHECK(res == dctInvalidUsage);
     CHECK(mentions(dctGetLastError(w.comm), "autoGlobalTopk"));
+    res = stepWithOneRankEdited(w, cfg, [](dctConfig_t& c) { c.ownerReturn = 1; }, n);
+    CHECK(res == dctInvalidUsage);
+    CHECK(mentions(dctGetLastError(w.comm), "ownerReturn"));
     res = stepWithOneRankEdited(w, cfg, [](dctConfig_t& c) { c.algorithm = dctAlgoGlobalTopk; }, n);
     CHECK(res == dctInvalidUsage);
   }

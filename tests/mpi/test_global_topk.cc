@@ -11,6 +11,7 @@
 
 #include "core/compressor.h"
 #include "core/owner_target.h"
+#include "transport/comm.h"
 #include "mpi_util.h"
 
 using namespace dcttest;
@@ -60,19 +61,21 @@ struct Outcome {
   bool identical = true;  // every result bit-identical across ranks
   uint64_t kept = 0;      // owner entries delivered in the last step, all ranks
   uint64_t received = 0;  // bytes this rank received in the last step
+  size_t ownerHeld = 0;   // nonzero owner-residual entries after any step, this rank
 };
 
 // `plans` steps in order; after each, delivered so far + everything held
 // back on every rank must equal every gradient so far.
 template <typename T>
 Outcome run(World& w, size_t n, double density, const std::vector<dctAlgorithm_t>& plans, bool sparse,
-            bool errorFeedback = true) {
+            bool errorFeedback = true, int ownerReturn = 0) {
   Settings s;
   s.density = density;
   s.interval = 3;
   s.errorFeedback = errorFeedback;
   s.algorithm = dctAlgoGlobalTopk;
   dctConfig_t cfg = explicitConfig(s);
+  cfg.ownerReturn = ownerReturn;
   dctCompressor_t c = nullptr;
   REQUIRE(dctCompressorCreate(w.comm, n, dtypeOf<T>(), &cfg, &c) == dctSuccess);
   std::vector<double> delivered(n, 0.0), given(n, 0.0);
@@ -97,6 +100,10 @@ Outcome run(World& w, size_t n, double density, const std::vector<dctAlgorithm_t
     REQUIRE(dctCompressorGetStats(c, &st) == dctSuccess);
     MPI_Allreduce(&st.ownerKept, &o.kept, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     o.received = st.bytesReceived;
+    std::vector<T> owner(n);
+    size_t begin = 0, length = 0;
+    REQUIRE(dctCompressorGetOwnerResidual(c, owner.data(), &begin, &length, nullptr) == dctSuccess);
+    for (size_t i = 0; i < length; i++) o.ownerHeld += owner[i] != 0;
   }
   dctCompressorDestroy(c);
   return o;
@@ -120,6 +127,35 @@ TEST_CASE("global top-k loses nothing and agrees bit for bit") {
         CHECK(d.wrong == 0);
         CHECK(d.identical);
       }
+}
+
+TEST_CASE("ownerReturn: what no owner delivers goes back to the ranks that sent it, nothing lost") {
+  World w;
+  const std::vector<dctAlgorithm_t> steps(6, dctAlgoGlobalTopk);
+  for (int exchange : {dct::kSplitExchangePairwise, dct::kSplitExchangeHalving}) {
+    const int old = w.comm->settings.splitExchange;
+    w.comm->settings.splitExchange = exchange;
+    size_t keptByOwners = 0;
+    for (size_t n : {size_t(1), size_t(7), size_t(1000), size_t(100003)})
+      for (double density : {0.01, 0.2})
+        for (bool sparse : {false, true}) {
+          CAPTURE(exchange);
+          CAPTURE(n);
+          CAPTURE(density);
+          CAPTURE(sparse);
+          const Outcome f = run<float>(w, n, density, steps, sparse, true, 1);
+          CHECK(f.wrong == 0);
+          CHECK(f.identical);
+          CHECK(f.ownerHeld == 0);
+          const Outcome d = run<double>(w, n, density, steps, sparse, true, 1);
+          CHECK(d.wrong == 0);
+          CHECK(d.identical);
+          CHECK(d.ownerHeld == 0);
+          keptByOwners += run<float>(w, n, density, steps, sparse).ownerHeld;
+        }
+    w.comm->settings.splitExchange = old;
+    if (w.size > 1) CHECK(keptByOwners > 0);  // the same steps without it leave owner residuals
+  }
 }
 
 TEST_CASE("the owner residual folds back when another plan runs") {

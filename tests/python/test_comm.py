@@ -76,7 +76,17 @@ def case_numpy_arrays_over_mpi():
         out = np.zeros_like(send)
         c.allreduce(send, out, op="sum")
         assert same_on_all_ranks(torch.from_numpy(out))
-        assert c.config.density == 0.1 and c.config.wire_type == "fp64"
+        assert c.config.density == 0.1 and c.config.wire_type == "fp64" and c.config.owner_return is False
+    # Global top-k returning what no owner selects: the setting reaches the compressor; nothing is lost.
+    with libdct.Comm.from_torch() as comm, comm.compressor(1000, density=0.05, algorithm="globaltopk",
+                                                           owner_return=True) as c:
+        assert c.config.owner_return is True
+        g = torch.randint(-64, 65, (1000,), generator=torch.Generator().manual_seed(RANK)).float() / 4
+        out = c.allreduce(g.clone(), op="sum")
+        given, held = g.clone(), c.get_residual(torch.empty(1000))
+        for t in (given, held):
+            dist.all_reduce(t)
+        assert same_on_all_ranks(out) and torch.equal(out + held, given)
 
 
 def case_bad_input_is_a_clear_error():

@@ -17,7 +17,7 @@ namespace {
 const char* const kConfigVars[] = {"DCT_DENSITY",        "DCT_THRESHOLD_INTERVAL", "DCT_ERROR_FEEDBACK",
                                    "DCT_WARMUP_STEPS",   "DCT_SEED",               "DCT_THRESHOLD_METHOD",
                                    "DCT_ALGORITHM",      "DCT_ROW_SELECTION",      "DCT_AUTO_GLOBAL_TOPK",
-                                   "DCT_CAPACITY_FACTOR"};
+                                   "DCT_CAPACITY_FACTOR", "DCT_OWNER_RETURN"};
 
 struct CleanEnv {
   CleanEnv() {
@@ -40,6 +40,7 @@ TEST_CASE_FIXTURE(CleanEnv, "defaults come from the brief") {
   CHECK(out.rowSelection == dctRowTopK);
   CHECK(out.autoGlobalTopk == 0);
   CHECK(out.capacityFactor == 0.0);
+  CHECK(out.ownerReturn == 0);
   dctConfig_t fromNull;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), nullptr, &fromNull) == dctSuccess);
   CHECK(fromNull.density == out.density);
@@ -77,6 +78,16 @@ TEST_CASE_FIXTURE(CleanEnv, "env fills undefined fields; explicit fields win") {
   CHECK(out.autoGlobalTopk == 1);
   setenv("DCT_AUTO_GLOBAL_TOPK", "2", 1);
   CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctInvalidArgument);
+  setenv("DCT_AUTO_GLOBAL_TOPK", "1", 1);
+  setenv("DCT_OWNER_RETURN", "1", 1);
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctSuccess);
+  CHECK(out.ownerReturn == 1);
+  fresh.ownerReturn = 0;  // explicit wins
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctSuccess);
+  CHECK(out.ownerReturn == 0);
+  fresh.ownerReturn = 2;
+  CHECK(resolveConfig(nullptr, dct::configEnvFromEnv(), &fresh, &out) == dctInvalidArgument);
+  CHECK(std::strstr(dctGetLastError(nullptr), "ownerReturn") != nullptr);
 }
 
 TEST_CASE_FIXTURE(CleanEnv, "the fixed-capacity mode: from the environment, and only where it can run") {
@@ -104,6 +115,11 @@ TEST_CASE_FIXTURE(CleanEnv, "the fixed-capacity mode: from the environment, and 
   in.algorithm = dctAlgoGlobalTopk;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(dct::checkFixedCapacity(nullptr, out) == dctSuccess);
+  in.ownerReturn = 1;  // fixed owner slots keep their overflow: no return
+  REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
+  CHECK(dct::checkFixedCapacity(nullptr, out) == dctInvalidArgument);
+  CHECK(std::strstr(dctGetLastError(nullptr), "ownerReturn") != nullptr);
+  in.ownerReturn = 0;
   in.algorithm = dctAlgoAuto;
   REQUIRE(resolveConfig(nullptr, dct::configEnvFromEnv(), &in, &out) == dctSuccess);
   CHECK(dct::checkFixedCapacity(nullptr, out) == dctSuccess);
