@@ -68,8 +68,9 @@ bool splits(const Step& s) { return s.plan.algorithm == dctAlgoSplit || s.plan.a
 dctResult_t localWork(Step& s) {
   dctCompressor_t c = s.c;
   DCTCHECK(c->ops->streamBegin(c->kernels, s.stream));
-  // An owner residual this step will not read joins the worker residual.
-  const bool global = s.plan.algorithm == dctAlgoGlobalTopk;
+  // An owner residual this step will not read joins the worker residual
+  // (with ownerReturn no step reads one: a restored keeping state's moves).
+  const bool global = s.plan.algorithm == dctAlgoGlobalTopk && !c->config.ownerReturn;
   const int P = s.comm->size, me = s.comm->rank;
   const size_t begin = global ? splitRangeBegin(c->count, P, me) : 0;
   DCTCHECK(foldOwnerResidual(c, begin, global ? splitRangeBegin(c->count, P, me + 1) - begin : 0, s.stream));

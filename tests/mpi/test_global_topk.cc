@@ -61,14 +61,14 @@ struct Outcome {
   bool identical = true;  // every result bit-identical across ranks
   uint64_t kept = 0;      // owner entries delivered in the last step, all ranks
   uint64_t received = 0;  // bytes this rank received in the last step
-  size_t ownerHeld = 0;   // nonzero owner-residual entries after any step, this rank
+  size_t ownerHeld = 0;   // nonzero owner-residual entries after any (returning) step, this rank
 };
 
 // `plans` steps in order; after each, delivered so far + everything held
 // back on every rank must equal every gradient so far.
 template <typename T>
 Outcome run(World& w, size_t n, double density, const std::vector<dctAlgorithm_t>& plans, bool sparse,
-            bool errorFeedback = true, int ownerReturn = 0) {
+            bool errorFeedback = true, int ownerReturn = 0, size_t returnFrom = SIZE_MAX) {
   Settings s;
   s.density = density;
   s.interval = 3;
@@ -84,6 +84,7 @@ Outcome run(World& w, size_t n, double density, const std::vector<dctAlgorithm_t
     // The plan is the config's: a fresh compressor would lose the state, so
     // the test switches plans the way DCT_TUNE would, through the config.
     c->config.algorithm = plans[step];
+    if (step >= returnFrom) c->config.ownerReturn = 1;  // a keeping state restored into a returning run
     const std::vector<T> g = gridGradient<T>(n, w.rank, static_cast<int>(step), sparse);
     std::vector<T> out(n);
     REQUIRE(dctSparseAllreduce(g.data(), out.data(), n, dtypeOf<T>(), dctSum, c, w.comm, nullptr) == dctSuccess);
@@ -103,7 +104,8 @@ Outcome run(World& w, size_t n, double density, const std::vector<dctAlgorithm_t
     std::vector<T> owner(n);
     size_t begin = 0, length = 0;
     REQUIRE(dctCompressorGetOwnerResidual(c, owner.data(), &begin, &length, nullptr) == dctSuccess);
-    for (size_t i = 0; i < length; i++) o.ownerHeld += owner[i] != 0;
+    if (returnFrom == SIZE_MAX || step >= returnFrom)
+      for (size_t i = 0; i < length; i++) o.ownerHeld += owner[i] != 0;
   }
   dctCompressorDestroy(c);
   return o;
@@ -155,6 +157,14 @@ TEST_CASE("ownerReturn: what no owner delivers goes back to the ranks that sent 
         }
     w.comm->settings.splitExchange = old;
     if (w.size > 1) CHECK(keptByOwners > 0);  // the same steps without it leave owner residuals
+  }
+  // Owner residuals left by keeping steps join the worker residuals at the first returning one.
+  for (size_t n : {size_t(1000), size_t(100003)}) {
+    CAPTURE(n);
+    const Outcome o = run<float>(w, n, 0.01, steps, false, true, 0, 3);
+    CHECK(o.wrong == 0);
+    CHECK(o.identical);
+    CHECK(o.ownerHeld == 0);
   }
 }
 
