@@ -49,7 +49,7 @@ def vote(group, ranks, settings, bucket_digest=0, failed=False, flags=(), prior_
     digests differ; returns a Vote otherwise. prior_failed: a second
     failure, voted apart (the previous bucket's finish)."""
     # One digest of every setting; the per-field ones only to name a
-    # difference (a vote runs twice a bucket: its host time is the step's).
+    # difference (a vote runs once a bucket: its host time is the step's).
     agreed = [digest(tuple(settings.items())), bucket_digest]
     me = group.rank() + 1
     t = torch.tensor([me if failed else 0, me if prior_failed else 0] + [x for a in agreed for x in (a, -a)]

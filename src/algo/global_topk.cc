@@ -145,7 +145,6 @@ dctResult_t keepSent(dctCompressor_t c, const Message& msg, void* stream) {
 
 dctResult_t returnUndelivered(dctCompressor_t c, const Message& msg, const void* result, dctDataType_t resultType,
                               void* stream) {
-  if (!returnsUndelivered(c, msg)) return dctSuccess;
   ScatterArgs a{c->spareResidual(), c->count, c->accType, c->indexBytes, c->sent.as(),
                 c->sent.as<char>() + alignedIndexBytes(msg.nnz, c->indexBytes), msg.nnz, true};
   a.valueType = c->wireType;

@@ -52,6 +52,7 @@ void commitOwner(dctCompressor_t c, const OwnerDraft& draft);
 // the spare worker residual. Summed over ranks the returns are the owners'
 // unselected sums, so the owners keep nothing. An index whose sum is 0
 // (ranks' entries cancel) returns too: its mass is 0, but its entries stay.
+// returnUndelivered runs only where returnsUndelivered (keepSent checks).
 bool returnsUndelivered(dctCompressor_t c, const Message& msg);
 dctResult_t keepSent(dctCompressor_t c, const Message& msg, void* stream);
 dctResult_t returnUndelivered(dctCompressor_t c, const Message& msg, const void* result, dctDataType_t resultType,
