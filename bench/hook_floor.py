@@ -26,6 +26,8 @@ def args_():
     p.add_argument("--buckets", type=int, default=8)
     p.add_argument("--params", type=int, default=4)
     p.add_argument("--density", type=float, default=0.01)
+    p.add_argument("--no-find-unused", dest="find_unused", action="store_false",
+                   help="DctState(find_unused_parameters=False): no zero-gradient read-back a bucket")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--phases", action="store_true", help="time each phase (adds a little to each)")
@@ -71,7 +73,8 @@ def main():
     params = [[torch.nn.Parameter(torch.zeros(per)) for _ in range(a.params)] for _ in range(a.buckets)]
     g = torch.Generator().manual_seed(1 + rank)
     grads = [torch.randn(per * a.params, generator=g) for _ in range(a.buckets)]
-    state = DctState(density=a.density, algorithm="allgather", min_compression_bytes=0)
+    state = DctState(density=a.density, algorithm="allgather", min_compression_bytes=0,
+                     find_unused_parameters=a.find_unused)
 
     def step():
         futures = [dct_hook(state, Bucket(i, grad.clone(), ps, i == a.buckets - 1))

@@ -38,6 +38,8 @@ def args_():
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--density", type=float, default=0.01)
+    p.add_argument("--no-find-unused", dest="find_unused", action="store_false",
+                   help="DctState(find_unused_parameters=False): no zero-gradient read-back a bucket")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--bucket-mb", type=float, default=25)
@@ -102,13 +104,13 @@ def main():
     plain = DDP(net, device_ids=[device] if device.type == "cuda" else None, bucket_cap_mb=a.bucket_mb)
     recorder = Recorder()
     plain.register_comm_hook(None, recorder.hook)
-    state = DctState(density=a.density, algorithm="allgather", model=net)
+    state = DctState(density=a.density, algorithm="allgather", model=net, find_unused_parameters=a.find_unused)
     ddp = DDP(net, device_ids=[device] if device.type == "cuda" else None, bucket_cap_mb=a.bucket_mb)
     ddp.register_comm_hook(state, dct_hook)
     timed_steps(ddp, x, y, 3, device)  # warm-up: DDP re-buckets, compressors made, thresholds estimated
     timed_steps(plain, x, y, 3, device)
     grads = [torch.randn(n, device=device) for _, n, _, _ in recorder.buckets]
-    alone = DctState(density=a.density, algorithm="allgather")  # its own compressors: the DDP state's stay put
+    alone = DctState(density=a.density, algorithm="allgather", find_unused_parameters=a.find_unused)  # its own compressors: the DDP state's stay put
     times = {"compute": [], "comm": [], "dct": []}
     for _ in range(a.repeats):
         times["compute"].append(timed_steps(plain, x, y, a.steps, device))

@@ -13,7 +13,7 @@ import torch.distributed as dist
 from .groups import all_gather, all_reduce
 
 SETTINGS = ("density", "start_iter", "min_compression_bytes", "compressor", "algorithm", "wire_type", "config",
-            "momentum", "momentum_masking")
+            "momentum", "momentum_masking", "find_unused_parameters")
 _BUCKET = "bucket (index, layout, iteration)"
 
 

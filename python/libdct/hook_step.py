@@ -17,7 +17,8 @@ at once while units follow DDP's buckets; after load_state_dict, for one
 iteration, units keep the saved partition, which DDP's first buckets in a
 fresh process may cut differently, and so do the dense sums
 (hook_dense.py). A parameter whose gradient is zero on every rank (unused
-this step: DDP drops its result) keeps its residual."""
+this step: DDP drops its result) keeps its residual, unless the state's
+find_unused_parameters is False (no parameter misses a step)."""
 import contextlib
 
 import torch
@@ -90,7 +91,8 @@ class StepRunner:
             work = _Work(self, job)
         except BaseException as e:
             failure = e
-        used = [0 if work is None or k in work.local_zero_keys else 1 for k in job.keys]
+        used = [0 if work is None or k in work.local_zero_keys else 1 for k in job.keys] \
+            if st.find_unused_parameters else []  # no flags: every parameter runs
         prior, self.unvoted = self.unvoted, None
         v = vote(st.control.pg, st.ranks, settings_of(st), job.digest(st._positions is not None),
                  failure is not None, used, prior_failed=prior is not None and prior.failure is not None)

@@ -21,7 +21,9 @@ class _Work:
         self.work = job.buf.cpu() if staged else job.buf
         job.staged = self.work if staged else None
         views = dict(zip(job.keys, self.work.split(job.numels)))
-        nonzero = torch.stack([v.any() for v in views.values()]).tolist() if views else []
+        # A bucket's one read-back (on CUDA a wait for its gradients): only where a parameter can miss a step
+        detect = views and st.find_unused_parameters
+        nonzero = torch.stack([v.any() for v in views.values()]).tolist() if detect else []
         self.local_zero_keys = {k for k, nz in zip(job.keys, nonzero) if not nz}
         compressed = self._compressed(job)
         self.velocity = it.velocity

@@ -52,6 +52,19 @@ class _Owned:
         self.groups.clear()
 
 
+def _finds_unused(requested, model):
+    """DctState's find_unused_parameters against the DDP model's."""
+    ddp = model if isinstance(model, torch.nn.parallel.DistributedDataParallel) else None
+    # static_graph: DDP finds the unused parameters on the first iteration and drops them later
+    ddp_finds = ddp is None or bool(ddp.find_unused_parameters or getattr(ddp, "static_graph", False))
+    if requested is None:
+        return ddp_finds
+    if not requested and ddp is not None and ddp_finds:
+        raise ValueError("find_unused_parameters=False, but the DDP model finds unused parameters (or has a static "
+                         "graph): it would drop their results, and with them their residuals")
+    return bool(requested)
+
+
 def _release(worker, owned):
     worker.submit(owned.free)
     worker.stop(join=False)
@@ -90,13 +103,22 @@ class DctState:
         gradient is applied with all of its momentum, as SGD's.
     model: the model (or DDP module) whose parameters the buckets hold:
         names residuals by parameter position, which state_dict() needs.
+    find_unused_parameters: whether a parameter can miss a step, as DDP's
+        setting of that name. True: each bucket reads back which of its
+        parameters have a zero gradient (on CUDA a wait for the bucket's
+        gradients) and those zero on every rank keep their residual, which
+        DDP would drop. False: no read-back, every parameter is sent; DDP
+        refuses an unused parameter then. None (default): the DDP model's
+        own setting (True with static_graph), else True. False with a DDP
+        model that finds unused parameters raises ValueError: their
+        residuals would be lost.
     Every setting must be the same on every rank: the state agrees them over
     the group now and at every bucket; a rank that differs fails every rank
     with a RuntimeError naming the field and the ranks."""
 
     def __init__(self, process_group=None, density=0.01, start_iter=0, min_compression_bytes=16384,
                  compressor="topk", algorithm="auto", wire_type=None, config=None, model=None, momentum=0.0,
-                 momentum_masking=True):
+                 momentum_masking=True, find_unused_parameters=None):
         if not 0 < density <= 1:
             raise ValueError(f"density must be in (0, 1], not {density}")
         self.density, self.start_iter, self.min_compression_bytes = density, start_iter, min_compression_bytes
@@ -107,6 +129,7 @@ class DctState:
             raise ValueError(f"momentum must be in [0, 1), and 0 unless compressor is 'topk' with the buckets' own "
                              f"wire type (masking reads a sent entry's residual as 0), not {momentum}")
         self.momentum, self.momentum_masking = float(momentum), bool(momentum_masking)
+        self.find_unused_parameters = _finds_unused(find_unused_parameters, model)
         self.compressor_config().to_native()  # a bad name fails here, not in the first backward
         self.iter = 0
         self._dense_sent = 0  # bytes_sent by dense sums; the units count their own

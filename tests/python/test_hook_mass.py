@@ -1,6 +1,9 @@
 """Nothing lost, nothing overflowed (mpirun, 1-4 ranks): with
 find_unused_parameters and a layer skipped on odd steps, applied means plus
-residuals equal the gradient sums; a parameter whose bucket goes dense keeps
+residuals equal the gradient sums; without find_unused_parameters a used
+parameter whose gradient is zero everywhere sends its residual (with it,
+keeps it), and the setting follows the DDP model's; a parameter whose
+bucket goes dense keeps
 its residual (sent in the dense allreduce); the dense path divides before it
 sums (fp16 values near the top of its range on every rank stay finite);
 buckets on other devices are refused on every rank with a clear error."""
@@ -46,6 +49,57 @@ def case_unused_parameters_keep_their_residual():
         opt.step()
     assert_nothing_lost(state, record)
     state.close()
+
+
+class Gated(torch.nn.Module):
+    """A layer every step uses, its gradient exactly zero once the gate closes."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.gated = torch.nn.Linear(32, 64), torch.nn.Linear(64, 10)
+        self.gate = 1.0
+
+    def forward(self, x):
+        return self.gated(torch.relu(self.a(x))) * self.gate
+
+
+def case_without_unused_parameters_a_zero_gradient_is_sent():
+    config = Config(threshold_interval=1, threshold_method="exact")
+    left = {}
+    for detect in (True, False):
+        torch.manual_seed(7)
+        net = Gated()
+        ddp = DDP(net, bucket_cap_mb=0.01)  # find_unused_parameters=False: every parameter has a gradient
+        inferred = DctState(model=ddp)
+        assert inferred.find_unused_parameters is False, "the DDP model's setting"
+        inferred.close()
+        state, record = DctState(density=0.3, min_compression_bytes=0, algorithm="allgather", config=config,
+                                 find_unused_parameters=detect), {}
+        ddp.register_comm_hook(state, recording(state, record))
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        g = torch.Generator().manual_seed(RANK + 1)
+        for step in range(6):
+            net.gate = 1.0 if step == 0 else 0.0  # from step 1 the gated layer's gradient is 0 on every rank
+            opt.zero_grad()
+            F.cross_entropy(ddp(torch.randn(8, 32, generator=g)), torch.randint(0, 10, (8,), generator=g)).backward()
+            opt.step()
+            if step == 0:
+                first = state.residuals()[id(net.gated.weight)].clone()
+        assert_nothing_lost(state, record)
+        left[detect] = state.residuals().get(id(net.gated.weight), torch.zeros_like(first))
+        state.close()
+        if detect:  # held: zero on every rank, so a missed step, which DDP would drop
+            assert torch.equal(left[detect], first), "with detection the zero-gradient layer keeps its residual"
+    assert left[False].abs().sum() < 0.5 * first.abs().sum(), "without detection the residual is sent"
+    state = DctState(model=DDP(Gated(), find_unused_parameters=True))
+    assert state.find_unused_parameters is True
+    state.close()
+    err = raises(lambda: DctState(model=DDP(Gated(), find_unused_parameters=True), find_unused_parameters=False),
+                 ValueError)
+    assert err is not None and "residuals" in str(err), err
+    if SIZE > 1:  # agreed: a rank that differs fails every rank
+        err = raises(lambda: DctState(find_unused_parameters=RANK == 0), RuntimeError)
+        assert err is not None and "find_unused_parameters" in str(err), err
 
 
 def case_a_bucket_that_goes_dense_sends_its_residual():
