@@ -46,14 +46,19 @@ size_t ownerSlotCapacity(dctCompressor_t c, int ranks) {
                        longest);
 }
 
-bool stepCapturable(dctCompressor_t c) {
-  return fixedCapacity(c) && c->ops != nullptr && c->ops->device && c->stream.agreed && c->stream.live &&
-         !inWarmup(c);
-}
-
 namespace {
 
 bool onebit(dctCompressor_t c) { return c->config.compressor == dctCompressorOnebit; }
+
+}  // namespace
+
+bool stepCapturable(dctCompressor_t c) {
+  // 1-bit with segments reads its scales back (onebit_step.h: onebitQueues)
+  const bool queues = fixedCapacity(c) || (onebit(c) && !c->onebit.seg.many());
+  return queues && c->ops != nullptr && c->ops->device && c->stream.agreed && c->stream.live && !inWarmup(c);
+}
+
+namespace {
 
 // The byte counters of `steps` steps since the state went live.
 void countSteps(dctCompressor_t c, uint64_t steps) {

@@ -67,8 +67,9 @@ size_t pieceCapacity(dctCompressor_t c, int ranks);
 size_t ownerSlotCapacity(dctCompressor_t c, int ranks);
 
 // A step of this compressor queues on a device with no host round trip
-// (fixed-capacity, device twin, past its warmup and first agreed step, its
-// state live in device memory): what CUDA graph capture needs.
+// (fixed-capacity or unsegmented 1-bit, device twin, past its warmup and
+// first agreed step, its state live in device memory): what CUDA graph
+// capture needs.
 bool stepCapturable(dctCompressor_t c);
 
 // Host fields -> the twin's StreamState (synchronous); `live` afterwards.

@@ -100,8 +100,9 @@ dctResult_t Session::compress(const CompressCall& call, const CommOpener& open, 
   if (call.capturing) {  // no agreement, no allocation: a ready compressor or nothing
     dctCompressor_t* ready = st->comm ? st->cache.find(key) : nullptr;
     if (ready == nullptr || !stepCapturable(*ready))
-      return fail(nullptr, dctInvalidUsage, "%s: no fixed-capacity compressor ready for buffer %p under capture",
-                  name_, call.recvbuf);
+      return fail(nullptr, dctInvalidUsage,
+                  "%s: no fixed-capacity or 1-bit compressor ready for buffer %p under capture", name_,
+                  call.recvbuf);
     const dctResult_t res = dctSparseAllreduce(call.sendbuf, call.recvbuf, call.count, call.datatype, call.op,
                                                *ready, st->comm, call.stream);
     if (res != dctSuccess) {
@@ -111,7 +112,7 @@ dctResult_t Session::compress(const CompressCall& call, const CommOpener& open, 
     }
     std::lock_guard<std::mutex> g(lock_);
     summary_.compressed++;
-    summary_.wireBytes += (*ready)->stream.slotBytes;  // what a fixed-capacity step sends
+    summary_.wireBytes += (*ready)->stream.sentBytes;  // what a queued step sends, whatever its slots hold
     summary_.denseBytes += call.count * dtypeSize(call.datatype);
     return dctSuccess;
   }

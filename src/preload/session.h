@@ -77,13 +77,14 @@ class Session {
   // rank made it is agreed through `agree`: if one could not, all pass
   // every call on the communicator through from then on. Under capture
   // (call.capturing) nothing is made: a call that is not captureReady fails
-  // before any collective, and the statistics are the slot's size (reading
-  // the compressor's would wait for the stream).
+  // before any collective, and the statistics are what a queued step sends
+  // (reading the compressor's would wait for the stream).
   dctResult_t compress(const CompressCall& call, const CommOpener& open, const Agreer& agree);
 
   // Whether libdct can run this call under CUDA graph capture: the
   // communicator is wrapped on every rank and the buffer's compressor is
-  // cached, in the fixed-capacity mode on a device and past its first step
+  // cached, in the fixed-capacity mode (or 1-bit) on a device and past its
+  // first step
   // (core/stream_setup.h: stepCapturable), so its step queues without a
   // host round trip. The same on every rank of a program that makes the
   // same calls (the caches evolve alike).

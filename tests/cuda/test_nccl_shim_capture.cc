@@ -1,8 +1,9 @@
 // The NCCL shim's logic (NcclInterceptor + Session, as libdct_nccl_preload
-// runs them) over real NCCL at world size 1, in the fixed-capacity mode:
-// after eager warm-up calls a call under CUDA graph capture is compressed
-// (the shim's summary counts it, with the slot's bytes), and the graph's
-// replays give what the same calls made eagerly give, bit for bit.
+// runs them) over real NCCL at world size 1, in the fixed-capacity mode and
+// with the 1-bit compressor: after eager warm-up calls a call under CUDA
+// graph capture is compressed (the shim's summary counts it, with a queued
+// step's bytes), and the graph's replays give what the same calls made
+// eagerly give, bit for bit.
 // (Multi-rank NCCL needs a GPU per rank: one is lent at most.)
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
@@ -68,10 +69,9 @@ std::vector<float> gradient(size_t n, int step) {
   return g;
 }
 
-}  // namespace
-
-TEST_CASE("NCCL shim: under capture a fixed-capacity call is compressed, and replays equal eager calls") {
-  REQUIRE(setenv("DCT_CAPACITY_FACTOR", "1", 1) == 0);  // before any comm reads the settings
+// `setting` = `value` in the environment the shims' comms read.
+void captureMatchesEager(const char* setting, const char* value) {
+  REQUIRE(setenv(setting, value, 1) == 0);  // before any comm reads the settings
   ncclComm_t nccl = nullptr;
   int device = 0;
   REQUIRE(ncclCommInitAll(&nccl, 1, &device) == ncclSuccess);
@@ -140,5 +140,15 @@ TEST_CASE("NCCL shim: under capture a fixed-capacity call is compressed, and rep
   cudaFree(graphOut);
   cudaStreamDestroy(s);
   ncclCommDestroy(nccl);
-  unsetenv("DCT_CAPACITY_FACTOR");
+  unsetenv(setting);
+}
+
+}  // namespace
+
+TEST_CASE("NCCL shim: under capture a fixed-capacity call is compressed, and replays equal eager calls") {
+  captureMatchesEager("DCT_CAPACITY_FACTOR", "1");
+}
+
+TEST_CASE("NCCL shim: under capture a 1-bit call is compressed, and replays equal eager calls") {
+  captureMatchesEager("DCT_COMPRESSOR", "onebit");
 }
