@@ -324,23 +324,38 @@ __device__ double scaleOf(double sumOfSquares, size_t len) {
   return isfinite(s) ? s : onebitNaN<double>();
 }
 
-// The scale into the draft and into the first slotCount slots.
+// The scale into the draft, the scale and the call's digest into the first
+// slotCount slots.
 template <typename A>
 __global__ void stepScaleKernel(const double* sum, size_t len, unsigned char* slots, size_t slotBytes, int slotCount,
-                                double* draft) {
+                                double* draft, uint64_t digest) {
   const double scale = scaleOf<A>(sum ? *sum : 0.0, len);
   *draft = scale;
   // A NaN scale as the host's conversion writes it (the CPU twin's bits).
   const A stored = isnan(scale) ? onebitNaN<A>() : static_cast<A>(scale);
-  for (int q = 0; q < slotCount; q++) *reinterpret_cast<A*>(slots + q * slotBytes) = stored;
+  for (int q = 0; q < slotCount; q++) {
+    *reinterpret_cast<A*>(slots + q * slotBytes) = stored;
+    *reinterpret_cast<uint64_t*>(slots + q * slotBytes + onebitDigestOffset(slotBytes)) = digest;
+  }
 }
 
-// The verdict's start (the sticky error: a halted rank votes it) and
-// whether some gathered server scale is not finite.
+// Whether each of the `ranks` slots at `slots` carries `digest`.
+__device__ bool digestsMatch(const unsigned char* slots, size_t slotBytes, int ranks, uint64_t digest) {
+  for (int j = 0; j < ranks; j++)
+    if (*reinterpret_cast<const uint64_t*>(slots + j * slotBytes + onebitDigestOffset(slotBytes)) != digest)
+      return false;
+  return true;
+}
+
+// The verdict's start (the sticky error: a halted rank votes it; a slot
+// with another digest: the ranks' calls differ) and whether some gathered
+// server scale is not finite.
 template <typename A>
-__global__ void checkKernel(const int32_t* failed, StreamState* state, const unsigned char* gathered,
-                            size_t slotBytes, int ranks) {
+__global__ void checkKernel(const int32_t* failed, StreamState* state, const unsigned char* received,
+                            const unsigned char* gathered, size_t slotBytes, int ranks, uint64_t digest) {
   state->vote = readFailed(failed);
+  const bool same = digestsMatch(received, slotBytes, ranks, digest) && digestsMatch(gathered, slotBytes, ranks, digest);
+  if (state->vote == 0 && !same) state->vote = dctInvalidUsage;
   int32_t nonFinite = 0;
   for (int j = 0; j < ranks; j++)
     if (!isfinite(static_cast<double>(*reinterpret_cast<const A*>(gathered + j * slotBytes)))) nonFinite = 1;
@@ -376,7 +391,7 @@ dctResult_t onebitStepCompress(KernelContext*, const OnebitStepArgs* args, int s
     const double* sum = nullptr;
     DCTCHECK(reduceSum(a.scratch, groups, s, &sum));
     double* draft = server ? &a.state->draftServerScale : &a.state->draftTau;
-    stepScaleKernel<A><<<1, 1, 0, s>>>(sum, n, slots, a.slotBytes, server ? 1 : a.ranks, draft);
+    stepScaleKernel<A><<<1, 1, 0, s>>>(sum, n, slots, a.slotBytes, server ? 1 : a.ranks, draft, a.digest);
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });
@@ -386,7 +401,8 @@ dctResult_t onebitStepCheck(KernelContext*, const OnebitStepArgs* args, void* st
   const OnebitStepArgs& a = *args;
   return dispatchAnyValue(a.dtype, [&]<typename T>() -> dctResult_t {
     checkKernel<typename Value<T>::Acc><<<1, 1, 0, cudaStreamOf(stream)>>>(
-        a.failed, a.state, static_cast<const unsigned char*>(a.gatheredSlots), a.slotBytes, a.ranks);
+        a.failed, a.state, static_cast<const unsigned char*>(a.receivedSlots),
+        static_cast<const unsigned char*>(a.gatheredSlots), a.slotBytes, a.ranks, a.digest);
     CUDACHECK_LAUNCH();
     return dctSuccess;
   });

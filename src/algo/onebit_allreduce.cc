@@ -81,9 +81,6 @@ Step makeStep(const void* send, void* recv, dctRedOp_t op, dctCompressor_t c, dc
   return Step{send, recv, op, c, comm, stream, chunks, scaleBytes, onebitArenaOf(c), c->onebit.seg.scalesPerSlot};
 }
 
-// Bytes of the worker's message to server q: the scales and chunk q's words.
-size_t workerBytes(const Step& s, int q) { return s.scales * s.scaleBytes + s.chunks.words(q) * 4; }
-
 // A compression's segments: the worker's (segments) or this rank's pieces.
 void segmentsInto(OnebitCompressArgs& a, const OnebitState& ob, bool server) {
   const OnebitSegments& seg = ob.seg;
@@ -96,12 +93,8 @@ void segmentsInto(OnebitCompressArgs& a, const OnebitState& ob, bool server) {
 
 // Payload this rank sends to / receives from the other ranks in one step.
 void countBytes(Step& s) {
-  const int P = s.comm->size, me = s.comm->rank;
-  const size_t peers = static_cast<size_t>(P - 1), gathered = peers * s.arena.slotBytes;
-  s.sent = gathered;
-  for (int q = 0; q < P; q++)
-    if (q != me) s.sent += workerBytes(s, q);
-  s.received = gathered + peers * workerBytes(s, me);
+  const size_t peers = static_cast<size_t>(s.comm->size - 1);
+  s.sent = s.received = 2 * peers * s.arena.slotBytes;  // whole slots, in both phases
 }
 
 // In place on the host: the result is finished in the staging buffer and
@@ -197,7 +190,7 @@ dctResult_t exchange(Step& s) {
   const Transport* t = comm->transport;
   if (s.warm) return t->allreduce(comm, s.send, s.target, s.c->count, s.c->dtype, s.stream);
   const RankArrays& a = s.c->rankArrays;  // reserved by localWork
-  const size_t total = onebitExchangeSizes(s.c, comm, s.chunks, s.arena.slotBytes, s.scales * s.scaleBytes);
+  const size_t total = onebitExchangeSizes(s.c, comm, s.arena.slotBytes);
   dctResult_t res = dctSuccess;
   auto keep = [&](dctResult_t r) {
     if (res == dctSuccess) res = r;

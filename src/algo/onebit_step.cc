@@ -19,6 +19,8 @@
 // nothing, and return the error.
 #include "algo/onebit_step.h"
 
+#include <cstring>
+
 #include "algo/stream_step.h"
 #include "base/caught.h"
 #include "base/debug.h"
@@ -42,22 +44,30 @@ void onebitAgreed(dctCompressor_t c, size_t sent, size_t received) {
   c->stream.agreed = true;
 }
 
-size_t onebitExchangeSizes(dctCompressor_t c, dctComm_t comm, const OnebitChunks& chunks, size_t slotBytes,
-                           size_t scaleArea) {
-  const int P = comm->size, me = comm->rank;
+size_t onebitExchangeSizes(dctCompressor_t c, dctComm_t comm, size_t slotBytes) {
+  const int P = comm->size;
   RankArrays& a = c->rankArrays;
-  a.sizes.assign(P, 0);
-  a.recvBytes.assign(P, 0);
+  a.sizes.assign(P, slotBytes);
+  a.recvBytes.assign(P, slotBytes);
   a.offsets.assign(P, 0);
-  size_t total = 0;
-  for (int q = 0; q < P; q++) {
-    a.sizes[q] = scaleArea + chunks.words(q) * 4;
-    a.recvBytes[q] = scaleArea + chunks.words(me) * 4;
-    a.offsets[q] = q * slotBytes;
-    total += static_cast<size_t>(P) * a.sizes[q];
-  }
-  return total;
+  for (int q = 0; q < P; q++) a.offsets[q] = q * slotBytes;
+  return static_cast<size_t>(P) * P * slotBytes;
 }
+
+namespace {
+
+// What every rank's queued step must agree on, in its slots: the call's
+// arguments and what shapes the slots (the first, synchronous step agreed
+// the rest in its header).
+uint64_t onebitCallDigest(dctCompressor_t c, const dctRedOp_t& op, size_t slotBytes) {
+  int32_t rawOp = 0;
+  std::memcpy(&rawOp, &op, sizeof rawOp);
+  return digestOf(0x6463745f31626974ull, {static_cast<uint64_t>(c->count), static_cast<uint64_t>(c->dtype),
+                                          static_cast<uint64_t>(static_cast<uint32_t>(rawOp)), slotBytes,
+                                          static_cast<uint64_t>(c->config.warmupSteps)});
+}
+
+}  // namespace
 
 dctResult_t onebitQueuedStep(const void* sendbuf, void* recvbuf, size_t count, const dctRedOp_t& op, dctCompressor_t c,
                              dctComm_t comm, void* stream, dctResult_t local, const char* fn) {
@@ -90,12 +100,13 @@ dctResult_t onebitQueuedStep(const void* sendbuf, void* recvbuf, size_t count, c
   a.scratch = reinterpret_cast<double*>(base + arena.scratch);
   a.result = recvbuf;
   a.factor = op == dctSum ? static_cast<double>(comm->size) : 1.0;
+  a.digest = onebitCallDigest(c, op, arena.slotBytes);
   StreamStepArgs v{};  // the vote and the commit
   v.state = a.state;
   v.failed = a.failed;
   v.sticky = true;
   v.onebit = true;
-  const size_t total = onebitExchangeSizes(c, comm, chunks, arena.slotBytes, scaleBytes);
+  const size_t total = onebitExchangeSizes(c, comm, arena.slotBytes);
   const RankArrays& sizes = c->rankArrays;
   const Transport* t = comm->transport;
   const int32_t before = comm->asyncError.read();

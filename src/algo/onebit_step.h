@@ -19,9 +19,10 @@ bool onebitQueues(dctCompressor_t c);
 void onebitAgreed(dctCompressor_t c, size_t sent, size_t received);
 
 // The worker slots' alltoallv sizes and offsets into c->rankArrays (reserved
-// for comm->size ranks); returns what all ranks send together.
-size_t onebitExchangeSizes(dctCompressor_t c, dctComm_t comm, const OnebitChunks& chunks, size_t slotBytes,
-                           size_t scaleArea);  // the scales in front of each slot's words
+// for comm->size ranks): whole slots, so that each carries its digest
+// (onebit_kernels.h: kOnebitDigestBytes); returns what all ranks send
+// together.
+size_t onebitExchangeSizes(dctCompressor_t c, dctComm_t comm, size_t slotBytes);
 
 // One queued step (onebit_step_args.h). A rank whose own checks failed
 // (localError) still queues the collectives with its compressor's sizes

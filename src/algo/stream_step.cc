@@ -41,11 +41,6 @@
 namespace dct {
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  uint64_t s = h ^ v;
-  return splitmix64(s);
-}
-
 // What every rank's slot must agree on: the call's arguments and what
 // shapes the slots and the sum.
 uint64_t callDigest(dctCompressor_t c, const dctRedOp_t& op) {
@@ -54,13 +49,11 @@ uint64_t callDigest(dctCompressor_t c, const dctRedOp_t& op) {
   std::memcpy(&factor, &c->config.capacityFactor, sizeof factor);
   int32_t rawOp = 0;
   std::memcpy(&rawOp, &op, sizeof rawOp);
-  uint64_t h = 0x6463745f73746570ull;
-  for (uint64_t v : {static_cast<uint64_t>(c->count), static_cast<uint64_t>(c->dtype),
-                     static_cast<uint64_t>(static_cast<uint32_t>(rawOp)), static_cast<uint64_t>(c->wireType),
-                     density, factor, static_cast<uint64_t>(c->stream.slotBytes),
-                     static_cast<uint64_t>(c->config.warmupSteps), static_cast<uint64_t>(fixedGlobalTopk(c))})
-    h = mix(h, v);
-  return h;
+  return digestOf(0x6463745f73746570ull,
+                  {static_cast<uint64_t>(c->count), static_cast<uint64_t>(c->dtype),
+                   static_cast<uint64_t>(static_cast<uint32_t>(rawOp)), static_cast<uint64_t>(c->wireType), density,
+                   factor, static_cast<uint64_t>(c->stream.slotBytes), static_cast<uint64_t>(c->config.warmupSteps),
+                   static_cast<uint64_t>(fixedGlobalTopk(c))});
 }
 
 // The compressor's slots, state and the comm's transport room, once.
@@ -254,6 +247,15 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
   local = queueStep(k, a, local);
   if (asynchronous(c)) return queuedOutcome(comm, local, asyncBefore, fn);
   return outcome(k, a, local, fn);
+}
+
+uint64_t digestOf(uint64_t seed, std::initializer_list<uint64_t> values) {
+  uint64_t h = seed;
+  for (uint64_t v : values) {
+    uint64_t s = h ^ v;
+    h = splitmix64(s);
+  }
+  return h;
 }
 
 bool asynchronous(dctCompressor_t c) { return c->ops->device || c->stream.asyncForTesting; }

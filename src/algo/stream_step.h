@@ -1,6 +1,9 @@
 // dctSparseAllreduce in the fixed-capacity mode (stream_step.cc).
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "dct/dct.h"
 #include "kernels/stream_args.h"
 
@@ -17,6 +20,9 @@ dctResult_t streamStep(const void* sendbuf, void* recvbuf, size_t count, const d
 
 // What the fixed-capacity step and the 1-bit allreduce's queued step
 // (onebit_step.cc) share:
+//
+// The digest their slots carry: `values` mixed into `seed` (splitmix64).
+uint64_t digestOf(uint64_t seed, std::initializer_list<uint64_t> values);
 //
 // A device twin's outcome arrives after the call returns (tests may ask a
 // host twin to behave so: StreamSetup::asyncForTesting).

@@ -18,7 +18,7 @@ namespace dct {
 
 // The arena's pieces, in bytes from its start (each 8-byte aligned): the
 // step's messages as slots (onebit_kernels.h: each chunk's scale, then its
-// sign words) and the compress op's fp64 partials.
+// sign words, then the call's digest) and the compress op's fp64 partials.
 struct OnebitArena {
   size_t slotBytes;
   size_t workerSlots;    // this rank's worker signs, one slot per server
@@ -28,7 +28,7 @@ struct OnebitArena {
   size_t scratch;
   size_t bytes;
   OnebitArena(const OnebitChunks& chunks, size_t scaleBytes, size_t scalesPerSlot = 1, size_t segments = 1)
-      : slotBytes(onebitSlotBytes(chunks.chunkWords, scaleBytes, scalesPerSlot)) {
+      : slotBytes(onebitSlotWithDigest(onebitSlotBytes(chunks.chunkWords, scaleBytes, scalesPerSlot))) {
     auto pad8 = [](size_t b) { return (b + 7) & ~size_t(7); };
     const size_t all = pad8(static_cast<size_t>(chunks.ranks) * slotBytes);
     size_t at = 0;

@@ -56,6 +56,14 @@ DCT_HOST_DEVICE size_t onebitSlotBytes(size_t chunkWords, size_t scaleBytes, siz
   return scales * scaleBytes + (chunkWords * 4 + scaleBytes - 1) / scaleBytes * scaleBytes;
 }
 
+// The allreduce's slots (core/onebit_state.h: OnebitArena) are longer: the
+// call's digest rides in each slot's last 8 bytes (8-byte aligned), past
+// what the ops above read or write; the queued step writes and checks it
+// (onebit_step_args.h).
+constexpr size_t kOnebitDigestBytes = 8;
+DCT_HOST_DEVICE size_t onebitSlotWithDigest(size_t slotBytes) { return (slotBytes + 7) / 8 * 8 + kOnebitDigestBytes; }
+DCT_HOST_DEVICE size_t onebitDigestOffset(size_t slotBytes) { return slotBytes - kOnebitDigestBytes; }
+
 template <typename A>
 struct OnebitSlotsOf {
   const unsigned char* base;

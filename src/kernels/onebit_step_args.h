@@ -14,16 +14,20 @@
 //                                slot; x kept in the spare server error,
 //                                the scale into draftServerScale
 //   (allgather of the server slots)
-//   onebitStepCheck              vote = *failed (halted) or 0;
+//   onebitStepCheck              vote = *failed (halted), else
+//                                dctInvalidUsage where a received or
+//                                gathered slot's digest is not this rank's
+//                                (the ranks' calls differ), else 0;
 //                                draftNonFinite = some gathered scale is NaN
 //   (streamPost of the host's failures, the vote, streamCommit with onebit:
 //    stream_args.h's onebitAdvance)
 //   onebitStepDecode             a committed step's result into `result`
 //                                (NaN everywhere when draftNonFinite)
 //
-// The compressions are not gated on *failed: they write only the spare
-// buffers, the slots and the draft, which a dropped step never reads. Both
-// twins compute the same bits as onebitCompress/onebitDecode
+// Both compressions write `digest` into the last 8 bytes of each slot they
+// fill (onebitDigestOffset). They are not gated on *failed: they write only
+// the spare buffers, the slots and the draft, which a dropped step never
+// reads. Both twins compute the same bits as onebitCompress/onebitDecode
 // (onebit_kernels.h), keepX on, with the state's pending scales.
 #pragma once
 
@@ -51,9 +55,10 @@ struct OnebitStepArgs {
   const void* receivedSlots;  // every rank's signs of this rank's chunk
   void* serverSlot;
   const void* gatheredSlots;  // every server's slot: the result
-  size_t slotBytes;
+  size_t slotBytes;           // with the digest (kOnebitDigestBytes)
   size_t chunkWords;
   int ranks;
+  uint64_t digest;  // the call's arguments (every rank's must match)
   double* scratch;  // onebitScratchBytes(n)
   // The result.
   void* result;   // dtype, n elements

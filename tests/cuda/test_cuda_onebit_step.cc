@@ -5,8 +5,9 @@
 // payloads may differ there, and it is never committed). Simulated ranks
 // share one process: the "alltoallv" and "allgather" copy slots between
 // the ranks' arenas, and the vote reads every rank's verdict and writes
-// the max. Steps cover a non-finite step (output NaN, errors kept) and a
-// step one rank votes failed (nothing committed anywhere, the sticky word set).
+// the max. Steps cover a non-finite step (output NaN, errors kept), a
+// step one rank votes failed (nothing committed anywhere, the sticky word
+// set) and one where a rank's call digest differs (dctInvalidUsage voted).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -85,6 +86,7 @@ struct Sim {
   OnebitChunks chunks;
   OnebitArena arena;
   std::vector<std::unique_ptr<Rank>> ranks;
+  int oddDigest = -1;  // this rank's call differs from the others'
 
   Sim(const KernelOps& o, KernelContext* c, void* s, bool d, size_t count, int p)
       : ops(o), ctx(c), stream(s), device(d), n(count), P(p), chunks(count, p), arena(chunks, sizeof(A)) {
@@ -120,6 +122,7 @@ struct Sim {
     a.scratch = reinterpret_cast<double*>(k.arena.at(arena.scratch));
     a.result = k.result.p;
     a.factor = factor;
+    a.digest = r == oddDigest ? 0xd1ffull : 0x1b17ull;
     return a;
   }
 
@@ -137,10 +140,10 @@ struct Sim {
     std::vector<OnebitStepArgs> a;
     for (int r = 0; r < P; r++) a.push_back(args(r, factor));
     for (int r = 0; r < P; r++) REQUIRE(ops.onebitStepCompress(ctx, &a[r], 0, stream) == dctSuccess);
-    for (int q = 0; q < P; q++)  // alltoallv: rank r's slot q to rank q's slot r
+    for (int q = 0; q < P; q++)  // alltoallv: rank r's slot q to rank q's slot r, whole (its digest too)
       for (int r = 0; r < P; r++)
         copy(static_cast<char*>(const_cast<void*>(a[q].receivedSlots)) + r * arena.slotBytes,
-             static_cast<char*>(a[r].workerSlots) + q * arena.slotBytes, sizeof(A) + chunks.words(q) * 4);
+             static_cast<char*>(a[r].workerSlots) + q * arena.slotBytes, arena.slotBytes);
     for (int r = 0; r < P; r++) REQUIRE(ops.onebitStepCompress(ctx, &a[r], 1, stream) == dctSuccess);
     for (int r = 0; r < P; r++)  // allgather
       for (int j = 0; j < P; j++)
@@ -199,7 +202,8 @@ void compareSteps(size_t n, int P, dctRedOp_t op) {
   const double factor = op == dctSum ? P : 1.0;
   for (int step = 0; step < 7; step++) {
     CAPTURE(step);
-    const bool poison = step == 2, halt = step == 4;
+    const bool poison = step == 2, halt = step == 4, odd = step == 5 && P > 1;
+    cpu.oddDigest = gpu.oddDigest = odd ? P - 1 : -1;
     const auto in = inputsOf<T>(n, P, step, poison);
     cpu.step(in, factor, halt ? P - 1 : -1);
     gpu.step(in, factor, halt ? P - 1 : -1);
@@ -225,14 +229,15 @@ void compareSteps(size_t n, int P, dctRedOp_t op) {
     }
     StreamState s;
     std::memcpy(&s, cpu.ranks[0]->state.read().data(), sizeof s);
-    CHECK(s.lastOk == (halt ? 0 : 1));
+    CHECK(s.lastOk == (halt || odd ? 0 : 1));
+    if (odd) CHECK(s.vote == dctInvalidUsage);
     CHECK(s.draftNonFinite == (poison ? 1 : 0));
   }
 }
 
 }  // namespace
 
-TEST_CASE("the queued 1-bit step's CUDA ops equal the CPU twin's, step after step") {
+TEST_CASE("the queued 1-bit step's CUDA ops equal the CPU twin's, step after step (a differing digest too)") {
   compareSteps<float>(1001, 3, dctSum);
   compareSteps<float>(40, 4, dctAvg);  // empty chunks
   compareSteps<float>(70001, 2, dctAvg);  // several reduction levels

@@ -3,9 +3,10 @@
 // (StreamSetup::asyncForTesting): after the first synchronous step the
 // steps queue, and give bit for bit the outputs, errors and statistics of
 // the synchronous path on every rank; a step that fails after its call
-// returned (a rank's bad argument, a transport fault) changes nothing on
-// any rank and sets every rank's sticky error; later steps run but change
-// nothing; a saved state continues on a new comm.
+// returned (a rank's bad argument, ranks whose calls differ, a transport
+// fault) changes nothing on any rank and sets every rank's sticky error;
+// later steps run but change nothing; a saved state continues on a new
+// comm.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -168,6 +169,18 @@ TEST_CASE("a rank that rejects its arguments still queues the step; every rank f
         CHECK(out == std::vector<float>(kCount, 7.0f));  // nothing decoded
       },
       dctInvalidArgument);
+}
+
+TEST_CASE("ranks whose queued calls differ (the slots' digests) fail every rank asynchronously") {
+  World probe;
+  if (probe.size == 1) return;  // one rank's call cannot differ from another's
+  failAndContinue(
+      [](dctCompressor_t a, World& w) {
+        std::vector<float> out;  // the last rank sums where the others average
+        CHECK(step(a, w.comm, 2, w.rank == w.size - 1 ? dctSum : dctAvg, false, out) == dctSuccess);
+        CHECK(out == std::vector<float>(kCount, 7.0f));  // nothing decoded
+      },
+      dctInvalidUsage);
 }
 
 TEST_CASE("an in-place queued step that fails leaves sendbuf as it was") {
