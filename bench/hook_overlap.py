@@ -110,7 +110,8 @@ def main():
     timed_steps(ddp, x, y, 3, device)  # warm-up: DDP re-buckets, compressors made, thresholds estimated
     timed_steps(plain, x, y, 3, device)
     grads = [torch.randn(n, device=device) for _, n, _, _ in recorder.buckets]
-    alone = DctState(density=a.density, algorithm="allgather", find_unused_parameters=a.find_unused)  # its own compressors: the DDP state's stay put
+    # its own compressors: the DDP state's stay put
+    alone = DctState(density=a.density, algorithm="allgather", find_unused_parameters=a.find_unused)
     times = {"compute": [], "comm": [], "dct": []}
     for _ in range(a.repeats):
         times["compute"].append(timed_steps(plain, x, y, a.steps, device))
