@@ -335,16 +335,8 @@ __global__ void stepScaleKernel(const double* sum, size_t len, unsigned char* sl
   const A stored = isnan(scale) ? onebitNaN<A>() : static_cast<A>(scale);
   for (int q = 0; q < slotCount; q++) {
     *reinterpret_cast<A*>(slots + q * slotBytes) = stored;
-    *reinterpret_cast<uint64_t*>(slots + q * slotBytes + onebitDigestOffset(slotBytes)) = digest;
+    *onebitDigestAt(slots, slotBytes, static_cast<size_t>(q)) = digest;
   }
-}
-
-// Whether each of the `ranks` slots at `slots` carries `digest`.
-__device__ bool digestsMatch(const unsigned char* slots, size_t slotBytes, int ranks, uint64_t digest) {
-  for (int j = 0; j < ranks; j++)
-    if (*reinterpret_cast<const uint64_t*>(slots + j * slotBytes + onebitDigestOffset(slotBytes)) != digest)
-      return false;
-  return true;
 }
 
 // The verdict's start (the sticky error: a halted rank votes it; a slot
@@ -354,7 +346,8 @@ template <typename A>
 __global__ void checkKernel(const int32_t* failed, StreamState* state, const unsigned char* received,
                             const unsigned char* gathered, size_t slotBytes, int ranks, uint64_t digest) {
   state->vote = readFailed(failed);
-  const bool same = digestsMatch(received, slotBytes, ranks, digest) && digestsMatch(gathered, slotBytes, ranks, digest);
+  const bool same = onebitDigestsMatch(received, slotBytes, ranks, digest) &&
+                    onebitDigestsMatch(gathered, slotBytes, ranks, digest);
   if (state->vote == 0 && !same) state->vote = dctInvalidUsage;
   int32_t nonFinite = 0;
   for (int j = 0; j < ranks; j++)

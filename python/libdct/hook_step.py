@@ -91,8 +91,7 @@ class StepRunner:
             work = _Work(self, job)
         except BaseException as e:
             failure = e
-        used = [0 if work is None or k in work.local_zero_keys else 1 for k in job.keys] \
-            if st.find_unused_parameters else []  # no flags: every parameter runs
+        used = [0 if work is None or k in work.local_zero_keys else 1 for k in job.keys]
         prior, self.unvoted = self.unvoted, None
         v = vote(st.control.pg, st.ranks, settings_of(st), job.digest(st._positions is not None),
                  failure is not None, used, prior_failed=prior is not None and prior.failure is not None)

@@ -26,32 +26,17 @@ dctResult_t cpuOnebitStepCompress(KernelContext* ctx, const OnebitStepArgs* args
   c.pendingScale = server ? s.serverPendingScale : s.pendingScale;
   DCTCHECK(cpuOnebitCompress(ctx, &c, nullptr));
   (server ? s.draftServerScale : s.draftTau) = c.scaleValue;
-  char* slots = static_cast<char*>(server ? a.serverSlot : a.workerSlots);
   for (int q = 0; q < (server ? 1 : a.ranks); q++)
-    std::memcpy(slots + q * a.slotBytes + onebitDigestOffset(a.slotBytes), &a.digest, sizeof a.digest);
+    *onebitDigestAt(server ? a.serverSlot : a.workerSlots, a.slotBytes, static_cast<size_t>(q)) = a.digest;
   return dctSuccess;
 }
-
-namespace {
-
-// Whether each of the `ranks` slots at `slots` carries `digest`.
-bool digestsMatch(const void* slots, size_t slotBytes, int ranks, uint64_t digest) {
-  for (int j = 0; j < ranks; j++) {
-    uint64_t d;
-    std::memcpy(&d, static_cast<const char*>(slots) + j * slotBytes + onebitDigestOffset(slotBytes), sizeof d);
-    if (d != digest) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 dctResult_t cpuOnebitStepCheck(KernelContext*, const OnebitStepArgs* args, void*) {
   const OnebitStepArgs& a = *args;
   StreamState& s = *a.state;
   s.vote = *a.failed;  // halted: this rank drops the step, and its vote says so
-  const bool same = digestsMatch(a.receivedSlots, a.slotBytes, a.ranks, a.digest) &&
-                    digestsMatch(a.gatheredSlots, a.slotBytes, a.ranks, a.digest);
+  const bool same = onebitDigestsMatch(a.receivedSlots, a.slotBytes, a.ranks, a.digest) &&
+                    onebitDigestsMatch(a.gatheredSlots, a.slotBytes, a.ranks, a.digest);
   if (s.vote == 0 && !same) s.vote = dctInvalidUsage;  // the ranks' calls differ
   const size_t scaleBytes = dtypeSize(accumulationType(a.dtype));
   int32_t nonFinite = 0;

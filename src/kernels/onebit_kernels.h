@@ -63,6 +63,18 @@ DCT_HOST_DEVICE size_t onebitSlotBytes(size_t chunkWords, size_t scaleBytes, siz
 constexpr size_t kOnebitDigestBytes = 8;
 DCT_HOST_DEVICE size_t onebitSlotWithDigest(size_t slotBytes) { return (slotBytes + 7) / 8 * 8 + kOnebitDigestBytes; }
 DCT_HOST_DEVICE size_t onebitDigestOffset(size_t slotBytes) { return slotBytes - kOnebitDigestBytes; }
+// Slot q's digest, and whether each of the `ranks` slots carries `digest`:
+// the queued step's write and check on both twins.
+DCT_HOST_DEVICE uint64_t* onebitDigestAt(void* slots, size_t slotBytes, size_t q) {
+  unsigned char* slot = static_cast<unsigned char*>(slots) + q * slotBytes;
+  return reinterpret_cast<uint64_t*>(slot + onebitDigestOffset(slotBytes));
+}
+DCT_HOST_DEVICE bool onebitDigestsMatch(const void* slots, size_t slotBytes, int ranks, uint64_t digest) {
+  const unsigned char* base = static_cast<const unsigned char*>(slots) + onebitDigestOffset(slotBytes);
+  for (int j = 0; j < ranks; j++)
+    if (*reinterpret_cast<const uint64_t*>(base + static_cast<size_t>(j) * slotBytes) != digest) return false;
+  return true;
+}
 
 template <typename A>
 struct OnebitSlotsOf {
