@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu_context.h"
+#include "kernels/cpu_unpack.h"
 #include "kernels/index_packing.h"
 
 namespace dct {
@@ -56,7 +57,7 @@ bool validList(CpuContext* ctx, const void* list, size_t packedBytes, size_t nnz
   std::atomic<size_t> malformed{0};
   ctx->pool.parallelFor(l.groups, kMinGroupsPerWorker, [&](size_t b, size_t e, int) {
     size_t bad = 0;
-    for (size_t g = b; g < e; g++) bad += !packing::validGroup<I>(s, g, l.groups, nnz, n, words);
+    for (size_t g = b; g < e; g++) bad += !packing::validGroupFast<I>(s, g, l.groups, nnz, n, words);
     if (bad) malformed.fetch_add(bad, std::memory_order_relaxed);
   });
   return malformed.load() == 0;
@@ -82,8 +83,7 @@ dctResult_t scatterPacked(KernelContext* kc, const ScatterArgs& a) {
     I local[kPackGroup];
     for (size_t g = b; g < e; g++) {
       const size_t count = packing::groupSize(a.nnz, g);
-      packing::decodeGroup<I>(s.bases[g], s.data + s.offsets[g], s.offsets[g + 1] - s.offsets[g],
-                              s.widths[g], count, a.n, [&](size_t j, I i) { local[j] = i; });
+      packing::unpackGroup<I>(s, g, a.nnz, a.n, local);
       const V* val = values + g * kPackGroup;
       for (size_t j = 0; j < count; j++) addInto(dense[local[j]], val[j]);
     }

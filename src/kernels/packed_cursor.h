@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/cpu_context.h"
+#include "kernels/cpu_unpack.h"
 #include "kernels/index_packing.h"
 #include "kernels/message_args.h"
 
@@ -43,12 +44,18 @@ class PackedCursor {
     decode();
   }
 
-  // Adds every entry below `end` into block (block[0] holds index `base`).
+  // Adds every entry below `end` into block (block[0] holds index `base`):
+  // a group's run at a time, its values from one pointer.
   template <typename T>
   void addBelow(uint64_t end, T* block, uint64_t base) {
-    while (!done() && index_[pos_] < end) {
-      addInto(block[index_[pos_] - base], values_[group_ * packing::kPackGroup + pos_]);
-      advance();
+    while (!done()) {
+      const V* values = values_ + group_ * packing::kPackGroup;
+      size_t j = pos_;
+      for (; j < count_ && index_[j] < end; j++) addInto(block[index_[j] - base], values[j]);
+      pos_ = j;
+      if (j < count_) return;
+      group_++;
+      decode();
     }
   }
 
@@ -58,9 +65,7 @@ class PackedCursor {
     count_ = packing::groupSize(nnz_, group_);
     pos_ = 0;
     // Checked before any merge (cpuValidPackedList): decodes whole.
-    packing::decodeGroup<I>(s_.bases[group_], s_.data + s_.offsets[group_],
-                            s_.offsets[group_ + 1] - s_.offsets[group_], s_.widths[group_], count_, n_,
-                            [&](size_t j, I i) { index_[j] = i; });
+    packing::unpackGroup<I>(s_, group_, nnz_, n_, index_);
   }
 
   packing::Layout layout_;
