@@ -73,14 +73,15 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
       }
       starts[k] = at;
       // One message (a split range): its entries in order, no window.
-      for (Cursor& c = cursors[0]; a.count == 1 && !c.done() && c.index() < end; c.advance()) {
-        T sum = T(0);
-        addInto(sum, c.value());
-        if (scaled) sum *= factor;
-        if (std::fabs(sum) < tau) continue;
-        idxOut[at] = static_cast<I>(a.indexBase + c.index());
-        valOut[at++] = sum;
-      }
+      if (a.count == 1)
+        cursors[0].visitBelow(end, [&](uint64_t i, V v) {
+          T sum = T(0);
+          addInto(sum, v);
+          if (scaled) sum *= factor;
+          if (std::fabs(sum) < tau) return;
+          idxOut[at] = static_cast<I>(a.indexBase + i);
+          valOut[at++] = sum;
+        });
       for (; a.count > 1;) {
         uint64_t base = end;  // the window starts at the smallest index left
         for (int r = 0; r < a.count; r++) base = heads[r] < base ? heads[r] : base;
@@ -88,13 +89,12 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
         const uint64_t stop = std::min<uint64_t>(base + kWindow, end);
         for (int r = 0; r < a.count; r++) {  // message after message: rank order per index
           Cursor& c = cursors[r];
-          while (!c.done() && c.index() < stop) {
-            const uint64_t i = c.index() - base;
-            addInto(window[i], c.value());
+          c.visitBelow(stop, [&](uint64_t index, V v) {
+            const uint64_t i = index - base;
+            addInto(window[i], v);
             touched[i / 64] |= uint64_t(1) << (i % 64);
             touchedWords |= uint64_t(1) << (i / 64);
-            c.advance();
-          }
+          });
           heads[r] = headOf(c);
         }
         for (; touchedWords != 0; touchedWords &= touchedWords - 1) {

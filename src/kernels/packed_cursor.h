@@ -32,26 +32,21 @@ class PackedCursor {
   }
 
   bool done() const { return group_ >= layout_.groups; }
-  // The entry under the cursor (not done()): its index, value, and place in
+  // The entry under the cursor (not done()): its index, and its place in
   // the message.
   uint64_t index() const { return index_[pos_]; }
-  V value() const { return values_[position()]; }
   size_t position() const { return done() ? nnz_ : group_ * packing::kPackGroup + pos_; }
 
-  void advance() {
-    if (++pos_ < count_) return;
-    group_++;
-    decode();
-  }
-
-  // Adds every entry below `end` into block (block[0] holds index `base`):
-  // a group's run at a time, its values from one pointer.
-  template <typename T>
-  void addBelow(uint64_t end, T* block, uint64_t base) {
+  // Calls visit(index, value) for every entry below `end`, in order, and
+  // leaves the cursor on the first entry at or past it: a group's run at a
+  // time, bounded once per group instead of tested entry by entry.
+  template <typename Visit>
+  void visitBelow(uint64_t end, Visit&& visit) {
     while (!done()) {
       const V* values = values_ + group_ * packing::kPackGroup;
-      size_t j = pos_;
-      for (; j < count_ && index_[j] < end; j++) addInto(block[index_[j] - base], values[j]);
+      size_t j = pos_, stop = count_;
+      if (index_[count_ - 1] >= end) stop = static_cast<size_t>(std::lower_bound(index_ + j, index_ + count_, end) - index_);
+      for (; j < stop; j++) visit(static_cast<uint64_t>(index_[j]), values[j]);
       pos_ = j;
       if (j < count_) return;
       group_++;
@@ -59,7 +54,19 @@ class PackedCursor {
     }
   }
 
+  // Adds every entry below `end` into block (block[0] holds index `base`).
+  template <typename T>
+  void addBelow(uint64_t end, T* block, uint64_t base) {
+    visitBelow(end, [&](uint64_t i, V v) { addInto(block[i - base], v); });
+  }
+
  private:
+  void advance() {
+    if (++pos_ < count_) return;
+    group_++;
+    decode();
+  }
+
   void decode() {
     if (done()) return;
     count_ = packing::groupSize(nnz_, group_);
