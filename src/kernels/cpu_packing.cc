@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu_context.h"
-#include "kernels/cpu_unpack.h"
+#include "kernels/cpu_fixed_width.h"
 #include "kernels/index_packing.h"
 
 namespace dct {
@@ -40,8 +40,7 @@ dctResult_t packList(KernelContext* kc, PackArgs& a) {
   for (size_t g = 0; g < l.groups; g++) s.offsets[g + 1] += s.offsets[g];
   ctx->pool.parallelFor(l.groups, kMinGroupsPerWorker, [&](size_t b, size_t e, int) {
     for (size_t g = b; g < e; g++)
-      packing::encodeGroup(idx + g * kPackGroup, packing::groupSize(a.nnz, g), s.widths[g],
-                           s.data + s.offsets[g]);
+      packing::packGroup(idx + g * kPackGroup, packing::groupSize(a.nnz, g), s.widths[g], s.data + s.offsets[g]);
   });
   a.bytes = l.bytes(s.offsets[l.groups]);
   return dctSuccess;

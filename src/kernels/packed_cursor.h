@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "kernels/cpu_context.h"
-#include "kernels/cpu_unpack.h"
+#include "kernels/cpu_fixed_width.h"
 #include "kernels/index_packing.h"
 #include "kernels/message_args.h"
 

@@ -1,14 +1,15 @@
-// The host's fixed-width group decode (cpu_unpack.h) against the generic
-// one (index_packing.h): the same indices from every valid list, and the
-// same verdict, group by group, on valid lists and on seeded corruptions
-// of every section (bases, widths, offsets, gap words).
+// The host's fixed-width group encode and decode (cpu_fixed_width.h)
+// against the generic ones (index_packing.h): the same bytes for every
+// list, the same indices from every valid one, and the same verdict, group
+// by group, on valid lists and on seeded corruptions of every section
+// (bases, widths, offsets, gap words).
 #include <doctest/doctest.h>
 
 #include <random>
 #include <vector>
 
 #include "cpu_twin.h"
-#include "kernels/cpu_unpack.h"
+#include "kernels/cpu_fixed_width.h"
 #include "reference.h"
 
 using namespace dct;
@@ -52,6 +53,26 @@ void checkGroups(std::vector<uint8_t>& bytes, size_t nnz, uint64_t n) {
   }
 }
 
+// The packed list of idx written with the generic encodeGroup alone.
+template <typename I>
+std::vector<uint8_t> genericPack(const std::vector<I>& idx) {
+  const packing::Layout l(idx.size(), sizeof(I));
+  std::vector<uint64_t> words(packing::maxPackedBytes(idx.size(), sizeof(I)) / 8 + 1, 0);
+  packing::Sections<I> s(words.data(), l);
+  for (size_t g = 0; g < l.groups; g++) {
+    const I* first = idx.data() + g * packing::kPackGroup;
+    const size_t count = packing::groupSize(idx.size(), g);
+    s.bases[g] = first[0];
+    s.widths[g] = static_cast<uint8_t>(packing::groupWidth(first, count));
+    s.offsets[g + 1] = s.offsets[g] + static_cast<uint32_t>(packing::groupWords(count, s.widths[g]));
+  }
+  for (size_t g = 0; g < l.groups; g++)
+    packing::encodeGroup(idx.data() + g * packing::kPackGroup, packing::groupSize(idx.size(), g), s.widths[g],
+                         s.data + s.offsets[g]);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(words.data());
+  return std::vector<uint8_t>(bytes, bytes + l.bytes(s.offsets[l.groups]));
+}
+
 template <typename I>
 void checkWidths(int maxBits) {
   Twin twin;
@@ -61,6 +82,7 @@ void checkWidths(int maxBits) {
       CAPTURE(nnz);
       const auto idx = gappedIndices<I>(nnz, bits, 100 * bits + nnz);
       auto bytes = twin.pack(idx);
+      REQUIRE(bytes == genericPack(idx));
       const uint64_t last = idx.back();
       checkGroups<I>(bytes, nnz, last + 1);  // the tightest n: the last index is n - 1
       checkGroups<I>(bytes, nnz, last);      // one less: the last group fails
@@ -77,11 +99,11 @@ void checkWidths(int maxBits) {
 
 }  // namespace
 
-TEST_CASE("fixed-width decode equals the generic decode at every width, 32-bit indices") {
+TEST_CASE("fixed-width encode and decode equal the generic ones at every width, 32-bit indices") {
   checkWidths<uint32_t>(31);
 }
 
-TEST_CASE("fixed-width decode equals the generic decode at every width, 64-bit indices") {
+TEST_CASE("fixed-width encode and decode equal the generic ones at every width, 64-bit indices") {
   checkWidths<uint64_t>(40);  // past kFastWidths: the generic path
 }
 

@@ -1,12 +1,13 @@
-// Host decode of packed index groups (index_packing.h) at a bit width
-// known at compile time. decodeGroup reads each gap at a runtime width
-// (a multiply, two loads, a clamp) and checks every index: 5-7 ns an entry
-// on this machine, which made the split plan's checks and writes of its
-// gathered ranges its largest cost. A whole group (kPackGroup entries)
-// holds exactly 2 * width words, so every gap's word and shift are
-// constants once the width is: one table entry per width, unrolled.
-// The short last group of a list and widths past kFastWidths (gaps over
-// 2^32) take the generic path. Same indices, same verdicts.
+// Host encode and decode of packed index groups (index_packing.h) at a bit
+// width known at compile time. The generic functions read or write each
+// gap at a runtime width (a multiply, two words, a clamp) and the decode
+// checks every index: 5-7 ns an entry on this machine, which made the
+// split plan's checks and writes of its gathered ranges its largest cost.
+// A whole group (kPackGroup entries) holds exactly 2 * width words, so
+// every gap's word and shift are constants once the width is: one table
+// entry per width, unrolled. The short last group of a list and widths
+// past kFastWidths (gaps over 2^32) take the generic path. Same bytes,
+// same indices, same verdicts.
 #pragma once
 
 #include <array>
@@ -39,6 +40,21 @@ uint64_t fixedGapSum(const uint64_t* words, std::index_sequence<J...>) {
   return (uint64_t(0) + ... + fixedGap<W, J>(words));
 }
 
+template <int W, size_t J>
+inline void putFixedGap(uint64_t* words, uint64_t gap) {
+  if constexpr (W != 0) {
+    constexpr size_t bit = J * W, word = bit / 64, shift = bit % 64;
+    words[word] |= gap << shift;
+    if constexpr (shift + W > 64) words[word + 1] |= gap >> (64 - shift);
+  }
+}
+
+template <typename I, int W, size_t... J>
+void fixedPack(const I* idx, uint64_t* words, std::index_sequence<J...>) {
+  for (size_t w = 0; w < 2 * W; w++) words[w] = 0;
+  (putFixedGap<W, J>(words, static_cast<uint64_t>(idx[J + 1] - idx[J] - 1)), ...);
+}
+
 template <typename I, int W, size_t... J>
 void fixedUnpack(uint64_t base, const uint64_t* words, I* out, std::index_sequence<J...>) {
   out[0] = static_cast<I>(base);
@@ -49,6 +65,8 @@ using Gaps = std::make_index_sequence<kPackGroup - 1>;
 using GapSumFn = uint64_t (*)(const uint64_t*);
 template <typename I>
 using UnpackFn = void (*)(uint64_t, const uint64_t*, I*);
+template <typename I>
+using PackFn = void (*)(const I*, uint64_t*);
 
 template <size_t... W>
 constexpr std::array<GapSumFn, sizeof...(W)> gapSums(std::index_sequence<W...>) {
@@ -58,11 +76,24 @@ template <typename I, size_t... W>
 constexpr std::array<UnpackFn<I>, sizeof...(W)> unpackers(std::index_sequence<W...>) {
   return {[](uint64_t base, const uint64_t* words, I* out) { fixedUnpack<I, int(W)>(base, words, out, Gaps{}); }...};
 }
+template <typename I, size_t... W>
+constexpr std::array<PackFn<I>, sizeof...(W)> packers(std::index_sequence<W...>) {
+  return {[](const I* idx, uint64_t* words) { fixedPack<I, int(W)>(idx, words, Gaps{}); }...};
+}
 
 using FastWidths = std::make_index_sequence<kFastWidths + 1>;
 inline constexpr std::array<GapSumFn, kFastWidths + 1> kGapSums = gapSums(FastWidths{});
 template <typename I>
 inline constexpr std::array<UnpackFn<I>, kFastWidths + 1> kUnpackers = unpackers<I>(FastWidths{});
+template <typename I>
+inline constexpr std::array<PackFn<I>, kFastWidths + 1> kPackers = packers<I>(FastWidths{});
+
+// encodeGroup's words for `count` ascending indices at `width`.
+template <typename I>
+void packGroup(const I* idx, size_t count, int width, uint64_t* words) {
+  if (count == kPackGroup && width <= kFastWidths) return kPackers<I>[width](idx, words);
+  encodeGroup(idx, count, width, words);
+}
 
 // validGroup's verdict. A whole group's indices ascend strictly, so they
 // all lie in [base, n) exactly when base does and the last index (base plus
