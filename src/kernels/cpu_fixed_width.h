@@ -1,13 +1,13 @@
-// Host encode and decode of packed index groups (index_packing.h) at a bit
-// width known at compile time. The generic functions read or write each
-// gap at a runtime width (a multiply, two words, a clamp) and the decode
-// checks every index: 5-7 ns an entry on this machine, which made the
-// split plan's checks and writes of its gathered ranges its largest cost.
-// A whole group (kPackGroup entries) holds exactly 2 * width words, so
-// every gap's word and shift are constants once the width is: one table
-// entry per width, unrolled. The short last group of a list and widths
-// past kFastWidths (gaps over 2^32) take the generic path. Same bytes,
-// same indices, same verdicts.
+// Host encode, check and decode of packed index groups (index_packing.h)
+// at a bit width known at compile time. The shared functions read or write
+// each gap at a runtime width (a multiply, two words, a clamp) and the
+// decode tests every index; on the host that made checking and writing the
+// split plan's gathered ranges its largest cost. A whole group (kPackGroup
+// entries) holds exactly 2 * width words, so every gap's word and shift
+// are constants once the width is: one table entry per width, unrolled.
+// The short last group of a list and widths past kFastWidths (gaps over
+// 2^32) take the shared functions. Same bytes, same indices, same
+// verdicts (tests/unit/test_fixed_width_groups.cc).
 #pragma once
 
 #include <array>
