@@ -45,7 +45,8 @@ class PackedCursor {
     while (!done()) {
       const V* values = values_ + group_ * packing::kPackGroup;
       size_t j = pos_, stop = count_;
-      if (index_[count_ - 1] >= end) stop = static_cast<size_t>(std::lower_bound(index_ + j, index_ + count_, end) - index_);
+      if (index_[count_ - 1] >= end)
+        stop = static_cast<size_t>(std::lower_bound(index_ + j, index_ + count_, end) - index_);
       for (; j < stop; j++) visit(static_cast<uint64_t>(index_[j]), values[j]);
       pos_ = j;
       if (j < count_) return;
