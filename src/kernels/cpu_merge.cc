@@ -7,7 +7,8 @@
 // ascending indices), while the block stays in cache: the output leaves the
 // cache once. Per element that is the same additions in the same order: the
 // same bits. Past kStreamBytes the block is built on the stack and streamed
-// out (cpu_stream.h): the output moves once, as writes only.
+// out (cpu_stream.h): the output moves once, as writes only; the stack block
+// is zeroed as it goes out, in the same pass.
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -44,10 +45,11 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
     for (int r = 0; r < a.count; r++) new (&cursors[r]) Cursor(a.messages[r], a.n);
     for (int r = 0; r < a.count; r++) cursors[r].seek(b * kBlock);
     alignas(64) T local[kBlock];
+    if (stream) std::memset(local, 0, sizeof(local));  // kept zero: zeroed as it is streamed out
     for (size_t k = b; k < e; k++) {
       const size_t begin = k * kBlock, len = std::min(kBlock, a.n - begin);
       T* block = stream ? local : dense + begin;
-      std::memset(block, 0, len * sizeof(T));  // +0: the first addition is exact
+      if (!stream) std::memset(block, 0, len * sizeof(T));  // +0: the first addition is exact
       for (int r = 0; r < a.count; r++) cursors[r].addBelow(begin + len, block, begin);
       // dctAvg's 1/P while the block is in cache: the scale op's bits, one
       // pass fewer (fp32/fp64 only, as the scale op; cpuMergePacked checks).
@@ -56,7 +58,7 @@ void merge(CpuContext* ctx, const MergeArgs& a) {
         if (a.factor != 1.0)
           for (size_t i = 0; i < len; i++) block[i] *= f;
       }
-      if (stream) streamCopy(dense + begin, local, len * sizeof(T));
+      if (stream) streamOutAndZero(dense + begin, local, len * sizeof(T));
     }
     if (stream) streamFence();
   });

@@ -164,7 +164,8 @@ namespace {
 // mergePacked against its definition: zero the output, then scatter-add the
 // messages one after another. Messages of mixed sizes, empty ones included.
 // stream: the output built on the stack and streamed out (large tensors),
-// `offset` elements past an aligned start. factor != 1: then scaled by the
+// `offset` elements past a 64-byte aligned start (0: the AVX2 lanes, 16
+// bytes: the SSE2 ones, less: not streamed). factor != 1: then scaled by the
 // scale op (dctAvg's 1/P, which the merge applies as it goes).
 template <typename T, typename I>
 void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t offset = 0, double factor = 1.0) {
@@ -190,7 +191,8 @@ void checkMerge(size_t n, int ranks, uint64_t seed, bool stream = false, size_t 
     REQUIRE(twin.ops.scatterAddPacked(twin.ctx, &add, nullptr) == dctSuccess);
   }
   if (factor != 1.0) REQUIRE(twin.ops.scale(twin.ctx, ref.data(), n, type, factor, nullptr) == dctSuccess);
-  auto dense = randomVector<T>(n + offset, seed + 99);  // every element is overwritten
+  auto dense = randomVector<T>(n + offset + 64 / sizeof(T), seed + 99);  // every element is overwritten
+  offset += (64 - reinterpret_cast<uintptr_t>(dense.data()) % 64) % 64 / sizeof(T);
   MergeArgs merge{dense.data() + offset, n, type, type, static_cast<int>(sizeof(I)), messages.data(), ranks};
   merge.stream = stream;
   merge.factor = factor;
@@ -230,11 +232,19 @@ TEST_CASE("a merge with a factor equals merging, then the scale op, bit for bit"
 TEST_CASE("a streamed merge gives the same bits at every alignment") {
   for (size_t n : kOddSizes) {
     if (n == 0) continue;
-    for (size_t offset : {0, 1, 2}) {
+    for (size_t offset : {0, 1, 2, 4}) {
       checkMerge<float, uint32_t>(n, 3, 80 + n, true, offset);
       checkMerge<double, uint64_t>(n, 2, 81 + n, true, offset);
     }
   }
+  // Filled past the zero-and-scatter path (seeds 3-5: n / 100 to n entries
+  // a message), over many blocks and workers: the stack block must be zero
+  // again before each next block.
+  for (uint64_t seed : {3, 4, 5})
+    for (size_t offset : {0, 4}) {
+      checkMerge<float, uint32_t>(1000003, 3, seed, true, offset);
+      checkMerge<double, uint64_t>(300007, 2, seed, true, offset);
+    }
 }
 
 // The merge, its check-only pass and the union (mergePackedCoo) reject the
