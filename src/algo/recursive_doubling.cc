@@ -295,8 +295,13 @@ dctResult_t rdExchange(RecursiveDoubling& rd, size_t& sent, size_t& received, vo
     if (res == dctSuccess) res = op;
     if (res == dctSuccess && r.receives) res = r.adopt ? adopt(rd, r, in, got) : combine(rd, r, in, got);
   }
-  if (res == dctSuccess && !rd.dense) densify(rd, sparseAt(rd.cur, rd.nnz, c->indexBytes));
+  if (res == dctSuccess && !rd.dense && !rd.keepSparse) densify(rd, sparseAt(rd.cur, rd.nnz, c->indexBytes));
   return res;
+}
+
+RdSparse rdSparseResult(const RecursiveDoubling& rd) {
+  const Sparse s = sparseAt(rd.cur, rd.nnz, rd.c->indexBytes);
+  return {s.n, s.idx, s.vals};
 }
 
 }  // namespace dct

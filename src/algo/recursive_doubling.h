@@ -59,6 +59,7 @@ struct RecursiveDoubling {
   uint64_t nnz = 0;           // else its entries, a message at `cur`
   char* cur = nullptr;        // c->wire or c->nodeSum, the other one `spare`
   char* spare = nullptr;
+  bool keepSparse = false;    // a sparse result stays at `cur` (rdSparseResult), not densified
   const char* fn = "";
 };
 
@@ -78,6 +79,17 @@ dctResult_t rdPrepare(RecursiveDoubling& rd, const uint64_t* nnz, const void* in
 
 // The rounds; the sum (count values of the accumulation type) ends in
 // rd.sum, the same bits on every rank. sent / received: this rank's bytes.
+// With keepSparse a result that stayed sparse is left as it is instead
+// (rd.dense false): rdSparseResult reads it.
 dctResult_t rdExchange(RecursiveDoubling& rd, size_t& sent, size_t& received, void* stream);
+
+// The sparse result after rdExchange (keepSparse, !rd.dense): its entries'
+// ascending indices (c->indexBytes wide) and values (the accumulation type).
+struct RdSparse {
+  uint64_t nnz;
+  const void* indices;
+  const void* values;
+};
+RdSparse rdSparseResult(const RecursiveDoubling& rd);
 
 }  // namespace dct

@@ -31,7 +31,10 @@
 // writes them after it (splitWriteRanges), its own range from scratch.
 // The agreement's half (plan, sizes, buffers, local work) is
 // sparse_input_prepare.cc; the state both halves share, sparse_input_call.h.
+#include <cmath>
+
 #include "algo/agree.h"
+#include "algo/coo_merge.h"
 #include "algo/gather_slot.h"
 #include "algo/packed_message.h"
 #include "algo/sparse_input_call.h"
@@ -74,6 +77,7 @@ dctResult_t exchange(SparseInputCall& k, const std::vector<CallHeader>& all) {
   else if (k.plan == dctAlgoRecursiveDoubling) {
     DCTCHECK(rdExchange(k.rd, k.sent, k.received, in.stream));
     k.clock.lap(dctPhaseExchange);
+    if (!k.rd.dense && k.rd.keepSparse) return dctSuccess;  // averaged by partialCoo()
   }
   else if (k.plan == dctAlgoSplit) {
     DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received,
@@ -145,6 +149,39 @@ dctResult_t rangesCoo(SparseInputCall& k) {
   sel.outIndices = coo.outIndices;
   sel.outValues = coo.outValues;
   sel.nnz = sel.selected = coo.nnz;
+  return fitsOutCapacity(k);
+}
+
+// Recursive doubling's COO alone from its sparse result, as selectCoo would
+// select it from the result densified (+0 + each value) and averaged (the
+// scale op's multiply): the same entries and bits, without the count-sized
+// passes.
+dctResult_t partialCoo(SparseInputCall& k) {
+  dctCompressor_t c = k.c;
+  const RdSparse sum = rdSparseResult(k.rd);
+  SelectArgs& sel = k.coo;
+  sel.outIndices = c->selection.as();
+  sel.outValues = c->selection.as<char>() + k.cooIndexBytes;
+  const double factor = k.avgFactor();
+  size_t kept = 0;
+  coo::withTypes(c->indexBytes, c->accType, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    const I* idx = static_cast<const I*>(sum.indices);
+    const V* val = static_cast<const V*>(sum.values);
+    I* outIdx = static_cast<I*>(sel.outIndices);
+    V* outVal = static_cast<V*>(sel.outValues);
+    const V f = static_cast<V>(factor), tau = static_cast<V>(tauFloor(c));
+    for (uint64_t j = 0; j < sum.nnz; j++) {  // kept <= j < the COO's bound: written whatever the test says
+      V x = V(0) + val[j];
+      if (factor != 1.0) x *= f;
+      outIdx[kept] = idx[j];
+      outVal[kept] = x;
+      kept += !(std::fabs(x) < tau);  // NaN stays
+    }
+    return 0;
+  });
+  sel.nnz = sel.selected = kept;
   return fitsOutCapacity(k);
 }
 
@@ -242,7 +279,8 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     return dctSuccess;
   }
   if (res == dctSuccess) res = exchange(k, all);
-  if (res == dctSuccess && in.wantsCoo()) res = k.unionCoo ? unionCoo(k) : k.rangeCoo ? rangesCoo(k) : selectCoo(k);
+  if (res == dctSuccess && in.wantsCoo())
+    res = k.unionCoo ? unionCoo(k) : k.rangeCoo ? rangesCoo(k) : sparseRd(k) ? partialCoo(k) : selectCoo(k);
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, k.tiny ? "agreement" : "exchange"));

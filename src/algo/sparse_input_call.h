@@ -75,6 +75,12 @@ inline bool needsSum(const SparseInputCall& k) {
 }
 
 
+// Recursive doubling's result stayed sparse (the COO alone was asked for):
+// no sum was built.
+inline bool sparseRd(const SparseInputCall& k) {
+  return k.plan == dctAlgoRecursiveDoubling && k.rd.keepSparse && !k.rd.dense;
+}
+
 // Whether the allgather plan may run: this rank packs its message for it.
 bool mayRunAllgather(const SparseInputCall& k);
 

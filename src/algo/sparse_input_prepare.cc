@@ -115,6 +115,7 @@ dctResult_t prepareRecursiveDoubling(SparseInputCall& k) {
   rd.count = k.in.count;
   rd.sum = static_cast<char*>(k.sum);
   rd.fn = k.in.fn;
+  rd.keepSparse = k.in.dense == nullptr && k.in.wantsCoo();  // the COO alone: from the sparse result
   return rdPrepare(rd, k.nnz.data(), k.in.indices, k.in.values, k.in.nnz, k.in.dtype, k.in.stream);
 }
 
