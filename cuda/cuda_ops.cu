@@ -142,6 +142,7 @@ const KernelOps& cudaKernelOps() {
       .scatterAddPacked = gpu::scatterAddPacked,
       .mergePacked = gpu::mergePacked,
       .mergePackedCoo = nullptr,  // the CPU twin only (kernels.h)
+      .denseCoo = nullptr,        // the CPU twin only (kernels.h)
       .zero = gpu::zero,
       .scale = gpu::scale,
       .absSum = gpu::absSum,

@@ -196,6 +196,17 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   double oneUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);
   out.kernels.push_back({"union-1", pack.bytes + e * static_cast<double>(sel.nnz) +
                                         (4 + e) * static_cast<double>(sel.nnz), oneUs});
+  // A dense array's entries as COO (split's dense ranges in the sparse-input
+  // allreduce's COO), at the select's tau: the select as the ranges ran it
+  // (no gradient, what it leaves written to a second array), and denseCoo.
+  dct::SelectArgs nz{nullptr, residual_.data(), n, opt_.dtype, 4, out.tau, unionIdx.size(), unionIdx.data(),
+                     dense_.data()};
+  nz.residualIn = acc_.data();
+  double selectCooUs = medianUs([&](int) { return ops_.selectCompact(ctx_, &nz, nullptr); }, true);
+  out.kernels.push_back({"select-coo", 2 * e * elems + (4 + e) * static_cast<double>(nz.nnz), selectCooUs});
+  dct::DenseCooArgs dc{acc_.data(), n, opt_.dtype, 4, 1.0, out.tau, unionIdx.data(), dense_.data(), unionIdx.size()};
+  double denseCooUs = medianUs([&](int) { return ops_.denseCoo(ctx_, &dc, nullptr); }, false);
+  out.kernels.push_back({"dense-coo", e * elems + (4 + e) * static_cast<double>(dc.nnz), denseCooUs});
 
   double tau = 0;
   dct::ThresholdArgs sampled{acc_.data(), n, opt_.dtype, opt_.density, dctThresholdSampled, 0};

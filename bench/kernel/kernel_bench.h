@@ -11,10 +11,15 @@
 //               read index 4 + read value es + read and write dense 2*es
 //               = 4 + 3*es per message entry (16 B for fp32); the random
 //               cache lines it really touches are not counted
-//   merge-4     mergePacked of 4 such messages (packed) into a dense
+//   merge-4     mergePacked of 4 such messages (this one and three with
+//               its indices rotated, packed) into a dense
 //               output: write es per element + each message's bytes read
-//   union-4     mergePackedCoo of the same 4 messages (their union as
+//   union-4     mergePackedCoo of those 4 messages (their union as
 //               COO): each message's bytes read + (4 + es) per entry out
+//   select-coo  a dense array's entries at tau as COO through the select
+//               (no gradient): read + write the remainder = 2*es per
+//               element + (4 + es) per entry out
+//   dense-coo   the same through denseCoo: es per element + (4 + es) per entry
 //   tau-sample  sampled threshold: es per sampled position (random reads)
 //   tau-exact   exact threshold: read x + write |x| = 2*es per element
 //               (the nth_element passes over the scratch are not counted)

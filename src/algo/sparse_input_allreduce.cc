@@ -142,8 +142,7 @@ dctResult_t unionCoo(SparseInputCall& k) {
 // their written and averaged sum.
 dctResult_t rangesCoo(SparseInputCall& k) {
   dctCompressor_t c = k.c;
-  RangesCoo coo{k.avgFactor(), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes, cooBound(k),
-                c->residuals[0].as()};
+  RangesCoo coo{k.avgFactor(), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
   DCTCHECK(splitRangesCoo(c, k.comm, k.sum, coo, k.in.stream));
   SelectArgs& sel = k.coo;
   sel.outIndices = coo.outIndices;

@@ -94,7 +94,7 @@ dctResult_t reserveOutputs(const SparseInputCall& k) {
   if (k.denseConverts())  // sumType is the wider accumulation type: this fits
     DCTCHECK(reserve(k, c->residuals[1], in.count * dtypeSize(in.dtype), "the result in its datatype"));
   if (!in.wantsCoo()) return dctSuccess;
-  if (k.unionCoo) return reserve(k, c->selection, k.cooBytes, "the sum's COO");
+  if (k.unionCoo || k.rangeCoo) return reserve(k, c->selection, k.cooBytes, "the sum's COO");  // no select
   if (k.sumType != c->accType) DCTCHECK(reserve(k, c->residuals[1], k.accAll, "the widened sum"));
   DCTCHECK(reserve(k, c->residuals[0], k.accAll, "the selection's remainder"));
   return reserve(k, c->selection, k.cooBytes, "the sum's COO");

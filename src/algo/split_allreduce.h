@@ -92,20 +92,19 @@ dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum,
 constexpr uint64_t kSplitDenseForm = UINT64_MAX;
 
 // The COO of a deferred exchange's result (split_coo.cc; host twin, which
-// has mergePackedCoo): every entry with !(|x * factor| < tauFloor(c)),
-// ascending, its value x * factor in c->accType, as the scale op and a
-// select of the written sum give them. `sum` as for splitWriteRanges; a dense range is
-// scaled where it lies (gathered, or this rank's in `sum`) and its select
-// leaves the rest in `remainder` (room for the longest range). Reads the
-// ranges as an exchange with SplitRanges::kLeave left them, and checks
-// them: fails on this rank only (the caller's vote spreads it) where a
-// range is malformed or holds more entries than `capacity` leaves.
+// has mergePackedCoo and denseCoo): every entry with !(|x * factor| <
+// tauFloor(c)), ascending, its value x * factor in c->accType, as the scale
+// op and a select of the written sum give them. `sum` as for
+// splitWriteRanges; a dense range is read where it lies (gathered, or this
+// rank's in `sum`). Reads the ranges as an exchange with SplitRanges::kLeave
+// left them, and checks them: fails on this rank only (the caller's vote
+// spreads it) where a range is malformed or holds more entries than
+// `capacity` leaves.
 struct RangesCoo {
   double factor;
   void* outIndices;
   void* outValues;
   size_t capacity;
-  void* remainder;
   size_t nnz = 0;  // out
 };
 dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesCoo& coo, void* stream);

@@ -1,8 +1,8 @@
 // The COO of split's result straight from its gathered ranges (the
 // sparse-input allreduce's COO on the host twin): range after range, a
-// packed range's entries through mergePackedCoo, scaled and thresholded as
-// the select of the whole sum would scale and keep them; a dense range
-// scaled and selected in place. The same entries and bits as selecting the
+// packed range's entries through mergePackedCoo, a dense range's through
+// denseCoo, scaled and thresholded as the select of the whole sum would
+// scale and keep them. The same entries and bits as selecting the
 // written and averaged count-sized sum, without writing or reading it.
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
@@ -14,13 +14,6 @@ namespace dct {
 namespace {
 
 constexpr const char* kFn = "dctSparseInputAllreduce";
-
-// A dense range's selected indices, relative to the range, made absolute.
-template <typename I>
-void addBase(void* indices, size_t n, uint64_t base) {
-  I* p = static_cast<I*>(indices);
-  for (size_t i = 0; i < n; i++) p[i] = static_cast<I>(p[i] + base);
-}
 
 }  // namespace
 
@@ -49,15 +42,12 @@ dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesC
       continue;
     }
     // This rank's dense range stays in the exchange's sum; the others' came gathered.
-    char* range = q == comm->rank ? static_cast<char*>(sum) + begin * accBytes : gathered + a.formOffsets[q];
-    if (coo.factor != 1.0) DCTCHECK(c->ops->scale(c->kernels, range, length, c->accType, coo.factor, stream));
-    SelectArgs sel;
-    DCTCHECK(selectNonzeros(c, range, coo.remainder, length, room, indices, values, sel, stream));
-    if (sel.selected > sel.nnz)
+    const char* range = q == comm->rank ? static_cast<char*>(sum) + begin * accBytes : gathered + a.formOffsets[q];
+    DenseCooArgs dense{range, length, c->accType, c->indexBytes, coo.factor, tauFloor(c), indices, values, room};
+    dense.indexBase = begin;
+    if (c->ops->denseCoo(c->kernels, &dense, stream) != dctSuccess)
       return fail(comm, dctInternalError, "%s: range %d holds more entries than the inputs", kFn, q);
-    if (indexBytes == 4) addBase<uint32_t>(indices, sel.nnz, begin);
-    else addBase<uint64_t>(indices, sel.nnz, begin);
-    coo.nnz += sel.nnz;
+    coo.nnz += dense.nnz;
   }
   return dctSuccess;
 }

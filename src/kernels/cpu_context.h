@@ -140,6 +140,7 @@ dctResult_t cpuZero(KernelContext* ctx, void* data, size_t bytes, void* stream);
 dctResult_t cpuScale(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype, double factor, void* stream);
 dctResult_t cpuMergePacked(KernelContext* ctx, MergeArgs* args, void* stream);
 dctResult_t cpuMergePackedCoo(KernelContext* ctx, MergeCooArgs* args, void* stream);
+dctResult_t cpuDenseCoo(KernelContext* ctx, DenseCooArgs* args, void* stream);
 // Before a merge walks P packed messages (packed_cursor.h): each message
 // checked unless `checked` (the first malformed one in `malformed`), their
 // entries added up, and every worker's cursors reserved, `cursorBytes`

@@ -222,6 +222,7 @@ const KernelOps& cpuKernelOps() {
       .scatterAddPacked = NoThrow<cpuScatterAddPacked>::call,
       .mergePacked = NoThrow<cpuMergePacked>::call,
       .mergePackedCoo = NoThrow<cpuMergePackedCoo>::call,
+      .denseCoo = NoThrow<cpuDenseCoo>::call,
       .zero = NoThrow<cpuZero>::call,
       .scale = NoThrow<cpuScale>::call,
       .absSum = NoThrow<absSum>::call,

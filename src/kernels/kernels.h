@@ -87,6 +87,9 @@ struct KernelOps {
   // as mergePacked, nothing written). The CPU twin only: NULL in the CUDA
   // table, whose callers build the dense sum and select it instead.
   dctResult_t (*mergePackedCoo)(KernelContext* ctx, MergeCooArgs* args, void* stream);
+  // DenseCooArgs: a dense array's nonzeros as COO (dctInvalidArgument past
+  // capacity). The CPU twin only, as mergePackedCoo.
+  dctResult_t (*denseCoo)(KernelContext* ctx, DenseCooArgs* args, void* stream);
   dctResult_t (*zero)(KernelContext* ctx, void* data, size_t bytes, void* stream);
   dctResult_t (*scale)(KernelContext* ctx, void* data, size_t n, dctDataType_t dtype,
                        double factor, void* stream);

@@ -90,6 +90,26 @@ struct MergeCooArgs {
   uint64_t indexBase = 0;  // added to every index written (a range of a larger index space)
 };
 
+// A dense array's nonzeros as COO: x = in[i] (times factor when factor != 1,
+// as the scale op: x *= dtype(factor)), kept where !(|x| < tau) (NaN and
+// Inf too), ascending, as indexBase + i: the same entries and bits as the
+// scale op and a select of the array, from one read of it and one write of
+// the COO (the select also writes what it leaves behind, and compacts
+// through per-worker scratch). More entries than capacity: refused.
+struct DenseCooArgs {
+  const void* in;
+  uint64_t n;
+  dctDataType_t dtype;  // in's and outValues' (fp32 or fp64)
+  int indexBytes;
+  double factor;
+  double tau;
+  void* outIndices;
+  void* outValues;
+  size_t capacity;
+  size_t nnz = 0;          // out: the entries written
+  uint64_t indexBase = 0;  // added to every index written
+};
+
 // Delta bit-packing of a strictly ascending index list (index_packing.h).
 struct PackArgs {
   const void* indices;  // nnz entries, strictly ascending
