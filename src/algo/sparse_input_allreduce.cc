@@ -14,7 +14,8 @@
 //                the sum in scratch (accumulation type; dense: datatype)
 //   outputs      the COO: the union of the gathered messages (allgather on
 //                the CPU twin), split's gathered ranges (CPU twin, COO
-//                alone) or selected from the sum; capacity checked;
+//                alone), recursive doubling's result where it stayed
+//                sparse (COO alone) or selected from the sum; capacity checked;
 //                converted to the datatype, all in scratch; vote; then
 //                copies into the caller's buffers, or (allgather) the
 //                checked messages merged straight into `dense`
@@ -24,17 +25,15 @@
 // agreement's vote, which is the call's only vote (two collectives in all).
 // A size query stops after the header allgather. Nothing reaches the
 // caller's buffers before the last vote: a failure anywhere, on any rank,
-// leaves them as they were. Recursive doubling and dense build the sum in
-// scratch and copy it. The allgather plan merges after the vote, which on
+// leaves them as they were. Recursive doubling (but for its sparse COO
+// alone) and dense build the sum in scratch and copy it. The allgather plan merges after the vote, which on
 // the host twin cannot fail once the messages are checked, and so writes
 // `dense` once; split checks its gathered ranges before the vote and
 // writes them after it (splitWriteRanges), its own range from scratch.
 // The agreement's half (plan, sizes, buffers, local work) is
-// sparse_input_prepare.cc; the state both halves share, sparse_input_call.h.
-#include <cmath>
-
+// sparse_input_prepare.cc; the outputs in scratch, sparse_input_outputs.cc;
+// the state they share, sparse_input_call.h.
 #include "algo/agree.h"
-#include "algo/coo_merge.h"
 #include "algo/gather_slot.h"
 #include "algo/packed_message.h"
 #include "algo/sparse_input_call.h"
@@ -90,112 +89,6 @@ dctResult_t exchange(SparseInputCall& k, const std::vector<CallHeader>& all) {
     k.clock.lap(dctPhaseExchange);
   }
   return average(k);
-}
-
-// The COO in scratch against the caller's room for it.
-dctResult_t fitsOutCapacity(const SparseInputCall& k) {
-  if (k.coo.selected <= k.in.outCapacity) return dctSuccess;
-  return fail(k.comm, dctInvalidArgument, "%s: the sum has %zu nonzeros, outCapacity is %zu", k.in.fn, k.coo.selected,
-              k.in.outCapacity);
-}
-
-// The sum's nonzeros (NaN and Inf too: the select keeps !(|x| < tau)) as
-// COO in c->selection, values in the accumulation type. The sum survives:
-// the select writes what it leaves behind into the spare residual buffer.
-dctResult_t selectCoo(SparseInputCall& k) {
-  dctCompressor_t c = k.c;
-  const SparseInput& in = k.in;
-  const void* acc = k.sum;
-  if (k.sumType != c->accType) {  // a half dense-plan sum: widened exactly
-    DCTCHECK(c->ops->convert(c->kernels, c->residuals[1].as(), c->accType, k.sum, k.sumType, in.count, 1.0,
-                             in.stream));
-    acc = c->residuals[1].as();
-  }
-  DCTCHECK(selectNonzeros(c, acc, c->residuals[0].as(), in.count, cooBound(k), c->selection.as(),
-                          c->selection.as<char>() + k.cooIndexBytes, k.coo, in.stream));
-  return fitsOutCapacity(k);
-}
-
-// The allgather plan's COO from the gathered messages' entries, as
-// selectCoo would select it from their dense sum (averaged as exchange()
-// averages it): the same entries and bits, without the count-sized passes.
-dctResult_t unionCoo(SparseInputCall& k) {
-  dctCompressor_t c = k.c;
-  const SparseInput& in = k.in;
-  const std::vector<PackedMessage>& messages = c->rankArrays.messages;
-  MergeCooArgs merge{messages.data(), static_cast<int>(messages.size()), in.count, c->accType, in.dtype,
-                     c->indexBytes, k.avgFactor(), tauFloor(c), c->selection.as(),
-                     c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
-  merge.checked = true;  // by exchange(), before its merge or as gatherPacked's check, or by viewSlots
-  if (dctResult_t res = c->ops->mergePackedCoo(c->kernels, &merge, in.stream); res != dctSuccess) {
-    if (res == dctOutOfMemory) return fail(k.comm, res, "%s: out of memory for the union of the messages", in.fn);
-    return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
-  }
-  SelectArgs& sel = k.coo;
-  sel.outIndices = merge.outIndices;
-  sel.outValues = merge.outValues;
-  sel.nnz = sel.selected = merge.nnz;
-  return fitsOutCapacity(k);
-}
-
-// Split's COO from its gathered ranges, as selectCoo would select it from
-// their written and averaged sum.
-dctResult_t rangesCoo(SparseInputCall& k) {
-  dctCompressor_t c = k.c;
-  RangesCoo coo{k.avgFactor(), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
-  DCTCHECK(splitRangesCoo(c, k.comm, k.sum, coo, k.in.stream));
-  SelectArgs& sel = k.coo;
-  sel.outIndices = coo.outIndices;
-  sel.outValues = coo.outValues;
-  sel.nnz = sel.selected = coo.nnz;
-  return fitsOutCapacity(k);
-}
-
-// Recursive doubling's COO alone from its sparse result, as selectCoo would
-// select it from the result densified (+0 + each value) and averaged (the
-// scale op's multiply): the same entries and bits, without the count-sized
-// passes.
-dctResult_t partialCoo(SparseInputCall& k) {
-  dctCompressor_t c = k.c;
-  const RdSparse sum = rdSparseResult(k.rd);
-  SelectArgs& sel = k.coo;
-  sel.outIndices = c->selection.as();
-  sel.outValues = c->selection.as<char>() + k.cooIndexBytes;
-  const double factor = k.avgFactor();
-  size_t kept = 0;
-  coo::withTypes(c->indexBytes, c->accType, [&](auto i, auto v) {
-    using I = decltype(i);
-    using V = decltype(v);
-    const I* idx = static_cast<const I*>(sum.indices);
-    const V* val = static_cast<const V*>(sum.values);
-    I* outIdx = static_cast<I*>(sel.outIndices);
-    V* outVal = static_cast<V*>(sel.outValues);
-    const V f = static_cast<V>(factor), tau = static_cast<V>(tauFloor(c));
-    for (uint64_t j = 0; j < sum.nnz; j++) {  // kept <= j < the COO's bound: written whatever the test says
-      V x = V(0) + val[j];
-      if (factor != 1.0) x *= f;
-      outIdx[kept] = idx[j];
-      outVal[kept] = x;
-      kept += !(std::fabs(x) < tau);  // NaN stays
-    }
-    return 0;
-  });
-  sel.nnz = sel.selected = kept;
-  return fitsOutCapacity(k);
-}
-
-// The results in the datatype, in scratch: every step that can fail comes
-// before the exchange vote.
-dctResult_t convertOutputs(SparseInputCall& k) {
-  dctCompressor_t c = k.c;
-  const SparseInput& in = k.in;
-  if (k.denseConverts())
-    DCTCHECK(c->ops->convert(c->kernels, c->residuals[1].as(), in.dtype, k.sum, k.sumType, in.count, 1.0,
-                             in.stream));
-  if (k.cooConverts())
-    DCTCHECK(c->ops->convert(c->kernels, c->selection.as<char>() + k.cooConverted, in.dtype, k.coo.outValues,
-                             c->accType, k.coo.nnz, 1.0, in.stream));
-  return dctSuccess;
 }
 
 // The direct dense result, after the vote: the allgather plan's checked
@@ -278,8 +171,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     return dctSuccess;
   }
   if (res == dctSuccess) res = exchange(k, all);
-  if (res == dctSuccess && in.wantsCoo())
-    res = k.unionCoo ? unionCoo(k) : k.rangeCoo ? rangesCoo(k) : sparseRd(k) ? partialCoo(k) : selectCoo(k);
+  if (res == dctSuccess && in.wantsCoo()) res = buildCoo(k);
   if (res == dctSuccess) res = convertOutputs(k);
   k.clock.lap(dctPhaseReduce);
   DCTCHECK(vote(comm, res, in.stream, fn, k.tiny ? "agreement" : "exchange"));

@@ -81,6 +81,13 @@ inline bool sparseRd(const SparseInputCall& k) {
   return k.plan == dctAlgoRecursiveDoubling && k.rd.keepSparse && !k.rd.dense;
 }
 
+// The outputs in scratch, before the exchange vote (sparse_input_outputs.cc):
+// the sum's COO in c->selection (k.coo) by the plan's path, capacity
+// checked; then both results in the datatype where it is not the sum's.
+// Every step that can fail comes before the vote.
+dctResult_t buildCoo(SparseInputCall& k);
+dctResult_t convertOutputs(SparseInputCall& k);
+
 // Whether the allgather plan may run: this rank packs its message for it.
 bool mayRunAllgather(const SparseInputCall& k);
 
