@@ -10,7 +10,9 @@
 #include "base/half_bulk.h"
 #include "base/mapped_memory.h"
 #include "kernels/cpu_context.h"
+#include "kernels/cpu_stream.h"
 #include "kernels/no_throw.h"
+#include "kernels/select_args.h"
 
 namespace dct {
 namespace {
@@ -168,8 +170,17 @@ dctResult_t cpuScale(KernelContext* kc, void* data, size_t n, dctDataType_t dtyp
 dctResult_t cpuZero(KernelContext* kc, void* data, size_t bytes, void*) {
   CpuContext* ctx = cpuCtx(kc);
   if (bytes == 0) return dctSuccess;
+  // Past kStreamBytes the zeros leave the caches before anything reads
+  // them: streamed, no line is read for ownership.
+  const bool stream = bytes >= kStreamBytes;
   ctx->pool.parallelFor(bytes, kMinPerWorker * 4, [&](size_t b, size_t e, int) {
-    std::memset(static_cast<char*>(data) + b, 0, e - b);
+    char* p = static_cast<char*>(data) + b;
+    if (!stream) {
+      std::memset(p, 0, e - b);
+      return;
+    }
+    streamZero(p, e - b);
+    streamFence();  // before the pool hands the zeros on
   });
   return dctSuccess;
 }

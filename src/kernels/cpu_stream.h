@@ -5,6 +5,7 @@
 // streamFence() before another thread reads what a worker wrote.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -45,6 +46,30 @@ __attribute__((target("avx2"))) inline size_t streamOutAndZeroAvx2(void* to, voi
   return done;
 }
 #endif
+
+#if defined(__SSE2__)
+__attribute__((target("avx2"))) inline void streamZeroAvx2(char* to, size_t bytes) {
+  const __m256 zero = _mm256_setzero_ps();
+  for (size_t done = 0; done < bytes; done += 32) _mm256_stream_ps(reinterpret_cast<float*>(to + done), zero);
+}
+#endif
+
+// to[0, bytes) = 0, the 32-byte aligned middle streamed (where AVX2 is: 2.2x
+// glibc's memset of 64 MiB here, whose large fills are not streamed), the
+// ends stored. The caller fences (streamFence) before another thread reads.
+inline void streamZero(void* to, size_t bytes) {
+  char* p = static_cast<char*>(to);
+  size_t head = 0, body = 0;
+#if defined(__SSE2__)
+  if (cpuHasAvx2()) {
+    head = std::min(bytes, (32 - reinterpret_cast<uintptr_t>(p) % 32) % 32);
+    body = (bytes - head) & ~size_t(31);
+    streamZeroAvx2(p + head, body);
+  }
+#endif
+  std::memset(p, 0, head);
+  std::memset(p + head + body, 0, bytes - head - body);
+}
 
 // to[0, bytes) = from[0, bytes), then from[0, bytes) = 0: a block built in
 // cache, streamed out, left zeroed for the next. `to` and `from` 16-byte

@@ -7,6 +7,7 @@
 
 #include "dct/dct.h"
 #include "kernels/kernels.h"
+#include "kernels/select_args.h"
 #include "reference.h"
 
 using namespace dct;
@@ -65,6 +66,28 @@ TEST_CASE("accumulate, zero and scale match plain loops") {
     REQUIRE(ops.zero(ctx, r.data(), n * sizeof(float), nullptr) == dctSuccess);
     for (size_t i = 0; i < n; i++) REQUIRE(sameBits(r[i], 0.0f));
   }
+  ops.destroyContext(ctx);
+}
+
+// Past kStreamBytes zero streams its aligned middle: every offset and tail,
+// nothing written around it.
+TEST_CASE("zero past the streaming size clears exactly its bytes at any alignment") {
+  const KernelOps& ops = cpuKernelOps();
+  KernelContext* ctx = nullptr;
+  REQUIRE(ops.createContext(&ctx) == dctSuccess);
+  const size_t big = kStreamBytes + 4096;
+  std::vector<unsigned char> buf(big + 128);
+  for (size_t offset : {0, 1, 7, 31, 33})
+    for (size_t tail : {0, 1, 31, 33}) {
+      CAPTURE(offset);
+      CAPTURE(tail);
+      std::fill(buf.begin(), buf.end(), 0x5a);
+      const size_t len = big + tail - 64;
+      REQUIRE(ops.zero(ctx, buf.data() + offset, len, nullptr) == dctSuccess);
+      size_t wrong = 0;
+      for (size_t i = 0; i < buf.size(); i++) wrong += buf[i] != (i >= offset && i < offset + len ? 0 : 0x5a);
+      CHECK(wrong == 0);
+    }
   ops.destroyContext(ctx);
 }
 
