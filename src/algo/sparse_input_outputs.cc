@@ -22,6 +22,15 @@ dctResult_t fitsOutCapacity(const SparseInputCall& k) {
               k.in.outCapacity);
 }
 
+// A plan's own COO (not selected from the sum): k.coo, against the room.
+dctResult_t listed(SparseInputCall& k, void* indices, void* values, size_t nnz) {
+  SelectArgs& sel = k.coo;
+  sel.outIndices = indices;
+  sel.outValues = values;
+  sel.nnz = sel.selected = nnz;
+  return fitsOutCapacity(k);
+}
+
 // The sum's nonzeros (NaN and Inf too: the select keeps !(|x| < tau)) as
 // COO in c->selection, values in the accumulation type. The sum survives:
 // the select writes what it leaves behind into the spare residual buffer.
@@ -54,11 +63,7 @@ dctResult_t unionCoo(SparseInputCall& k) {
     if (res == dctOutOfMemory) return fail(k.comm, res, "%s: out of memory for the union of the messages", in.fn);
     return fail(k.comm, res, "%s: the union of the messages failed", in.fn);
   }
-  SelectArgs& sel = k.coo;
-  sel.outIndices = merge.outIndices;
-  sel.outValues = merge.outValues;
-  sel.nnz = sel.selected = merge.nnz;
-  return fitsOutCapacity(k);
+  return listed(k, merge.outIndices, merge.outValues, merge.nnz);
 }
 
 // Split's COO from its gathered ranges, as selectCoo would select it from
@@ -67,11 +72,7 @@ dctResult_t rangesCoo(SparseInputCall& k) {
   dctCompressor_t c = k.c;
   RangesCoo coo{k.avgFactor(), c->selection.as(), c->selection.as<char>() + k.cooIndexBytes, cooBound(k)};
   DCTCHECK(splitRangesCoo(c, k.comm, k.sum, coo, k.in.stream));
-  SelectArgs& sel = k.coo;
-  sel.outIndices = coo.outIndices;
-  sel.outValues = coo.outValues;
-  sel.nnz = sel.selected = coo.nnz;
-  return fitsOutCapacity(k);
+  return listed(k, coo.outIndices, coo.outValues, coo.nnz);
 }
 
 // Recursive doubling's COO alone from its sparse result, as selectCoo would
@@ -81,9 +82,8 @@ dctResult_t rangesCoo(SparseInputCall& k) {
 dctResult_t partialCoo(SparseInputCall& k) {
   dctCompressor_t c = k.c;
   const RdSparse sum = rdSparseResult(k.rd);
-  SelectArgs& sel = k.coo;
-  sel.outIndices = c->selection.as();
-  sel.outValues = c->selection.as<char>() + k.cooIndexBytes;
+  void* const indices = c->selection.as();
+  void* const values = c->selection.as<char>() + k.cooIndexBytes;
   const double factor = k.avgFactor();
   size_t kept = 0;
   coo::withTypes(c->indexBytes, c->accType, [&](auto i, auto v) {
@@ -91,8 +91,8 @@ dctResult_t partialCoo(SparseInputCall& k) {
     using V = decltype(v);
     const I* idx = static_cast<const I*>(sum.indices);
     const V* val = static_cast<const V*>(sum.values);
-    I* outIdx = static_cast<I*>(sel.outIndices);
-    V* outVal = static_cast<V*>(sel.outValues);
+    I* outIdx = static_cast<I*>(indices);
+    V* outVal = static_cast<V*>(values);
     const V f = static_cast<V>(factor), tau = static_cast<V>(tauFloor(c));
     for (uint64_t j = 0; j < sum.nnz; j++) {  // kept <= j < the COO's bound: written whatever the test says
       V x = V(0) + val[j];
@@ -103,8 +103,7 @@ dctResult_t partialCoo(SparseInputCall& k) {
     }
     return 0;
   });
-  sel.nnz = sel.selected = kept;
-  return fitsOutCapacity(k);
+  return listed(k, indices, values, kept);
 }
 
 }  // namespace
