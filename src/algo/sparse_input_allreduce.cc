@@ -76,7 +76,7 @@ dctResult_t exchange(SparseInputCall& k, const std::vector<CallHeader>& all) {
   else if (k.plan == dctAlgoRecursiveDoubling) {
     DCTCHECK(rdExchange(k.rd, k.sent, k.received, in.stream));
     k.clock.lap(dctPhaseExchange);
-    if (!k.rd.dense && k.rd.keepSparse) return dctSuccess;  // averaged by partialCoo()
+    if (sparseRd(k)) return dctSuccess;  // no sum: partialCoo() averages
   }
   else if (k.plan == dctAlgoSplit) {
     DCTCHECK(splitExchange(c, k.comm, k.pieces, k.splitBound, k.sum, in.stream, k.clock, k.sent, k.received,

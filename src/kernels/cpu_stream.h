@@ -45,9 +45,7 @@ __attribute__((target("avx2"))) inline size_t streamOutAndZeroAvx2(void* to, voi
   }
   return done;
 }
-#endif
 
-#if defined(__SSE2__)
 __attribute__((target("avx2"))) inline void streamZeroAvx2(char* to, size_t bytes) {
   const __m256 zero = _mm256_setzero_ps();
   for (size_t done = 0; done < bytes; done += 32) _mm256_stream_ps(reinterpret_cast<float*>(to + done), zero);
