@@ -191,6 +191,11 @@ bool KernelBench::run(size_t n, SizeResult& out) {
   double unionUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);
   out.kernels.push_back({"union-4", 4.0 * (pack.bytes + e * static_cast<double>(sel.nnz)) +
                                         (4 + e) * static_cast<double>(sel.nnz), unionUs});
+  // Two of them (the union at 2 ranks, and each pairwise round).
+  coo.count = 2;
+  double twoUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);
+  out.kernels.push_back({"union-2", 2.0 * (pack.bytes + e * static_cast<double>(sel.nnz)) +
+                                        (4 + e) * static_cast<double>(sel.nnz), twoUs});
   // One message as COO (a split range of the sparse-input allreduce's COO).
   coo.count = 1;
   double oneUs = medianUs([&](int) { return ops_.mergePackedCoo(ctx_, &coo, nullptr); }, false);

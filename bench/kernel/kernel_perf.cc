@@ -36,7 +36,7 @@ const char* kHelp =
     "  exact estimator), accumulate, scatter (of the 1% message select made),\n"
     "  pack (its indices delta bit-packed for the wire), scatter-packed (the\n"
     "  scatter-add reading packed indices), merge-4 / check-4 / union-4 (four\n"
-    "  such messages summed dense, checked, summed as COO), union-1,\n"
+    "  such messages summed dense, checked, summed as COO), union-2, union-1,\n"
     "  select-coo / dense-coo (a dense array's entries at tau as COO: the select\n"
     "  with its remainder written, and denseCoo), tau-sample, tau-exact, the DCT-MP\n"
     "  row kernels (row-select: per-row top-K; row-pack: kept values and 1-byte\n"

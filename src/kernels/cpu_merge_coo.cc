@@ -5,12 +5,13 @@
 // The index space is cut in chunks, one cursor per message walks each; a
 // chunk's output starts where its messages' entries start (the union of a
 // chunk has at most that many), and the chunks are closed up afterwards.
-// Within a chunk, windows of the index space are summed in cache (message
-// after message, a bit marking each touched element) and read out in index
-// order: per entry an add and two bits (the element's, and its word's in a
-// summary word, so a window of a few entries reads those words, not 64), no
-// data-dependent choice of the next message (a k-way scan mispredicted
-// every step: 20 ns an entry).
+// Within a chunk, up to kMaxStepped messages step together
+// (cpu_union_steps.h). More are summed in windows of the index space in
+// cache (message after message, a bit marking each touched element) and
+// read out in index order: per entry an add and two bits (the element's,
+// and its word's in a summary word, so a window of a few entries reads
+// those words, not 64), no data-dependent choice of the next message (a
+// k-way scan mispredicted every step: 20 ns an entry).
 // Per index: the same additions in the same order as mergePacked, then the
 // scale op's multiply and the select's test: the same entries and bits.
 #include <algorithm>
@@ -22,6 +23,7 @@
 
 #include "base/debug.h"
 #include "kernels/cpu_context.h"
+#include "kernels/cpu_union_steps.h"
 #include "kernels/packed_cursor.h"
 
 namespace dct {
@@ -56,8 +58,10 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
     static_assert(kWindow == 64 * 64, "one summary word marks the window's touched words");
     uint64_t touched[kWindow / 64];
     uint64_t touchedWords = 0;  // bit w: touched[w] has a bit (a sparse window reads only those)
-    std::fill(window, window + kWindow, T(0));  // +0: the first addition is exact, as in mergePacked
-    std::fill(touched, touched + kWindow / 64, uint64_t(0));
+    if (a.count > kMaxStepped) {
+      std::fill(window, window + kWindow, T(0));  // +0: the first addition is exact, as in mergePacked
+      std::fill(touched, touched + kWindow / 64, uint64_t(0));
+    }
     I* __restrict idxOut = outIndices;
     T* __restrict valOut = outValues;
     for (size_t k = b; k < e; k++) {
@@ -72,17 +76,14 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
         heads[r] = headOf(cursors[r]);
       }
       starts[k] = at;
-      // One message (a split range): its entries in order, no window.
-      if (a.count == 1)
-        cursors[0].visitBelow(end, [&](uint64_t i, V v) {
-          T sum = T(0);
-          addInto(sum, v);
-          if (scaled) sum *= factor;
-          if (std::fabs(sum) < tau) return;
-          idxOut[at] = static_cast<I>(a.indexBase + i);
-          valOut[at++] = sum;
-        });
-      for (; a.count > 1;) {
+      if (a.count <= kMaxStepped) {
+        Cursor* live[kMaxStepped];
+        int count = 0;
+        for (int r = 0; r < a.count; r++)
+          if (cursors[r].runBelow(end) != 0) live[count++] = &cursors[r];
+        at = unionOfAny(live, count, end, CooOut<T, I>{outIndices, outValues, at, a.indexBase, factor, tau});
+      }
+      for (; a.count > kMaxStepped;) {
         uint64_t base = end;  // the window starts at the smallest index left
         for (int r = 0; r < a.count; r++) base = heads[r] < base ? heads[r] : base;
         if (base == end) break;

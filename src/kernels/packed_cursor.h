@@ -1,6 +1,7 @@
 // A cursor over one packed message (index_packing.h): its entries in
-// ascending index order, a decoded group of kPackGroup indices at a time.
-// The CPU merges (cpu_merge.cc, cpu_merge_coo.cc) walk one per message.
+// ascending index order, a decoded group of kPackGroup indices at a time
+// (two where topped up). The CPU merges (cpu_merge.cc, cpu_merge_coo.cc)
+// walk one per message.
 #pragma once
 
 #include <algorithm>
@@ -35,7 +36,7 @@ class PackedCursor {
   // The entry under the cursor (not done()): its index, and its place in
   // the message.
   uint64_t index() const { return index_[pos_]; }
-  size_t position() const { return done() ? nnz_ : group_ * packing::kPackGroup + pos_; }
+  size_t position() const { return done() ? nnz_ : base_ + pos_; }
 
   // Calls visit(index, value) for every entry below `end`, in order, and
   // leaves the cursor on the first entry at or past it: a group's run at a
@@ -43,7 +44,7 @@ class PackedCursor {
   template <typename Visit>
   void visitBelow(uint64_t end, Visit&& visit) {
     while (!done()) {
-      const V* values = values_ + group_ * packing::kPackGroup;
+      const V* values = values_ + base_;
       size_t j = pos_, stop = count_;
       if (index_[count_ - 1] >= end)
         stop = static_cast<size_t>(std::lower_bound(index_ + j, index_ + count_, end) - index_);
@@ -55,6 +56,39 @@ class PackedCursor {
     }
   }
 
+  // Decodes the next group behind the entries left when fewer than a
+  // group's are: a walk that steps several cursors together by the fewest
+  // any has decoded then takes a group's steps at a time, not fewer and
+  // fewer as one nears its group's end.
+  void topUp() {
+    const size_t left = count_ - pos_;
+    if (done() || left >= packing::kPackGroup || group_ + 1 >= layout_.groups) return;
+    std::copy(index_ + pos_, index_ + count_, index_);
+    base_ += pos_;
+    group_++;
+    count_ = left + packing::groupSize(nnz_, group_);
+    pos_ = 0;
+    packing::unpackGroup<I>(s_, group_, nnz_, n_, index_ + left);
+  }
+
+  // The decoded entries from the cursor on that are below `end`: how many
+  // (0 when done or at `end`), their indices and values. skip(k) steps
+  // past k of them (at most that many), decoding the next group when the
+  // decoded ones are used up.
+  size_t runBelow(uint64_t end) const {
+    if (done()) return 0;
+    if (index_[count_ - 1] < end) return count_ - pos_;
+    return static_cast<size_t>(std::lower_bound(index_ + pos_, index_ + count_, end) - (index_ + pos_));
+  }
+  const I* runIndices() const { return index_ + pos_; }
+  const V* runValues() const { return values_ + base_ + pos_; }
+  void skip(size_t k) {
+    pos_ += k;
+    if (pos_ < count_) return;
+    group_++;
+    decode();
+  }
+
   // Adds every entry below `end` into block (block[0] holds index `base`).
   template <typename T>
   void addBelow(uint64_t end, T* block, uint64_t base) {
@@ -62,15 +96,12 @@ class PackedCursor {
   }
 
  private:
-  void advance() {
-    if (++pos_ < count_) return;
-    group_++;
-    decode();
-  }
+  void advance() { skip(1); }
 
   void decode() {
     if (done()) return;
     count_ = packing::groupSize(nnz_, group_);
+    base_ = group_ * packing::kPackGroup;
     pos_ = 0;
     // Checked before any merge (cpuValidPackedList): decodes whole.
     packing::unpackGroup<I>(s_, group_, nnz_, n_, index_);
@@ -81,8 +112,10 @@ class PackedCursor {
   const V* values_;
   size_t nnz_;
   uint64_t n_;
-  size_t group_ = 0, pos_ = 0, count_ = 0;
-  I index_[packing::kPackGroup];
+  // index_[0, count_) decoded, index_[0] the message's entry base_, the
+  // last of them in group_.
+  size_t group_ = 0, pos_ = 0, count_ = 0, base_ = 0;
+  I index_[2 * packing::kPackGroup];
 };
 
 // Room for any cursor (the widest index; V is only a pointer's type).

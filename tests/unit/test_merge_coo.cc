@@ -32,9 +32,12 @@ V toValue(float x) {
 
 // Messages of mixed lengths (empty ones too). Even ranks draw normals with
 // zeros, NaN and Inf; odd ranks draw from {-1.5, ..., 1.5} so that sums
-// cancel to 0 and drop out.
+// cancel to 0 and drop out. `ordered`: every rank sends half the indices,
+// rank r the value {1, eps, -1}[r % 3] (eps half T's ulp of 1), whose sums
+// depend on the order of the additions: (1 + eps) - 1 is 0, (-1 + eps) + 1
+// is not.
 template <typename T, typename V, typename I>
-void checkUnion(size_t n, int ranks, double factor, uint64_t seed, uint64_t indexBase = 0) {
+void checkUnion(size_t n, int ranks, double factor, uint64_t seed, uint64_t indexBase = 0, bool ordered = false) {
   CAPTURE(n);
   CAPTURE(indexBase);
   CAPTURE(ranks);
@@ -46,12 +49,13 @@ void checkUnion(size_t n, int ranks, double factor, uint64_t seed, uint64_t inde
   size_t entries = 0;
   for (int r = 0; r < ranks; r++) {
     const size_t sizes[] = {0, 1, n / 1000, n / 100, n / 7, n / 2, n};  // n / 1000: windows of a few words
-    const size_t nnz = std::min(n, sizes[(seed + r) % 7]);
+    const size_t nnz = ordered ? n / 2 : std::min(n, sizes[(seed + r) % 7]);
     const auto idx = randomIndices<I>(n, nnz, true, seed + 10 * r);
     const auto normal = randomVector<float>(nnz, seed + 10 * r + 1);
+    const V probe[3] = {toValue<V>(1.0f), toValue<V>(static_cast<float>(std::numeric_limits<T>::epsilon() / 2)), toValue<V>(-1.0f)};
     values[r].resize(nnz);
     for (size_t j = 0; j < nnz; j++)
-      values[r][j] = toValue<V>(r % 2 ? 0.5f * static_cast<float>(int(idx[j] % 7) - 3) : normal[j]);
+      values[r][j] = ordered ? probe[r % 3] : toValue<V>(r % 2 ? 0.5f * static_cast<float>(int(idx[j] % 7) - 3) : normal[j]);
     packed[r] = twin.pack(idx);
     messages[r] = PackedMessage{packed[r].data(), values[r].data(), nnz, packed[r].size()};
     entries += nnz;
@@ -86,9 +90,17 @@ void checkUnion(size_t n, int ranks, double factor, uint64_t seed, uint64_t inde
 
 }  // namespace
 
+TEST_CASE("the union adds in rank order, stepped or in windows") {
+  for (size_t n : {size_t(1001), size_t(300007)})
+    for (int ranks : {3, 5}) {
+      checkUnion<float, float, uint32_t>(n, ranks, 1.0, 70 + n + ranks, 0, true);
+      checkUnion<double, double, uint64_t>(n, ranks, 1.0, 71 + n + ranks, 0, true);
+    }
+}
+
 TEST_CASE("the union of packed messages equals selecting their dense sum") {
   for (size_t n : kOddSizes) {
-    for (int ranks : {1, 2, 3, 5}) {
+    for (int ranks : {1, 2, 3, 4, 5}) {
       checkUnion<float, float, uint32_t>(n, ranks, 1.0, 90 + n + ranks);
       checkUnion<double, double, uint64_t>(n, ranks, 1.0 / ranks, 91 + n + ranks);
       checkUnion<float, Half, uint32_t>(n, ranks, 1.0 / 3, 92 + n + ranks);
@@ -99,4 +111,6 @@ TEST_CASE("the union of packed messages equals selecting their dense sum") {
   }
   checkUnion<float, float, uint32_t>(4000037, 4, 0.25, 93);  // many chunks: several workers
   checkUnion<float, float, uint32_t>(1000003, 2, 1.0, 99);    // 1 entry and 0.1%: windows of a few words
+  checkUnion<double, double, uint64_t>(4000037, 3, 1.0 / 3, 97);  // stepped, many chunks
+  checkUnion<float, float, uint32_t>(4000037, 2, 1.0, 98);
 }
