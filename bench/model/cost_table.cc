@@ -3,7 +3,8 @@
 // sparse-input allreduce runs: its own pick column) for P ranks, one fp32
 // tensor and a range of densities, with every rank selecting k = density *
 // count entries. Calls the library's own cost functions (core/cost_model.h),
-// with its defaults unless DCT_ALPHA_US / DCT_LINK_GBPS / ... are set.
+// with its defaults unless DCT_ALPHA_US / DCT_LINK_GBPS / ... are set, as
+// the host twin prices them (its kernels walk unions).
 //   cost_table [count]   (default 16M elements = 64 MiB fp32; K/M suffixes) -> markdown
 #include <algorithm>
 #include <cstdio>
@@ -48,23 +49,29 @@ int main(int argc, char** argv) {
               "transport has sendrecv).\n\n");
   std::printf("| ranks | density | k per rank | union (est.) | allgather ms | split ms | split halving ms | global top-k ms "
               "| global top-k halving ms | dense ms | rec. doubling ms | dense / global top-k | dense / global top-k "
-              "halving | split exchange | model picks | sparse input picks |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|:---|:---|\n");
+              "halving | split exchange | model picks | sparse input picks | COO alone: allgather ms | COO alone picks |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|:---|:---|---:|:---|\n");
   for (int ranks : {4, 8, 64, 256, 1024})
     for (double density : {1e-4, 1e-3, 1e-2, 1e-1}) {
       std::vector<uint64_t> nnz(ranks, static_cast<uint64_t>(density * count + 0.5));
       CostInputs in{ranks, count, 4, 4, nnz.data(), 4};
+      in.unions = true;
       const double topk = globalTopkCostUs(p, in), dense = denseCostUs(p, in);
       const double topkHalving = globalTopkCostUs(p, in, nullptr, SplitExchange::Halving);
       const double allgather = allgatherCostUs(p, in), split = splitCostUs(p, in);
       const double splitHalving = splitCostUs(p, in, nullptr, SplitExchange::Halving);
       const double pairs = recursiveDoublingCostUs(p, in);
       const bool halving = cheaperSplitExchange(p, in) == SplitExchange::Halving;
-      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %s | %s | %s |\n",
+      CostInputs cooAlone = in;
+      cooAlone.cooAlone = true;
+      const double allgatherCoo = allgatherCostUs(p, cooAlone);
+      std::printf("| %d | %g%% | %llu | %.1f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %s | %s | %s "
+                  "| %.2f | %s |\n",
                   ranks, density * 100, static_cast<unsigned long long>(nnz[0]), 100.0 * unionEstimate(in) / count,
                   allgather / 1e3, split / 1e3, splitHalving / 1e3, topk / 1e3, topkHalving / 1e3, dense / 1e3,
                   pairs / 1e3, dense / topk, dense / topkHalving, halving ? "halving" : "pairwise",
-                  name(chooseAlgorithm(p, in)), name(sparseInputPick(allgather, split, pairs, dense)));
+                  name(chooseAlgorithm(p, in)), name(sparseInputPick(allgather, split, pairs, dense)),
+                  allgatherCoo / 1e3, name(sparseInputPick(allgatherCoo, split, pairs, dense)));
     }
   return 0;
 }

@@ -53,8 +53,10 @@ std::vector<uint64_t> forecastCounts(dctCompressor_t c, dctComm_t comm) {
 bool splits(dctAlgorithm_t a) { return a == dctAlgoSplit || a == dctAlgoGlobalTopk; }
 
 CostInputs inputsFor(dctCompressor_t c, dctComm_t comm, const std::vector<uint64_t>& forecast) {
-  return {comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), forecast.data(),
-          dtypeSize(c->accType)};
+  CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), forecast.data(),
+                dtypeSize(c->accType)};
+  in.unions = c->ops->mergePackedCoo != nullptr;
+  return in;
 }
 
 // The split plans' exchange: DCT_SPLIT_EXCHANGE where set, else the model's

@@ -155,6 +155,7 @@ dctResult_t sparseInputAllreduce(dctComm_t comm, const SparseInput& in, dctResul
     if (mine.localError == dctSuccess && mayRunAllgather(k)) mine.localError = packWhole(k);
     if (mine.localError == dctSuccess && !recursiveDoublingAvailable(k.c, comm)) mine.flags |= kNoPairExchange;
     if (mine.localError == dctSuccess && k.inSlot) mine.flags |= kInSlotFlag;
+    if (in.dense == nullptr && in.wantsCoo()) mine.flags |= kCooAloneFlag;
     mine.bytes = k.bytes;
   }
   k.clock.lap(dctPhaseCompress);

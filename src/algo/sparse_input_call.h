@@ -60,9 +60,11 @@ struct SparseInputCall {
   bool cooConverts() const { return in.wantsCoo() && c->accType != in.dtype; }
 };
 
-// Header flag: recursive doubling cannot run on this rank (kInSlotFlag,
-// gather_slot.h: its message is in its slot).
+// Header flags: recursive doubling cannot run on this rank (kInSlotFlag,
+// gather_slot.h: its message is in its slot); this rank wants the COO
+// alone (the plans' costs count it where every rank does).
 constexpr int32_t kNoPairExchange = 1;
+constexpr int32_t kCooAloneFlag = 1 << 1;
 
 // The bound on the COO's length: its entries are distinct indices < count.
 inline size_t cooBound(const SparseInputCall& k) { return k.total < k.in.count ? static_cast<size_t>(k.total) : k.in.count; }

@@ -32,15 +32,23 @@ dctResult_t reserve(const SparseInputCall& k, TwinBuffer& b, size_t bytes, const
 // lists have uint32 word offsets: past that size only dense runs.
 // Recursive doubling needs every rank able to run it; where one cannot, a
 // configured one falls back to dense (which needs no packed message).
+// The call's counts as the cost model takes them, alike on every rank.
+CostInputs costInputs(const SparseInputCall& k, const std::vector<CallHeader>& all) {
+  CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
+                    k.nnz.data(), k.accBytes()};
+  inputs.unions = k.c->ops->mergePackedCoo != nullptr;
+  inputs.cooAlone = true;
+  for (const CallHeader& h : all) inputs.cooAlone = inputs.cooAlone && (h.flags & kCooAloneFlag) != 0;
+  return inputs;
+}
+
 dctAlgorithm_t choosePlan(const SparseInputCall& k, const std::vector<CallHeader>& all) {
   if (!packing::fitsOffsets(k.in.count, k.c->indexBytes)) return dctAlgoDense;
   bool pairs = true;
   for (const CallHeader& h : all) pairs = pairs && (h.flags & kNoPairExchange) == 0;
   if (k.in.algorithm == dctAlgoRecursiveDoubling) return pairs ? dctAlgoRecursiveDoubling : dctAlgoDense;
   if (k.in.algorithm != dctAlgoAuto) return static_cast<dctAlgorithm_t>(k.in.algorithm);
-  CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
-                    k.nnz.data(), k.accBytes()};
-  const dctAlgorithm_t plan = planExactCounts(k.comm, inputs);
+  const dctAlgorithm_t plan = planExactCounts(k.comm, costInputs(k, all));
   return plan == dctAlgoRecursiveDoubling && !pairs ? dctAlgoAllgather : plan;
 }
 
@@ -50,9 +58,7 @@ dctAlgorithm_t choosePlan(const SparseInputCall& k, const std::vector<CallHeader
 bool takesSlots(const SparseInputCall& k, const std::vector<CallHeader>& all) {
   if (!allInSlots(all)) return false;
   if (k.in.algorithm != dctAlgoAuto) return true;
-  CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
-                    k.nnz.data(), k.accBytes()};
-  const dctAlgorithm_t rule = tunedExactCounts(k.comm, inputs);
+  const dctAlgorithm_t rule = tunedExactCounts(k.comm, costInputs(k, all));
   return rule == dctAlgoAuto || rule == dctAlgoAllgather;
 }
 

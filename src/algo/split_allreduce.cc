@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "algo/split_forms.h"
+
 #include "algo/agree.h"
 #include "algo/global_topk.h"
 #include "algo/packed_message.h"
@@ -14,96 +16,7 @@
 namespace dct {
 namespace {
 
-constexpr const char* kFn = "dctSparseAllreduce";
-
-struct Split {
-  dctCompressor_t c;
-  dctComm_t comm;
-  void* target;
-  void* stream;
-  int P, me;
-  size_t sumBytes, wireBytes;  // a reduced value (accType), a sent value (wireType)
-  size_t begin(int q) const { return splitRangeBegin(c->count, P, q); }
-  size_t length(int q) const { return begin(q + 1) - begin(q); }
-  char* range(int q) const { return static_cast<char*>(target) + begin(q) * sumBytes; }
-};
-
-// Sums range `me` of the gathered pieces in rank order into the target.
-// theirs[2 r], theirs[2 r + 1]: bytes and nnz of rank r's piece.
-dctResult_t mergeRange(const Split& s, const char* gathered, const std::vector<uint64_t>& theirs,
-                       const std::vector<size_t>& offsets) {
-  std::vector<PackedMessage>& pieces = s.c->rankArrays.messages;  // reserved by splitPack
-  pieces.assign(s.P, PackedMessage{});
-  for (int r = 0; r < s.P; r++) pieces[r] = packedView(gathered + offsets[r], theirs[2 * r], theirs[2 * r + 1], s.wireBytes);
-  dctCompressor_t c = s.c;
-  MergeArgs merge{s.range(s.me), s.length(s.me), c->accType, c->wireType, c->indexBytes, pieces.data(), s.P};
-  if (dctResult_t res = c->ops->mergePacked(c->kernels, &merge, s.stream); res != dctSuccess)
-    return merge.malformed < 0 ? res : fail(s.comm, res, "%s: malformed piece from rank %d", kFn, merge.malformed);
-  return dctSuccess;
-}
-
-// The smaller of the owner's selection packed into c->wire and its range
-// dense. The range holds zeros wherever the selection has no entry (the
-// select zeroed what it took, or the caller zeroed it); dense, it is filled
-// from the packed copy (+0 + x is x: the same bits).
-dctResult_t smallerForm(const Split& s, const SelectArgs& sel, const void*& form, uint64_t& bytes, uint64_t& nnz) {
-  dctCompressor_t c = s.c;
-  const size_t length = s.length(s.me), denseBytes = length * s.sumBytes;
-  DCTCHECK(c->wire.reserve(packedMessageRoom(sel.nnz, c->indexBytes, s.sumBytes)));
-  size_t packed = 0;
-  DCTCHECK(packMessage(c, sel.outIndices, sel.outValues, sel.nnz, s.sumBytes, 0, c->wire.as<char>(), packed, s.stream));
-  if (packed < denseBytes) {
-    form = c->wire.as();
-    bytes = packed;
-    nnz = sel.nnz;
-    return dctSuccess;
-  }
-  PackedMessage own = packedView(c->wire.as<char>(), packed, sel.nnz, s.sumBytes);
-  MergeArgs fill{s.range(s.me), length, c->accType, c->accType, c->indexBytes, &own, 1};
-  DCTCHECK(c->ops->mergePacked(c->kernels, &fill, s.stream));
-  form = s.range(s.me);
-  bytes = denseBytes;
-  nnz = kSplitDenseForm;
-  return dctSuccess;
-}
-
-// The owner's range in its smaller form: its nonzeros (NaN and Inf too: the
-// select keeps !(|x| < tau)) packed into c->wire, or the dense range itself.
-// Selecting in place zeroes the range; a dense form restores it from the
-// packed copy (+0 + x is x: the same bits). `bound` caps the nonzeros (the
-// pieces' entries): buffers sized by it hold all of them.
-dctResult_t reduceForm(const Split& s, uint64_t bound, const void*& form, uint64_t& bytes, uint64_t& nnz) {
-  dctCompressor_t c = s.c;
-  const size_t length = s.length(s.me);
-  form = s.range(s.me);
-  bytes = 0;
-  nnz = 0;
-  if (length == 0 || bound == 0) return dctSuccess;  // nothing summed: the range is all +0
-  if (bound > length) bound = length;
-  const size_t indexBytes = alignedIndexBytes(bound, c->indexBytes);
-  DCTCHECK(c->selection.reserve(indexBytes + bound * s.sumBytes));
-  SelectArgs sel;
-  DCTCHECK(selectNonzeros(c, s.range(s.me), s.range(s.me), length, bound, c->selection.as(),
-                          c->selection.as<char>() + indexBytes, sel, s.stream));
-  return smallerForm(s, sel, form, bytes, nnz);
-}
-
-// Global top-k: the owner's kept entries (global_topk.h) in the smaller of
-// packed and dense form; the range becomes zeros + those entries (dense) or
-// zeros, its entries written with everyone else's from the gathered form.
-dctResult_t ownerForm(const Split& s, uint64_t inflow, OwnerDraft& draft, const void*& form, uint64_t& bytes,
-                      uint64_t& nnz) {
-  dctCompressor_t c = s.c;
-  const size_t length = s.length(s.me);
-  SelectArgs sel;
-  DCTCHECK(ownerSelect(c, s.range(s.me), s.begin(s.me), length, inflow, sel, draft, s.stream));
-  form = s.range(s.me);
-  bytes = nnz = 0;
-  if (length == 0) return dctSuccess;
-  DCTCHECK(c->ops->zero(c->kernels, s.range(s.me), length * s.sumBytes, s.stream));
-  if (sel.nnz == 0) return dctSuccess;
-  return smallerForm(s, sel, form, bytes, nnz);
-}
+constexpr const char* kFn = kSplitFn;
 
 // Every rank's (bytes, nnz) of its piece for this rank. Host transports
 // exchange just those (16 bytes per peer: O(P) per rank, not O(P^2)); NCCL,
@@ -153,6 +66,52 @@ dctResult_t reserveGathered(const Split& s, size_t bytes, size_t extent) {
   DCTCHECK(s.c->gathered.reserve(bytes));
   return s.comm->transport->prepare(s.comm, s.c->gathered.as(), extent > bytes ? extent : bytes, s.stream);
 }
+
+// The second phase from this rank's range form (when res is dctSuccess):
+// every rank learns every form, gathers them, and writes or checks them.
+dctResult_t shareRanges(const Split& s, dctResult_t res, const void* form, const uint64_t (&mine)[2], PhaseTimer& clock,
+                        size_t& sent, size_t& received, SplitRanges ranges) {
+  dctCompressor_t c = s.c;
+  dctComm_t comm = s.comm;
+  const int P = s.P, me = s.me;
+  const Transport* t = comm->transport;
+  RankArrays& a = c->rankArrays;
+  void* stream = s.stream;
+  clock.lap(dctPhaseReduce);
+
+  // Range forms: every rank's, then room for all of them, 8-byte aligned.
+  std::vector<uint64_t>& forms = a.forms;
+  forms.assign(2 * size_t(P), 0);
+  const dctResult_t shared = t->allgather(comm, mine, forms.data(), sizeof(mine), stream);
+  if (res == dctSuccess) res = shared;
+  std::vector<size_t>&formBytes = a.formBytes, &formOffsets = a.formOffsets;
+  formBytes.assign(P, 0);
+  formOffsets.assign(P, 0);
+  size_t formTotal = 0;
+  for (int q = 0; q < P && res == dctSuccess; q++) {
+    const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
+    const bool ok = nnz == kSplitDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
+    if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
+    formBytes[q] = bytes;
+    formOffsets[q] = formTotal;
+    formTotal += packing::pad8(bytes);
+  }
+  if (res == dctSuccess) res = reserveGathered(s, formTotal, mine[0]);
+  DCTCHECK(vote(comm, res, stream, kFn, "range sizes"));
+  clock.lap(dctPhaseAgree);
+
+  char* gathered = c->gathered.as<char>();
+  DCTCHECK(t->allgatherv(comm, form, mine[0], gathered, formBytes.data(), formOffsets.data(), stream));
+  clock.lap(dctPhaseExchange);
+  sent += mine[0];
+  for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
+  for (int q = 0; q < P && ranges != SplitRanges::kLeave; q++) {
+    if (s.length(q) == 0 || (q == me && mine[1] == kSplitDenseForm)) continue;  // a dense own range is in place
+    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1], ranges == SplitRanges::kCheck));
+  }
+  return dctSuccess;
+}
+
 
 }  // namespace
 
@@ -219,56 +178,28 @@ dctResult_t splitExchange(dctCompressor_t c, dctComm_t comm, const SplitPieces& 
   res = t->alltoallv(comm, c->wire.as(), sendBytes.data(), pieces.offsets.data(), c->gathered.as(), recvBytes.data(),
                      recvOffsets.data(), allRanksBytes, stream);
   clock.lap(dctPhaseExchange);
-  if (res == dctSuccess) res = mergeRange(s, c->gathered.as<char>(), theirs, recvOffsets);
   sent = pieces.bytes - sendBytes[me];
   received = recvTotal - recvBytes[me];
-  return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner, ranges);
+  const char* gathered = c->gathered.as<char>();
+  if (!unionsRange(s, bound, owner)) {
+    if (res == dctSuccess) res = mergeRange(s, pieceViews(s, gathered, theirs, recvOffsets));
+    return splitRanges(c, comm, res, bound, target, stream, clock, sent, received, owner, ranges);
+  }
+  const void* form = nullptr;
+  uint64_t mine[2] = {0, 0};
+  if (res == dctSuccess) res = unionForm(s, pieceViews(s, gathered, theirs, recvOffsets), bound, form, mine[0], mine[1]);
+  return shareRanges(s, res, form, mine, clock, sent, received, ranges);
 }
 
 dctResult_t splitRanges(dctCompressor_t c, dctComm_t comm, dctResult_t res, uint64_t inflow, void* target,
                         void* stream, PhaseTimer& clock, size_t& sent, size_t& received, OwnerDraft* owner,
                         SplitRanges ranges) {
   const Split s{c, comm, target, stream, comm->size, comm->rank, dtypeSize(c->accType), dtypeSize(c->wireType)};
-  const int P = s.P, me = s.me;
-  const Transport* t = comm->transport;
-  RankArrays& a = c->rankArrays;
   const void* form = nullptr;
   uint64_t mine[2] = {0, 0};  // this rank's range form: bytes, nnz (kSplitDenseForm: dense)
   if (res == dctSuccess)
     res = owner ? ownerForm(s, inflow, *owner, form, mine[0], mine[1]) : reduceForm(s, inflow, form, mine[0], mine[1]);
-  clock.lap(dctPhaseReduce);
-
-  // Range forms: every rank's, then room for all of them, 8-byte aligned.
-  std::vector<uint64_t>& forms = a.forms;
-  forms.assign(2 * size_t(P), 0);
-  const dctResult_t shared = t->allgather(comm, mine, forms.data(), sizeof(mine), stream);
-  if (res == dctSuccess) res = shared;
-  std::vector<size_t>&formBytes = a.formBytes, &formOffsets = a.formOffsets;
-  formBytes.assign(P, 0);
-  formOffsets.assign(P, 0);
-  size_t formTotal = 0;
-  for (int q = 0; q < P && res == dctSuccess; q++) {
-    const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
-    const bool ok = nnz == kSplitDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
-    if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
-    formBytes[q] = bytes;
-    formOffsets[q] = formTotal;
-    formTotal += packing::pad8(bytes);
-  }
-  if (res == dctSuccess) res = reserveGathered(s, formTotal, mine[0]);
-  DCTCHECK(vote(comm, res, stream, kFn, "range sizes"));
-  clock.lap(dctPhaseAgree);
-
-  char* gathered = c->gathered.as<char>();
-  DCTCHECK(t->allgatherv(comm, form, mine[0], gathered, formBytes.data(), formOffsets.data(), stream));
-  clock.lap(dctPhaseExchange);
-  sent += mine[0];
-  for (int q = 0; q < P; q++) received += q == me ? 0 : formBytes[q];
-  for (int q = 0; q < P && ranges != SplitRanges::kLeave; q++) {
-    if (s.length(q) == 0 || (q == me && mine[1] == kSplitDenseForm)) continue;  // a dense own range is in place
-    DCTCHECK(writeRange(s, q, gathered + formOffsets[q], formBytes[q], forms[2 * q + 1], ranges == SplitRanges::kCheck));
-  }
-  return dctSuccess;
+  return shareRanges(s, res, form, mine, clock, sent, received, ranges);
 }
 
 dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum, void* target, void* stream) {

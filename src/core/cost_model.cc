@@ -61,10 +61,27 @@ double withWire(double wire, double local, double* wireUs) {
   return wire + local;
 }
 
+// The union of `messages` messages' `entries` as COO (mergePackedCoo): an
+// entry walked costs a few scatter-adds of its index and value, more once
+// the messages no longer step together (kernel_perf, one thread, 1% of 1M
+// and of 16M: union-2 5.6 and 6.6-8.8 ns an entry, union-4 9-12 and
+// 11-14.5; the default scatter rate is 4 ns for 8 bytes).
+double unionUs(const CostParams& p, const CostInputs& in, double entries, int messages) {
+  const double ratio = messages <= 3 ? 1.75 : 3.0;
+  return entries * ratio * static_cast<double>(in.valueBytes + in.indexBytes) / (p.scatterGBps * 1e3);
+}
+
+double totalEntries(const CostInputs& in) {
+  double total = 0;
+  for (int r = 0; r < in.ranks; r++) total += static_cast<double>(in.nnz[r]);
+  return total;
+}
+
 }  // namespace
 
 // Ring allgatherv: P-1 latencies, each rank receives every other message;
-// then every rank scatter-adds all P messages.
+// then every rank scatter-adds all P messages (or walks their union, for
+// the COO alone).
 double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs) {
   double total = 0, smallest = -1;
   for (int r = 0; r < in.ranks; r++) {
@@ -74,8 +91,8 @@ double allgatherCostUs(const CostParams& p, const CostInputs& in, double* wireUs
     if (smallest < 0 || bytes < smallest) smallest = bytes;
   }
   double wire = (total - smallest) / (p.linkGBps * 1e3);
-  double scatter = total / (p.scatterGBps * 1e3);
-  return withWire((in.ranks - 1) * p.alphaUs + wire, scatter, wireUs);
+  double local = in.unions && in.cooAlone ? unionUs(p, in, totalEntries(in), in.ranks) : total / (p.scatterGBps * 1e3);
+  return withWire((in.ranks - 1) * p.alphaUs + wire, local, wireUs);
 }
 
 // Ring allreduce: 2(P-1) latencies and 2(P-1)/P of the dense bytes on the
@@ -121,7 +138,8 @@ struct Phase {
 
 // Pairwise: each rank sends (P-1)/P of its message to the ranges' owners
 // (P-1 latencies; the busiest rank bounds the alltoallv) and each owner
-// merges ~1/P of all messages into its range. Before it, the piece sizes
+// merges ~1/P of all messages into its range, dense or, this sparse, as
+// their union (split_forms.cc). Before it, the piece sizes
 // (16 bytes per peer by MPI_Alltoall, Bruck's log2 P rounds of P/2 blocks
 // for such small ones) and their vote: log2 P latencies each.
 Phase pairwiseScatter(const CostParams& p, const CostInputs& in) {
@@ -136,7 +154,9 @@ Phase pairwiseScatter(const CostParams& p, const CostInputs& in) {
   Phase f;
   f.latency = (P - 1) * p.alphaUs + 2 * log2Ceil(P) * p.alphaUs;
   f.wire = busiest * (P - 1) / P / link + 8 * P * log2Ceil(P) / link;
-  f.local = total / P / (p.scatterGBps * 1e3) + n / P * sumBytesOf(in) / (p.reduceGBps * 1e3);
+  const double owned = totalEntries(in) / P;
+  f.local = in.unions && owned <= n / P / kSplitUnionFill ? unionUs(p, in, owned, in.ranks)
+                                             : total / P / (p.scatterGBps * 1e3) + n / P * sumBytesOf(in) / (p.reduceGBps * 1e3);
   return f;
 }
 

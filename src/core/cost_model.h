@@ -42,7 +42,18 @@ struct CostInputs {
   size_t indexBytes;
   const uint64_t* nnz;  // per rank
   size_t sumBytes = 0;  // bytes of a reduced value (the accumulation type; 0: valueBytes)
+  // The kernels walk packed messages' unions (mergePackedCoo: the host
+  // twin): split's owners sum sparse ranges that way.
+  bool unions = false;
+  // And the sum is wanted as COO alone (dctSparseInputAllreduce): the
+  // allgather plan walks the messages' union instead of scatter-adding
+  // them; split lists its gathered ranges.
+  bool cooAlone = false;
 };
+
+// A split owner sums its range as the pieces' union (split_forms.cc) while
+// they hold at most 1/kSplitUnionFill of its length, else merges it dense.
+constexpr uint64_t kSplitUnionFill = 8;
 
 // The split plans' reduce-scatter (split_halving.h): one alltoallv of the
 // pieces after an alltoall of their sizes, or recursive halving.

@@ -24,12 +24,14 @@ struct Coo {
 
 // Rank r's input: rank 1 empty, rank 0 about half the positions, the
 // others a few; integer values (exact in any summation order) or real ones.
-Coo makeInput(int rank, size_t count, dctDataType_t t, bool integers) {
+// `sparse`: every rank but 1 about 1% (split sums such ranges as the
+// pieces' union, not merged dense).
+Coo makeInput(int rank, size_t count, dctDataType_t t, bool integers, bool sparse = false) {
   Coo in;
   if (rank == 1) return in;
   std::mt19937_64 rng(1234 + 17 * rank + count);
   std::uniform_real_distribution<double> u(0, 1);
-  const double p = rank == 0 ? 0.5 : 0.01 + 0.05 * rank;
+  const double p = sparse ? 0.006 + 0.002 * rank : rank == 0 ? 0.5 : 0.01 + 0.05 * rank;
   for (size_t i = 0; i < count; i++)
     if (u(rng) < p) in.idx.push_back(static_cast<uint32_t>(i));
   in.val.resize(in.idx.size() * typeSize(t));
@@ -56,19 +58,20 @@ std::vector<char> reference(const std::vector<Coo>& all, size_t count, dctDataTy
 }
 
 // Every rank's input, made locally (inputs are a function of rank alone).
-std::vector<Coo> everyInput(int size, size_t count, dctDataType_t t, bool integers) {
+std::vector<Coo> everyInput(int size, size_t count, dctDataType_t t, bool integers, bool sparse = false) {
   std::vector<Coo> all;
-  for (int r = 0; r < size; r++) all.push_back(makeInput(r, count, t, integers));
+  for (int r = 0; r < size; r++) all.push_back(makeInput(r, count, t, integers, sparse));
   return all;
 }
 
-void checkCall(const World& w, size_t count, dctDataType_t t, dctAlgorithm_t algo, bool integers) {
+void checkCall(const World& w, size_t count, dctDataType_t t, dctAlgorithm_t algo, bool integers, bool sparse = false) {
   CAPTURE(count);
   CAPTURE(static_cast<int>(t));
   CAPTURE(static_cast<int>(algo));
   CAPTURE(integers);
+  CAPTURE(sparse);
   const size_t es = typeSize(t);
-  const std::vector<Coo> all = everyInput(w.size, count, t, integers);
+  const std::vector<Coo> all = everyInput(w.size, count, t, integers, sparse);
   const Coo& mine = all[w.rank];
   size_t bound = 0;
   REQUIRE(dctSparseInputAllreduce(mine.idx.data(), mine.val.data(), mine.idx.size(), count, t, dctSum, algo, nullptr,
@@ -133,6 +136,14 @@ TEST_CASE("every algorithm and datatype gives the rank-order sum, dense and as C
     for (dctDataType_t t : kTypes)
       for (dctAlgorithm_t algo : kAlgorithms)
         for (bool integers : {true, false}) checkCall(w, count, t, algo, integers);
+}
+
+TEST_CASE("sparse inputs: split's ranges summed as unions give the rank-order sum") {
+  World w;
+  for (size_t count : {size_t(100003), size_t(1000003)})
+    for (dctDataType_t t : kTypes)
+      for (dctAlgorithm_t algo : {dctAlgoSplit, dctAlgoAllgather})
+        for (bool integers : {true, false}) checkCall(w, count, t, algo, integers, true);
 }
 
 TEST_CASE("dctAvg divides the sum by the rank count; NaN reaches every rank") {

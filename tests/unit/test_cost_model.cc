@@ -315,3 +315,47 @@ TEST_CASE("global top-k: cheaper than split once the union is large, far cheaper
   CHECK(8 * g.us < dense(defaults, 1024, n));
   CHECK(2 * 1023 * defaults.alphaUs > 0.5 * g.us);
 }
+
+TEST_CASE("host unions: a sparse split range costs its entries, not its length") {
+  const CostParams p{5.0, 1.25, 2.0, 4.0};
+  // 4 ranks at 1% of 16M: each owner's pieces hold ~4% of its range.
+  std::vector<uint64_t> nnz(4, (1 << 24) / 100);
+  CostInputs dense{4, 1 << 24, 4, 4, nnz.data(), 4};
+  CostInputs unions = dense;
+  unions.unions = true;
+  const double range = (1 << 24) / 4.0;
+  // The dense range's reduction alone: its bytes at the reduce rate.
+  CHECK(splitScatterUs(p, dense, SplitExchange::Pairwise) > range * 4 / (4.0 * 1e3));
+  CHECK(splitScatterUs(p, unions, SplitExchange::Pairwise) < splitScatterUs(p, dense, SplitExchange::Pairwise));
+  CHECK(splitCostUs(p, unions) < splitCostUs(p, dense));
+  // Past 1/kSplitUnionFill of the range the owner merges dense again.
+  std::vector<uint64_t> full(4, (1 << 24) / 4);  // pieces: a quarter of each range per rank
+  CostInputs fullDense{4, 1 << 24, 4, 4, full.data(), 4};
+  CostInputs fullUnions = fullDense;
+  fullUnions.unions = true;
+  CHECK(splitScatterUs(p, fullUnions, SplitExchange::Pairwise) == splitScatterUs(p, fullDense, SplitExchange::Pairwise));
+  // Halving is priced as before (it merges raw COO, not packed pieces).
+  CHECK(splitScatterUs(p, unions, SplitExchange::Halving) == splitScatterUs(p, dense, SplitExchange::Halving));
+}
+
+TEST_CASE("the COO alone: allgather walks every message's union, costlier than its scatter") {
+  const CostParams p{5.0, 1.25, 2.0, 4.0};
+  std::vector<uint64_t> nnz(4, 10486);  // 1% of 1M
+  CostInputs in{4, 1 << 20, 4, 4, nnz.data(), 4};
+  in.unions = true;
+  CostInputs coo = in;
+  coo.cooAlone = true;
+  double wire = 0, cooWire = 0;
+  const double scatter = allgatherCostUs(p, in, &wire), walked = allgatherCostUs(p, coo, &cooWire);
+  CHECK(wire == cooWire);  // the same messages on the wire
+  CHECK(walked > scatter);
+  // 4 x 10486 entries walked at three scatter-adds of 8 bytes each at 2 GB/s.
+  CHECK(walked - cooWire == doctest::Approx(4 * 10486 * 3.0 * 8 / 2e3));
+  // Without the host's unions (a device twin) the COO changes nothing here.
+  CostInputs device = coo;
+  device.unions = false;
+  CHECK(allgatherCostUs(p, device) == scatter);
+  // On these counts split's sparse ranges make it the cheaper plan for the COO alone.
+  CHECK(splitCostUs(p, coo) < allgatherCostUs(p, coo));
+  CHECK(splitCostUs(p, in) > allgatherCostUs(p, in));
+}
