@@ -24,7 +24,8 @@ const char* name(dctAlgorithm_t a) {
 
 // dctSparseInputAllreduce's auto on these counts (planExactCounts without
 // DCT_TUNE rules or a measured link): the cheapest sparse plan unless none
-// models under kSparseInputMargin of dense.
+// models under kSparseInputMargin of dense (which, for the COO alone, also
+// selects it from the sum: a pass at the select rate).
 dctAlgorithm_t sparseInputPick(double allgather, double split, double pairs, double dense) {
   if (std::min({allgather, split, pairs}) > kSparseInputMargin * dense) return dctAlgoDense;
   if (pairs < std::min(allgather, split)) return dctAlgoRecursiveDoubling;
@@ -71,7 +72,8 @@ int main(int argc, char** argv) {
                   allgather / 1e3, split / 1e3, splitHalving / 1e3, topk / 1e3, topkHalving / 1e3, dense / 1e3,
                   pairs / 1e3, dense / topk, dense / topkHalving, halving ? "halving" : "pairwise",
                   name(chooseAlgorithm(p, in)), name(sparseInputPick(allgather, split, pairs, dense)),
-                  allgatherCoo / 1e3, name(sparseInputPick(allgatherCoo, split, pairs, dense)));
+                  allgatherCoo / 1e3,
+                  name(sparseInputPick(allgatherCoo, split, pairs, dense + compressPassUs(p, cooAlone))));
     }
   return 0;
 }

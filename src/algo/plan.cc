@@ -153,7 +153,8 @@ dctAlgorithm_t planExactCounts(dctComm_t comm, const CostInputs& in) {
   const double allgather = allgatherCostUs(m.params, in);
   const double split = comm->size > 2 ? splitCostUs(m.params, in) : allgather;
   const double pairs = recursiveDoublingCostUs(m.params, in);
-  const double dense = denseUs(comm, m, in, nullptr);
+  // The COO alone from the dense plan's sum: a select pass over it.
+  const double dense = denseUs(comm, m, in, nullptr) + (in.cooAlone ? compressPassUs(m.params, in) : 0);
   // No tuner corrects this model: a sparse plan must model well under dense.
   if (std::min({allgather, split, pairs}) > kSparseInputMargin * dense) return dctAlgoDense;
   if (pairs < std::min(allgather, split)) return dctAlgoRecursiveDoubling;
