@@ -597,3 +597,41 @@ TEST_CASE("dctSparseAllgather: announced counts that wrap the total, and indices
                            counts.data(), &total, dctFloat32, adv.comm(), nullptr) == dctSuccess);
   CHECK(total == 2 * size_t(P));
 }
+
+TEST_CASE("split: a malformed piece fails every rank, whether its owner merges the range or walks the union") {
+  int P = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (P < 2) return;
+  Adversary adv;
+  const size_t n = 4096;
+  // Sparse inputs (about 1%: an owner walks its pieces' union) and dense-ish
+  // ones (half: it merges the range), every rank's touching range 0.
+  for (double density : {0.01, 0.5}) {
+    CAPTURE(density);
+    std::mt19937_64 rng(77 + static_cast<uint64_t>(me));
+    std::vector<uint32_t> idx = {0};
+    for (uint32_t i = 1; i < n; i++)
+      if (std::uniform_real_distribution<double>()(rng) < density) idx.push_back(i);
+    std::vector<float> val(idx.size(), 1.0f + static_cast<float>(me));
+    std::vector<float> dense(n);
+    size_t nnz = 0;
+    auto call = [&] {
+      return dctSparseInputAllreduce(idx.data(), val.data(), idx.size(), n, dctFloat32, dctSum, dctAlgoSplit,
+                                     dense.data(), nullptr, nullptr, 0, &nnz, nullptr, adv.comm(), nullptr);
+    };
+    adv.arm(Attack{});
+    INFO(std::string(dctGetLastError(adv.comm())));
+    REQUIRE(call() == dctSuccess);
+    // The data ops: the header allgather, the piece sizes' alltoall, then the
+    // pieces' alltoallv. Rank 1's piece for owner 0 starts its send buffer:
+    // its first group's base index made past the range.
+    adv.arm(lie(1, 2, 0, uint64_t(1) << 30, false));
+    const dctResult_t res = call();
+    CHECK(adv.fired() == (me == 1));
+    CHECK(allTrue(res != dctSuccess));
+    if (me == 0) CHECK(lastErrorSays(adv.comm(), "malformed piece from rank 1"));
+    adv.arm(Attack{});
+    CHECK(call() == dctSuccess);
+  }
+}
