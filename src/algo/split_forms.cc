@@ -41,8 +41,6 @@ dctResult_t smallerForm(const Split& s, const SelectArgs& sel, const void*& form
 
 }  // namespace
 
-// Views of the gathered pieces for range `me`, in rank order. theirs[2 r],
-// theirs[2 r + 1]: bytes and nnz of rank r's piece.
 const std::vector<PackedMessage>& pieceViews(const Split& s, const char* gathered, const std::vector<uint64_t>& theirs,
                                              const std::vector<size_t>& offsets) {
   std::vector<PackedMessage>& pieces = s.c->rankArrays.messages;  // reserved by splitPack
@@ -51,7 +49,6 @@ const std::vector<PackedMessage>& pieceViews(const Split& s, const char* gathere
   return pieces;
 }
 
-// Sums range `me` of the pieces in rank order into the target.
 dctResult_t mergeRange(const Split& s, const std::vector<PackedMessage>& pieces) {
   dctCompressor_t c = s.c;
   MergeArgs merge{s.range(s.me), s.length(s.me), c->accType, c->wireType, c->indexBytes, pieces.data(), s.P};
