@@ -28,10 +28,6 @@ dctResult_t reserve(const SparseInputCall& k, TwinBuffer& b, size_t bytes, const
   return reserveFor(b, bytes, k.comm, k.in.fn, what, k.in.count);
 }
 
-// The configured plan, or the cheapest for these exact counts. Packed
-// lists have uint32 word offsets: past that size only dense runs.
-// Recursive doubling needs every rank able to run it; where one cannot, a
-// configured one falls back to dense (which needs no packed message).
 // The call's counts as the cost model takes them, alike on every rank.
 CostInputs costInputs(const SparseInputCall& k, const std::vector<CallHeader>& all) {
   CostInputs inputs{k.comm->size, k.in.count, dtypeSize(k.in.dtype), static_cast<size_t>(k.c->indexBytes),
@@ -42,6 +38,10 @@ CostInputs costInputs(const SparseInputCall& k, const std::vector<CallHeader>& a
   return inputs;
 }
 
+// The configured plan, or the cheapest for these exact counts. Packed
+// lists have uint32 word offsets: past that size only dense runs.
+// Recursive doubling needs every rank able to run it; where one cannot, a
+// configured one falls back to dense (which needs no packed message).
 dctAlgorithm_t choosePlan(const SparseInputCall& k, const std::vector<CallHeader>& all) {
   if (!packing::fitsOffsets(k.in.count, k.c->indexBytes)) return dctAlgoDense;
   bool pairs = true;

@@ -3,11 +3,10 @@
 
 #include <cstdint>
 
-#include "algo/split_forms.h"
-
 #include "algo/agree.h"
 #include "algo/global_topk.h"
 #include "algo/packed_message.h"
+#include "algo/split_forms.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "kernels/index_packing.h"
@@ -111,7 +110,6 @@ dctResult_t shareRanges(const Split& s, dctResult_t res, const void* form, const
   }
   return dctSuccess;
 }
-
 
 }  // namespace
 

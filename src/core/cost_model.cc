@@ -155,8 +155,8 @@ Phase pairwiseScatter(const CostParams& p, const CostInputs& in) {
   f.latency = (P - 1) * p.alphaUs + 2 * log2Ceil(P) * p.alphaUs;
   f.wire = busiest * (P - 1) / P / link + 8 * P * log2Ceil(P) / link;
   const double owned = totalEntries(in) / P;
-  f.local = in.unions && owned <= n / P / kSplitUnionFill ? unionUs(p, in, owned, in.ranks)
-                                             : total / P / (p.scatterGBps * 1e3) + n / P * sumBytesOf(in) / (p.reduceGBps * 1e3);
+  if (in.unions && owned <= n / P / kSplitUnionFill) f.local = unionUs(p, in, owned, in.ranks);
+  else f.local = total / P / (p.scatterGBps * 1e3) + n / P * sumBytesOf(in) / (p.reduceGBps * 1e3);
   return f;
 }
 

@@ -46,7 +46,6 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
   I* const outIndices = static_cast<I*>(a.outIndices);
   T* const outValues = static_cast<T*>(a.outValues);
   const T factor = static_cast<T>(a.factor), tau = static_cast<T>(a.tau);
-  const bool scaled = a.factor != 1.0;
   ctx->pool.parallelFor(chunks, 1, [&](size_t b, size_t e, int w) {
     char* arena = ctx->cursors.as<char>() + size_t(w) * a.count * (kCursorBytes + sizeof(uint64_t));
     Cursor* cursors = reinterpret_cast<Cursor*>(arena);
@@ -62,8 +61,6 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
       std::fill(window, window + kWindow, T(0));  // +0: the first addition is exact, as in mergePacked
       std::fill(touched, touched + kWindow / 64, uint64_t(0));
     }
-    I* __restrict idxOut = outIndices;
-    T* __restrict valOut = outValues;
     for (size_t k = b; k < e; k++) {
       const uint64_t begin = a.n / chunks * k + std::min<uint64_t>(k, a.n % chunks);
       const uint64_t end = begin + a.n / chunks + (k < a.n % chunks ? 1 : 0);
@@ -76,12 +73,13 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
         heads[r] = headOf(cursors[r]);
       }
       starts[k] = at;
+      CooOut<T, I> out{outIndices, outValues, at, a.indexBase, factor, tau};
       if (a.count <= kMaxStepped) {
         Cursor* live[kMaxStepped];
         int count = 0;
         for (int r = 0; r < a.count; r++)
           if (cursors[r].runBelow(end) != 0) live[count++] = &cursors[r];
-        at = unionOfAny(live, count, end, CooOut<T, I>{outIndices, outValues, at, a.indexBase, factor, tau});
+        out.at = unionOfAny(live, count, end, out);
       }
       for (; a.count > kMaxStepped;) {
         uint64_t base = end;  // the window starts at the smallest index left
@@ -102,17 +100,13 @@ void mergeCoo(CpuContext* ctx, MergeCooArgs& a, size_t entries) {
           const uint64_t word = static_cast<uint64_t>(__builtin_ctzll(touchedWords));
           for (uint64_t bits = touched[word]; bits != 0; bits &= bits - 1) {
             const uint64_t i = word * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
-            T sum = window[i];
+            out.put(base + i, window[i]);
             window[i] = T(0);
-            if (scaled) sum *= factor;
-            if (std::fabs(sum) < tau) continue;  // NaN stays: !(NaN < tau)
-            idxOut[at] = static_cast<I>(a.indexBase + base + i);
-            valOut[at++] = sum;
           }
           touched[word] = 0;
         }
       }
-      written[k] = at - starts[k];
+      written[k] = out.at - starts[k];
     }
   });
   size_t nnz = 0;

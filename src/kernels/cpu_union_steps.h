@@ -37,9 +37,10 @@ inline T orNegativeZero(T v, bool keep) {
   return std::bit_cast<T>((std::bit_cast<U>(v) & mask) | (std::bit_cast<U>(T(-0.0)) & ~mask));
 }
 
-// Where a chunk's union goes: put(index, sum) scales the sum and writes the
-// entry whether kept or not (the slot is below the next chunk's start: at
-// most one entry out per entry in), keeping it by the count. Passed by
+// Where a chunk's union goes (the steps here and cpu_merge_coo.cc's
+// windows): put(index, sum) scales the sum and writes the entry whether
+// kept or not (the slot is below the next chunk's start: at most one entry
+// out per entry in), keeping it by the count. Passed by
 // value into the walks so that its fields live in registers: through
 // references, every store to the output could alias them.
 template <typename T, typename I>

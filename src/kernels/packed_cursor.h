@@ -44,15 +44,12 @@ class PackedCursor {
   template <typename Visit>
   void visitBelow(uint64_t end, Visit&& visit) {
     while (!done()) {
-      const V* values = values_ + base_;
-      size_t j = pos_, stop = count_;
-      if (index_[count_ - 1] >= end)
-        stop = static_cast<size_t>(std::lower_bound(index_ + j, index_ + count_, end) - index_);
-      for (; j < stop; j++) visit(static_cast<uint64_t>(index_[j]), values[j]);
-      pos_ = j;
-      if (j < count_) return;
-      group_++;
-      decode();
+      const size_t left = count_ - pos_, run = runBelow(end);
+      const I* indices = runIndices();
+      const V* values = runValues();
+      for (size_t j = 0; j < run; j++) visit(static_cast<uint64_t>(indices[j]), values[j]);
+      skip(run);
+      if (run < left) return;  // at `end`, inside this group
     }
   }
 
