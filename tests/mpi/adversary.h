@@ -19,7 +19,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "dct/dct.h"
 
@@ -76,5 +78,15 @@ class Adversary {
  private:
   dctComm_t comm_ = nullptr;
 };
+
+// A seeded input with some exact zeros and, rarely, a NaN (the fuzzer's
+// and the targeted cases' gradients).
+inline std::vector<float> gradient(size_t n, uint64_t seed, int rank, int step) {
+  std::mt19937_64 rng(seed * 1000003 + rank * 7919 + step);
+  std::normal_distribution<float> d;
+  std::vector<float> g(n);
+  for (float& x : g) x = rng() % 5 == 0 ? 0.0f : d(rng);
+  return g;
+}
 
 }  // namespace dcttest::adversary
