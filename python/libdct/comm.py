@@ -108,6 +108,8 @@ class Comm:
         if self.handle is not None:
             _native.lib().dctCommDestroy(self.handle)
             self.handle = None
+            if self.transport is not None:
+                self.transport.close()  # its group may then go, and with it the group's threads
             if self._on_close:
                 self._on_close()
 

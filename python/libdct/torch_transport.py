@@ -45,6 +45,15 @@ class TorchTransport:
         t.allgather, t.allgatherv, t.alltoallv, t.allreduceSum, t.voteMax = self._funcs
         return t
 
+    def close(self):
+        """Lets go of the group, once the comm that calls back here is
+        destroyed. The callbacks reference this object, so without this the
+        group would live until a garbage collection: a gloo group's worker
+        threads would then outlive close(), and one that drops the last
+        reference to a tensor made here after the interpreter has begun to
+        finalize aborts the process (it cannot take the GIL)."""
+        self.group, self._funcs = None, ()
+
     def take_error(self):
         """The exception a callback raised on this rank since the last call."""
         err, self._error = self._error, None

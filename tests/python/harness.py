@@ -1,6 +1,7 @@
 """Shared by the Python tests: start-up under mpirun or torch.multiprocessing,
 cross-rank comparisons, and a runner for the case_* functions of a module.
 A failed assertion raises, the rank exits non-zero and mpirun stops the rest."""
+import gc
 import os
 import sys
 import time
@@ -69,8 +70,18 @@ def run_cases(namespace, only=None):
         print(f"{len(names)} cases passed at {dist.get_world_size()} ranks", flush=True)
 
 
+def finish():
+    """The end of a run. What the cases left in reference cycles (DDP
+    models, states) goes first, so that the default group is destroyed here
+    and its gloo threads end while the interpreter is whole: one that drops
+    the last reference to a Python-made tensor once finalization has begun
+    cannot take the GIL, and aborts the process."""
+    gc.collect()
+    dist.destroy_process_group()
+
+
 def main(namespace):
     """A test module's entry: start, RANK and SIZE into its globals, its cases, the end."""
     namespace["RANK"], namespace["SIZE"] = start()
     run_cases(namespace)
-    dist.destroy_process_group()
+    finish()

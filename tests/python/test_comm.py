@@ -11,7 +11,7 @@ import torch.distributed as dist
 from mpi4py import MPI
 
 import libdct
-from harness import all_true, raises, run_cases, same_on_all_ranks, start
+from harness import all_true, finish, raises, run_cases, same_on_all_ranks, start
 
 RANK, SIZE = start()
 
@@ -183,4 +183,4 @@ def case_residual_round_trip():
 if __name__ == "__main__":
     assert MPI.COMM_WORLD.size == SIZE
     run_cases(globals())
-    dist.destroy_process_group()
+    finish()

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import libdct
-from harness import all_true, raises, run_cases, same_on_all_ranks, start
+from harness import all_true, finish, raises, run_cases, same_on_all_ranks, start
 from libdct import Config
 from libdct.torch import DctState, dct_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -151,4 +151,4 @@ def case_a_capacity_factor_that_differs_fails_every_rank():
 
 if __name__ == "__main__":
     run_cases(globals())
-    dist.destroy_process_group()
+    finish()

@@ -242,7 +242,7 @@ def case_a_failed_callback_reaches_every_rank():
 
 def main():
     global RANK, SIZE, same_on_all_ranks, sum_over_ranks, raises
-    from harness import raises, run_cases, same_on_all_ranks, start
+    from harness import finish, raises, run_cases, same_on_all_ranks, start
     RANK, SIZE = start()
 
     def sum_over_ranks(t):
@@ -250,7 +250,7 @@ def main():
         dist.all_reduce(t)
         return t
     run_cases(globals())
-    dist.destroy_process_group()
+    finish()
 
 
 def spawned(rank, size):

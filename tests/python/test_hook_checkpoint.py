@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from harness import raises, start
+from harness import finish, raises, start
 from libdct import Config
 from libdct.torch import DctState
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -108,7 +108,7 @@ def main():
                 print(f"{net}, {compressor}, min_compression_bytes {min_bytes}, momentum {momentum}: resumed run equals the uninterrupted one bit for bit at {size} ranks",
                       flush=True)
         state.close()
-    dist.destroy_process_group()
+    finish()
 
 
 if __name__ == "__main__":

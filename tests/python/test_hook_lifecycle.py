@@ -2,11 +2,12 @@
 communication thread on one rank (Python error, SystemExit) fails that
 bucket on every rank and the next steps go on, before its collectives or
 after them (a failed finish is voted with the next bucket, or alone in the
-last); close() makes the hook raise
-at once and is idempotent; stats() and residuals() work from a future's
-then() callback (which runs on the communication thread); a state dropped
-without close() ends its thread; interpreter exit while the thread is
-inside a libdct callback does not abort the process."""
+last); close() makes the hook raise at once, is idempotent and lets the
+state's groups go at once (their gloo threads with them); stats() and
+residuals() work from a future's then() callback (which runs on the
+communication thread); a state dropped without close() ends its thread;
+interpreter exit while the thread is inside a libdct callback does not
+abort the process."""
 import gc
 import os
 import subprocess
@@ -105,6 +106,19 @@ def case_close_makes_the_hook_raise_at_once():
     err = raises(lambda: train(ddp, 1), RuntimeError)
     assert err is not None and "closed" in str(err) and time.time() - t0 < 30, err
     assert raises(state.residuals, RuntimeError) is not None
+
+
+def case_close_lets_the_groups_go_at_once():
+    state = DctState(density=0.05, min_compression_bytes=0)
+    train(model(hook_state=state), 1)
+    groups = [weakref.ref(g.pg) for g in state._owned.groups]
+    assert groups, "the state made no groups of its own"
+    gc.disable()  # a collection would hide a cycle that holds a group (and its gloo threads)
+    try:
+        state.close()
+        assert all(g() is None for g in groups), "a closed state's group lives on"
+    finally:
+        gc.enable()
 
 
 def case_stats_and_residuals_from_a_then_callback():

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from harness import raises, run_cases, start
+from harness import finish, raises, run_cases, start
 from libdct import Config
 from libdct.torch import Bucket, DctState, dct_hook
 from test_hook import assert_nothing_lost, drive, note, recording
@@ -150,7 +150,7 @@ def main():
         return t
     test_hook.sum_over_ranks = sum_over_ranks
     run_cases(globals())
-    dist.destroy_process_group()
+    finish()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import torch
 
 import libdct
 import libdct._native as native
-from harness import all_true, raises, run_cases, same_on_all_ranks, start
+from harness import all_true, finish, raises, run_cases, same_on_all_ranks, start
 from libdct.library_agree import LibraryMismatch
 from libdct.torch import DctState
 
@@ -70,4 +70,4 @@ def case_import_without_a_library_fails_with_what_was_tried():
 
 if __name__ == "__main__":
     run_cases(globals())
-    torch.distributed.destroy_process_group()
+    finish()

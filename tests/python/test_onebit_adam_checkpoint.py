@@ -18,7 +18,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from harness import raises, start
+from harness import finish, raises, start
 from libdct.torch import OnebitAdam
 
 FREEZE, STEPS, SAVES = 3, 8, (2, 5)
@@ -91,7 +91,7 @@ def main():
             opt.close()
         if rank == 0:
             print(f"resumed bit for bit at steps {SAVES} at {size} ranks", flush=True)
-    dist.destroy_process_group()
+    finish()
 
 
 if __name__ == "__main__":
