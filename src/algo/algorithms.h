@@ -66,10 +66,6 @@ dctResult_t sparseAllgather(dctComm_t comm, const void* values, const uint32_t* 
                             size_t valueBytes, const std::vector<uint64_t>& nnz,
                             void* recvValues, uint32_t* recvIndices, std::vector<size_t>& table, void* stream);
 
-// The sparse plans' model parameters for a tensor of `bytes` on this comm,
-// as planning prices them.
-CostParams sparseModelParams(dctComm_t comm, size_t bytes);
-
 // The cheapest plan for counts every rank knows exactly (no compressor
 // pass, no forecast): the sparse-input allreduce's auto. DCT_TUNE's rules
 // first (density: the ranks' mean input density); then the same cost

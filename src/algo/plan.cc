@@ -27,12 +27,6 @@ Model modelFor(dctComm_t comm, size_t bytes) {
   return m;
 }
 
-}  // namespace
-
-CostParams sparseModelParams(dctComm_t comm, size_t bytes) { return modelFor(comm, bytes).params; }
-
-namespace {
-
 // A tensor's bytes for the rules; past SIZE_MAX, the largest size.
 uint64_t tensorBytes(size_t count, size_t valueBytes) {
   size_t bytes = 0;

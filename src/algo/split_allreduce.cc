@@ -7,7 +7,6 @@
 #include "algo/global_topk.h"
 #include "algo/packed_message.h"
 #include "algo/split_forms.h"
-#include "algo/split_plain.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "kernels/index_packing.h"
@@ -46,18 +45,12 @@ dctResult_t pieceSizes(dctComm_t comm, const SplitPieces& pieces, RankArrays& a,
   return res;
 }
 
-// Writes range q from its gathered form: a copy, or zeros + its entries
-// (packed, or plain: split_plain.h).
+// Writes range q from its gathered form: a copy, or zeros + its entries.
 // `check`: validate a packed form only, write nothing; `checked`: it was.
 dctResult_t writeRange(const Split& s, int q, const char* block, uint64_t bytes, uint64_t nnz, bool check = false,
                        bool checked = false) {
   dctCompressor_t c = s.c;
   if (nnz == kSplitDenseForm) return check ? dctSuccess : c->ops->copy(c->kernels, s.range(q), block, bytes, s.stream);
-  if (splitPlainForm(nnz)) {  // made by the host twin (unionForm): in host memory
-    if (!writePlainRange(block, nnz & ~kSplitPlainBit, s.length(q), c->indexBytes, c->accType, check ? nullptr : s.range(q)))
-      return fail(s.comm, dctInternalError, "%s: malformed range from rank %d", kFn, q);
-    return dctSuccess;
-  }
   PackedMessage m = packedView(block, bytes, nnz, s.sumBytes);
   MergeArgs merge{s.range(q), s.length(q), c->accType, c->accType, c->indexBytes, &m, 1};
   merge.checkOnly = check;
@@ -96,10 +89,7 @@ dctResult_t shareRanges(const Split& s, dctResult_t res, const void* form, const
   size_t formTotal = 0;
   for (int q = 0; q < P && res == dctSuccess; q++) {
     const uint64_t bytes = forms[2 * q], nnz = forms[2 * q + 1];
-    const uint64_t plain = nnz & ~kSplitPlainBit;
-    const bool ok = nnz == kSplitDenseForm ? bytes == s.length(q) * s.sumBytes
-                    : splitPlainForm(nnz)  ? plain <= s.length(q) && bytes == plainFormBytes(plain, c->indexBytes, s.sumBytes)
-                                           : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
+    const bool ok = nnz == kSplitDenseForm ? bytes == s.length(q) * s.sumBytes : plausibleMessage(bytes, nnz, s.length(q), s.sumBytes, c->indexBytes);
     if (!ok) res = fail(comm, dctInternalError, "%s: rank %d announced a malformed range", kFn, q);
     formBytes[q] = bytes;
     formOffsets[q] = formTotal;

@@ -90,9 +90,6 @@ dctResult_t splitWriteRanges(dctCompressor_t c, dctComm_t comm, const void* sum,
 
 // A range's nnz, as every rank learns it, when it travels dense.
 constexpr uint64_t kSplitDenseForm = UINT64_MAX;
-// Set in a range's nnz when it travels as plain COO (split_plain.h).
-constexpr uint64_t kSplitPlainBit = uint64_t(1) << 63;
-constexpr bool splitPlainForm(uint64_t nnz) { return nnz != kSplitDenseForm && (nnz & kSplitPlainBit) != 0; }
 
 // The COO of a deferred exchange's result (split_coo.cc; host twin, which
 // has mergePackedCoo and denseCoo): every entry with !(|x * factor| <

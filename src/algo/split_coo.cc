@@ -1,12 +1,11 @@
 // The COO of split's result straight from its gathered ranges (the
 // sparse-input allreduce's COO on the host twin): range after range, a
-// plain range's entries as they lie (split_plain.h), a packed range's
-// through mergePackedCoo, a dense range's through denseCoo, scaled and
-// thresholded as the select of the whole sum would scale and keep them. The same entries and bits as selecting the
+// packed range's entries through mergePackedCoo, a dense range's through
+// denseCoo, scaled and thresholded as the select of the whole sum would
+// scale and keep them. The same entries and bits as selecting the
 // written and averaged count-sized sum, without writing or reading it.
 #include "algo/packed_message.h"
 #include "algo/split_allreduce.h"
-#include "algo/split_plain.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "transport/comm.h"
@@ -30,16 +29,6 @@ dctResult_t splitRangesCoo(dctCompressor_t c, dctComm_t comm, void* sum, RangesC
     char* indices = static_cast<char*>(coo.outIndices) + coo.nnz * indexBytes;
     char* values = static_cast<char*>(coo.outValues) + coo.nnz * accBytes;
     const size_t room = coo.capacity - coo.nnz;
-    if (splitPlainForm(a.forms[2 * q + 1])) {
-      const uint64_t nnz = a.forms[2 * q + 1] & ~kSplitPlainBit;
-      size_t kept = 0;
-      if (nnz > room) return fail(comm, dctInternalError, "%s: range %d holds more entries than the inputs", kFn, q);
-      if (!listPlainRange(gathered + a.formOffsets[q], nnz, length, begin, c->indexBytes, c->accType, coo.factor,
-                          tauFloor(c), indices, values, kept))
-        return fail(comm, dctInternalError, "%s: malformed range from rank %d", kFn, q);
-      coo.nnz += kept;
-      continue;
-    }
     if (a.forms[2 * q + 1] != kSplitDenseForm) {
       PackedMessage m = packedView(gathered + a.formOffsets[q], a.formBytes[q], a.forms[2 * q + 1], accBytes);
       MergeCooArgs merge{&m, 1, length, c->accType, c->accType, c->indexBytes, coo.factor, tauFloor(c), indices,

@@ -2,9 +2,7 @@
 #include "algo/split_forms.h"
 
 #include "algo/global_topk.h"
-#include "algo/algorithms.h"
 #include "algo/packed_message.h"
-#include "algo/split_plain.h"
 #include "base/debug.h"
 #include "base/dtype.h"
 #include "core/cost_model.h"
@@ -107,18 +105,7 @@ dctResult_t unionForm(const Split& s, const std::vector<PackedMessage>& pieces, 
   if (dctResult_t res = c->ops->mergePackedCoo(c->kernels, &merge, s.stream); res != dctSuccess)
     return malformedPiece(s, res, merge.malformed);
   sel.nnz = merge.nnz;
-  // Priced as messages of the plain forms' size: on shared memory they stay
-  // in the caches, where the link probe timed its allreduce.
-  const size_t plainBytes = plainFormBytes(sel.nnz, c->indexBytes, s.sumBytes);
-  const CostParams params = sparseModelParams(s.comm, plainBytes * s.P);
-  if (!plainRangeWins(params, s.P, static_cast<double>(sel.nnz), static_cast<double>(s.length(s.me)), c->indexBytes,
-                      s.sumBytes))
-    return smallerForm(s, sel, form, bytes, nnz);
-  compactPlainForm(c->selection.as(), indexBytes, sel.nnz, c->indexBytes, s.sumBytes);
-  form = c->selection.as();
-  bytes = plainBytes;
-  nnz = sel.nnz | kSplitPlainBit;
-  return dctSuccess;
+  return smallerForm(s, sel, form, bytes, nnz);
 }
 
 // Global top-k: the owner's kept entries (global_topk.h) in the smaller of

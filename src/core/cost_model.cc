@@ -245,29 +245,14 @@ SplitExchange cheaperSplitExchange(const CostParams& p, const CostInputs& in) {
 // Split (split_allreduce.cc). Phase 1: the exchange's scatter. Phase 2:
 // each owner selects its range's nonzeros and allgathers the range in the
 // cheaper of sparse and dense form; every rank writes all P of them.
-bool plainRangeWins(const CostParams& p, int ranks, double entries, double length, size_t indexBytes,
-                    size_t sumBytes) {
-  const double P = ranks, link = p.linkGBps * 1e3;
-  const double packed = entries * sumBytes + packedIndexBytes(entries, length, indexBytes);
-  const double plain = entries * static_cast<double>(sumBytes + indexBytes);
-  return (P - 1) * plain / link + P * plain / (p.selectGBps * 1e3) <
-         (P - 1) * packed / link + P * packed / (p.scatterGBps * 1e3);
-}
-
 double splitCostUs(const CostParams& p, const CostInputs& in, double* wireUs, SplitExchange exchange) {
   const double P = in.ranks, n = static_cast<double>(in.count);
   const double sumBytes = sumBytesOf(in);
   const Phase phase1 = scatterPhase(p, in, exchange);
   const double range = n / P, reduced = unionEstimate(in) / P;
-  double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
-  double readGBps = p.scatterGBps;
-  const bool unions = exchange == SplitExchange::Pairwise && in.unions && totalEntries(in) / P <= range / kSplitUnionFill;
-  if (unions && plainRangeWins(p, in.ranks, reduced, range, in.indexBytes, static_cast<size_t>(sumBytes))) {
-    form = reduced * (sumBytes + static_cast<double>(in.indexBytes));
-    readGBps = p.selectGBps;
-  }
-  const double link = p.linkGBps * 1e3;
-  const double wire2 = (P - 1) * form / link, local2 = P * form / (readGBps * 1e3);
+  const double form = std::min(range * sumBytes, reduced * sumBytes + packedIndexBytes(reduced, range, in.indexBytes));
+  const double link = p.linkGBps * 1e3, scatter = p.scatterGBps * 1e3;
+  const double wire2 = (P - 1) * form / link, local2 = P * form / scatter;
   return splitTotal(phase1, gatherLatencyUs(p, P, form), wire2, local2, wireUs);
 }
 

@@ -55,13 +55,6 @@ struct CostInputs {
 // they hold at most 1/kSplitUnionFill of its length, else merges it dense.
 constexpr uint64_t kSplitUnionFill = 8;
 
-// Whether a split range of `entries` out of `length`, summed as its
-// pieces' union, travels as plain COO rather than packed (split_plain.h):
-// more bytes on the wire to each of the other ranks, against every rank
-// reading it in one streaming pass instead of decoding it.
-bool plainRangeWins(const CostParams& p, int ranks, double entries, double length, size_t indexBytes,
-                    size_t sumBytes);
-
 // The split plans' reduce-scatter (split_halving.h): one alltoallv of the
 // pieces after an alltoall of their sizes, or recursive halving.
 enum class SplitExchange { Pairwise, Halving };

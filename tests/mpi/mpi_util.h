@@ -44,14 +44,12 @@ struct Settings {
 // read DCT_* once, at creation); 0: left alone.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, long long value)
-      : ScopedEnv(name, value > 0 ? std::to_string(value).c_str() : nullptr) {}
-  ScopedEnv(const char* name, const char* value) : name_(name) {  // nullptr: left alone
-    if (value == nullptr) return;
+  ScopedEnv(const char* name, long long value) : name_(name) {
+    if (value <= 0) return;
     const char* old = std::getenv(name);
     had_ = old != nullptr;
     if (had_) old_ = old;
-    setenv(name, value, 1);
+    setenv(name, std::to_string(value).c_str(), 1);
     set_ = true;
   }
   ~ScopedEnv() {

@@ -145,11 +145,7 @@ TEST_CASE("callbacks over MPI give dctCommInitMpi's results and statistics, bit 
   // The callbacks have no nonblocking allgather, so no pipelined steps: the
   // MPI comm runs without them too (their chunk headers add bytes). Nor
   // sendrecv, so split's reduce-scatter is pairwise: recursive halving,
-  // which sums in another order, stays off the MPI comm too. Each comm
-  // prices its links from its own probe, and split's owners choose a
-  // range's form by it (the same bits, other bytes): both get one, fast
-  // (plain ranges).
-  const ScopedEnv link("DCT_LINK_GBPS", 100);
+  // which sums in another order, stays off the MPI comm too.
   setenv("DCT_PIPELINE", "0", 1);
   setenv("DCT_SPLIT_EXCHANGE", "pairwise", 1);
   World w;

@@ -338,29 +338,6 @@ TEST_CASE("host unions: a sparse split range costs its entries, not its length")
   CHECK(splitScatterUs(p, unions, SplitExchange::Halving) == splitScatterUs(p, dense, SplitExchange::Halving));
 }
 
-TEST_CASE("split's plain ranges: where bytes are cheap, more of them on the wire and one pass to read") {
-  std::vector<uint64_t> nnz(4, 10486);  // 1% of 1M: each owner's union ~4% of its range
-  CostInputs unions{4, 1 << 20, 4, 4, nnz.data(), 4};
-  unions.unions = true;
-  CostInputs device = unions;  // no host unions: the ranges stay packed
-  device.unions = false;
-  const CostParams slow{5.0, 0.125, 2.0, 4.0}, fast{5.0, 25.0, 2.0, 4.0};
-  const double range = (1 << 20) / 4.0;
-  CHECK_FALSE(plainRangeWins(slow, 4, 10486, range, 4, 4));
-  CHECK(plainRangeWins(fast, 4, 10486, range, 4, 4));
-  double plainWire = 0, packedWire = 0;
-  splitCostUs(fast, unions, &plainWire);
-  splitCostUs(fast, device, &packedWire);
-  CHECK(plainWire > packedWire);  // 8 bytes an entry against ~5
-  splitCostUs(slow, unions, &plainWire);
-  splitCostUs(slow, device, &packedWire);
-  CHECK(plainWire == packedWire);
-  // Recursive halving's owners merge dense: their ranges stay packed.
-  splitCostUs(fast, unions, &plainWire, SplitExchange::Halving);
-  splitCostUs(fast, device, &packedWire, SplitExchange::Halving);
-  CHECK(plainWire == packedWire);
-}
-
 TEST_CASE("the COO alone: allgather walks every message's union, costlier than its scatter") {
   const CostParams p{5.0, 1.25, 2.0, 4.0};
   std::vector<uint64_t> nnz(4, 10486);  // 1% of 1M
