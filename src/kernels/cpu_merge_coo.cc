@@ -15,7 +15,6 @@
 // Per index: the same additions in the same order as mergePacked, then the
 // scale op's multiply and the select's test: the same entries and bits.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <new>
 #include <type_traits>

@@ -3,7 +3,6 @@
 // anything is written; a clean call after must work. The seeded fuzz over
 // every entry point is test_adversarial_peer.cc.
 #include <doctest/doctest.h>
-#include <mpi.h>
 
 #include <cstdint>
 #include <cstring>
@@ -38,11 +37,9 @@ bool lastErrorSays(dctComm_t comm, const char* words) {
 }  // namespace
 
 TEST_CASE("a peer announcing more DES rows than the owner has fails every rank before anything is written") {
-  int P = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &P);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  if (P < 2) return;
   Adversary adv;
+  const int P = adv.size, me = adv.rank;
+  if (P < 2) return;
   const size_t L = 16;
   std::vector<size_t> rows(P, 4);
   dctConfig_t cfg = DCT_CONFIG_INITIALIZER;
@@ -64,10 +61,8 @@ TEST_CASE("a peer announcing more DES rows than the owner has fails every rank b
 }
 
 TEST_CASE("a message size no message can have is refused before the allgather plan gathers anything") {
-  int P = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &P);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
   Adversary adv;
+  const int P = adv.size, me = adv.rank;
   const size_t n = 1000;
   Settings s;
   s.density = 0.05;
@@ -88,10 +83,8 @@ TEST_CASE("a message size no message can have is refused before the allgather pl
 }
 
 TEST_CASE("dctSparseAllgather: announced counts that wrap the total, and indices out of range, fail every rank") {
-  int P = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &P);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
   Adversary adv;
+  const int P = adv.size, me = adv.rank;
   const size_t count = 100, capacity = 64;
   std::vector<uint32_t> idx = {1u + static_cast<uint32_t>(me), 50};
   std::vector<float> val = {1.0f, 2.0f}, outVal(capacity);
@@ -116,11 +109,9 @@ TEST_CASE("dctSparseAllgather: announced counts that wrap the total, and indices
 }
 
 TEST_CASE("split: a malformed piece fails every rank, whether its owner merges the range or walks the union") {
-  int P = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &P);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  if (P < 2) return;
   Adversary adv;
+  const int P = adv.size, me = adv.rank;
+  if (P < 2) return;
   const size_t n = 4096;
   // Sparse inputs (about 1%: an owner walks its pieces' union) and dense-ish
   // ones (half: it merges the range), every rank's touching range 0.
