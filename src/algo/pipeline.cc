@@ -16,7 +16,6 @@
 // Results are bit for bit the unchunked algorithm's: the same tau selects
 // the same entries, and each output element is the same rank-order sum.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -52,8 +51,6 @@ static_assert(kHeaderBytes % 8 == 0, "slots stay 8-byte aligned");
 // What a chunk puts on the wire: its header, and its message if it fit.
 size_t sentBytes(const ChunkHeader& h) { return kHeaderBytes + (h.status == kChunkOk ? h.need : 0); }
 
-constexpr size_t kMinChunkElems = size_t(1) << 18;  // ~1 ms of selection: MPI progress granularity
-constexpr int kMaxChunks = 64;
 
 // Room for a chunk that needed `need` bytes last time. Slots cost memory,
 // not wire: twice that covers error feedback's growth between estimates
@@ -259,16 +256,12 @@ size_t pipelineChunkElems(const Step& s) {
   size_t elems = comm->settings.chunkElems;
   if (elems) elems = std::max<size_t>(elems, (c->count + kMaxExplicitChunks - 1) / kMaxExplicitChunks);
   else {
-    // Each chunk costs a nonblocking collective's latencies (~ranks x alpha)
-    // and the pipeline's fill and drain cost about a chunk's time: sqrt(T /
-    // overhead) chunks balance the two.
     std::vector<uint64_t> nnz(comm->size);
     for (int r = 0; r < comm->size; r++) nnz[r] = c->lastMessages[r].nnz;
     const CostParams params = costParams(comm->settings.cost);
-    const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data()};
-    const double chunks = std::sqrt(allgatherCostUs(params, in) / (comm->size * params.alphaUs));
-    const double bounded = std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks));
-    elems = std::max(kMinChunkElems, static_cast<size_t>(std::ceil(static_cast<double>(c->count) / bounded)));
+    const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data(),
+                        dtypeSize(c->accType)};
+    elems = autoChunkElems(params, in);
     // Keep the chunking the slots were sized for while the model roughly
     // agrees: a new chunking starts without history.
     if (c->chunkElems && c->chunkElems <= 2 * elems && elems <= 2 * c->chunkElems) elems = c->chunkElems;

@@ -312,6 +312,18 @@ double compressPassUs(const CostParams& p, const CostInputs& in) {
   return static_cast<double>(in.count) * sumBytesOf(in) / (p.selectGBps * 1e3);
 }
 
+double pipelineChunks(const CostParams& p, const CostInputs& in) {
+  return std::sqrt((compressPassUs(p, in) + allgatherCostUs(p, in)) / (in.ranks * p.alphaUs));
+}
+
+size_t autoChunkElems(const CostParams& p, const CostInputs& in) {
+  constexpr size_t kMinElems = size_t(1) << 18, kAlignElems = 4096;
+  constexpr double kMaxChunks = 64;
+  const double chunks = std::clamp(pipelineChunks(p, in), 1.0, kMaxChunks);
+  const size_t even = static_cast<size_t>(std::ceil(static_cast<double>(in.count) / chunks));
+  return std::max(kMinElems, (even + kAlignElems - 1) / kAlignElems * kAlignElems);
+}
+
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in) {
   if (in.ranks == 1) return dctAlgoAllgather;  // no wire: scatter own message only
   const double allgather = allgatherCostUs(p, in), split = splitCostUs(p, in), dense = denseCostUs(p, in);

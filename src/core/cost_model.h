@@ -90,6 +90,18 @@ double unionEstimate(const CostInputs& in);
 // (read grad and residual, select, write the residual), whatever its
 // density; dense's steady state sends the tensor as is, with no pass.
 double compressPassUs(const CostParams& p, const CostInputs& in);
+// Chunks for the pipelined allgather plan, before bounds: sqrt(step / (P
+// alpha)) balances each chunk's nonblocking collective (P latencies)
+// against the fill and drain (about a chunk's time). The step counts the
+// compressor's pass: a transfer advances only when the rank calls into
+// MPI between chunks, so the drain waits out the last chunks' selection.
+double pipelineChunks(const CostParams& p, const CostInputs& in);
+// Elements per chunk from that count: at most 64 chunks, at least 2^18
+// elements (about a millisecond of selection, MPI's progress granularity),
+// a whole multiple of 4096 so every chunk starts aligned (an odd offset
+// sends the select's streamed stores and the merge's blocks down their
+// unaligned paths: 10-14 ms of merging instead of 7-10 at 64 MiB, 4 ranks).
+size_t autoChunkElems(const CostParams& p, const CostInputs& in);
 // The cheapest of the three (ties: allgather, then split, then dense).
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in);
 

@@ -165,6 +165,46 @@ TEST_CASE("the compressor's pass costs every sparse step the tensor's bytes at t
   unsetenv("DCT_SELECT_GBPS");
 }
 
+TEST_CASE("pipeline chunks: the compressor's pass counts; a slower pass asks for more, dearer latencies for fewer") {
+  const size_t n = size_t(1) << 24;  // 64 MiB fp32 at 1%, 4 ranks, on the defaults
+  std::vector<uint64_t> nnz(4, n / 100);
+  CostInputs in{4, n, 4, 4, nnz.data(), 4};
+  CostParams p{5.0, 1.25, 2.0, 4.0};
+  const double chunks = pipelineChunks(p, in);
+  CHECK(chunks == doctest::Approx(std::sqrt((compressPassUs(p, in) + allgatherCostUs(p, in)) / (4 * 5.0))));
+  CHECK(chunks > 1.5 * std::sqrt(allgatherCostUs(p, in) / (4 * 5.0)));  // the pass is most of the step here
+  // 20-30 chunks: 0.56-0.84M elements each, where the 1 Gbit/s row ran fastest
+  // (bench/results/2026-11-30-issue51-final)
+  CHECK(chunks > 20);
+  CHECK(chunks < 30);
+  CostParams slowPass = p, fastPass = p;
+  slowPass.selectGBps = 2;
+  fastPass.selectGBps = 80;
+  CHECK(pipelineChunks(slowPass, in) > chunks);
+  CHECK(pipelineChunks(fastPass, in) < chunks);
+  CostParams costlyLatency = p;
+  costlyLatency.alphaUs = 50;
+  CHECK(pipelineChunks(costlyLatency, in) < chunks);
+}
+
+TEST_CASE("auto chunk sizes: whole multiples of 4096, at least 2^18, at most 64 chunks, near count / chunks") {
+  CostParams p{5.0, 1.25, 2.0, 4.0};
+  for (size_t n : {size_t(1000003), size_t(4194301), size_t(16777213), size_t(1) << 24, size_t(268435459)})
+    for (int ranks : {2, 3, 4, 8}) {
+      CAPTURE(n);
+      CAPTURE(ranks);
+      std::vector<uint64_t> nnz(ranks, n / 100);
+      CostInputs in{ranks, n, 4, 4, nnz.data(), 4};
+      const size_t elems = autoChunkElems(p, in);
+      CHECK(elems % 4096 == 0);
+      CHECK(elems >= (size_t(1) << 18));
+      CHECK((n + elems - 1) / elems <= 64);
+      const double chunks = std::min(pipelineChunks(p, in), 64.0);
+      if (static_cast<double>(n) / chunks > (1 << 18))
+        CHECK(static_cast<double>(elems) == doctest::Approx(static_cast<double>(n) / chunks).epsilon(0.02));
+    }
+}
+
 // Past the probe's sizes: the defaults, the link never faster than the fit.
 TEST_CASE("sparse plans' parameters: the fit where the probe reached, else defaults capped by the fitted link") {
   LinkTiming slow;  // 4 ranks on 1 Gbit/s links (probe measured 203 us and 13.05 ms)
