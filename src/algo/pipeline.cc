@@ -51,7 +51,6 @@ static_assert(kHeaderBytes % 8 == 0, "slots stay 8-byte aligned");
 // What a chunk puts on the wire: its header, and its message if it fit.
 size_t sentBytes(const ChunkHeader& h) { return kHeaderBytes + (h.status == kChunkOk ? h.need : 0); }
 
-
 // Room for a chunk that needed `need` bytes last time. Slots cost memory,
 // not wire: twice that covers error feedback's growth between estimates
 // (measured up to +46% in a step), and a selection past twice its target
@@ -261,7 +260,7 @@ size_t pipelineChunkElems(const Step& s) {
     const CostParams params = costParams(comm->settings.cost);
     const CostInputs in{comm->size, c->count, dtypeSize(c->wireType), static_cast<size_t>(c->indexBytes), nnz.data(),
                         dtypeSize(c->accType)};
-    elems = autoChunkElems(params, in);
+    elems = autoChunkElems(params, in);  // cost_model.h: the pass counts, chunks start aligned
     // Keep the chunking the slots were sized for while the model roughly
     // agrees: a new chunking starts without history.
     if (c->chunkElems && c->chunkElems <= 2 * elems && elems <= 2 * c->chunkElems) elems = c->chunkElems;

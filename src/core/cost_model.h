@@ -100,7 +100,7 @@ double pipelineChunks(const CostParams& p, const CostInputs& in);
 // elements (about a millisecond of selection, MPI's progress granularity),
 // a whole multiple of 4096 so every chunk starts aligned (an odd offset
 // sends the select's streamed stores and the merge's blocks down their
-// unaligned paths: 10-14 ms of merging instead of 7-10 at 64 MiB, 4 ranks).
+// slower unaligned paths).
 size_t autoChunkElems(const CostParams& p, const CostInputs& in);
 // The cheapest of the three (ties: allgather, then split, then dense).
 dctAlgorithm_t chooseAlgorithm(const CostParams& p, const CostInputs& in);
